@@ -1,0 +1,29 @@
+# Lectern. `make test` is what CI runs (.ci/run).
+SWIFT ?= swift
+ARGS ?=
+
+.PHONY: all build release run test deps clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh
+
+build:
+	scripts/install-deps.sh --build
+	$(SWIFT) build
+
+release:
+	scripts/install-deps.sh --build
+	$(SWIFT) build -c release
+
+# make run ARGS='--audio-sink "fakesink sync=true"'
+run:
+	scripts/run.sh $(ARGS)
+
+# make test ARGS='--filter TestSupportTests'
+test:
+	scripts/test.sh $(ARGS)
+
+clean:
+	rm -rf .build

@@ -1,0 +1,50 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Lectern",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "lecternd", targets: ["lecternd"]),
+        .executable(name: "lectern", targets: ["lectern"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries, as pkg-config finds them.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1",
+                       providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-pbutils-1.0",
+                       providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
+        // GLib/GStreamer macros and variadic functions Swift cannot call.
+        .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+
+        // Typed D-Bus over libdbus: values, names, connection, exported objects, client calls. Knows no MPRIS.
+        .target(name: "DBus", dependencies: ["CDBus"]),
+        // Typed GStreamer: a playbin wrapper, its bus as Swift events, media discovery. Knows no books.
+        .target(name: "GStreamer", dependencies: ["CGStreamer", "CGStreamerShims"]),
+        // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
+        .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
+        .target(name: "LecternDaemon", dependencies: [
+            "DBus", "GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "lecternd", dependencies: [
+            "LecternDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "lectern", dependencies: [
+            "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Tests: helpers to start a private bus, spawn processes and make audio files.
+        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
+        .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
+        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,94 @@
+// See include/gst_shims.h: each function stands in for one macro or variadic call Swift cannot make.
+// GStreamer headers are included here only, never in the public header.
+#include "gst_shims.h"
+
+#include <gst/gst.h>
+
+void lectern_gst_object_set_string(void *object, const char *property, const char *value) {
+    g_object_set(G_OBJECT(object), property, value, NULL);
+}
+
+void lectern_gst_object_set_double(void *object, const char *property, double value) {
+    g_object_set(G_OBJECT(object), property, (gdouble)value, NULL);
+}
+
+void lectern_gst_object_set_bool(void *object, const char *property, bool value) {
+    g_object_set(G_OBJECT(object), property, (gboolean)(value ? TRUE : FALSE), NULL);
+}
+
+void lectern_gst_object_set_int(void *object, const char *property, int32_t value) {
+    g_object_set(G_OBJECT(object), property, (gint)value, NULL);
+}
+
+void lectern_gst_object_set_object(void *object, const char *property, void *value) {
+    g_object_set(G_OBJECT(object), property, value, NULL);
+}
+
+char *lectern_gst_object_get_string(void *object, const char *property) {
+    gchar *value = NULL;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value;
+}
+
+double lectern_gst_object_get_double(void *object, const char *property) {
+    gdouble value = 0;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value;
+}
+
+bool lectern_gst_object_get_bool(void *object, const char *property) {
+    gboolean value = FALSE;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value != FALSE;
+}
+
+int32_t lectern_gst_object_get_int(void *object, const char *property) {
+    gint value = 0;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value;
+}
+
+void *lectern_gst_object_get_object(void *object, const char *property) {
+    gpointer value = NULL;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value;
+}
+
+void lectern_gst_free(void *pointer) {
+    g_free(pointer);
+}
+
+void lectern_gst_set_object_arg(void *object, const char *property, const char *value) {
+    gst_util_set_object_arg(G_OBJECT(object), property, value);
+}
+
+unsigned long lectern_gst_connect_about_to_finish(void *playbin,
+                                                  void (*callback)(void *playbin, void *user_data),
+                                                  void *user_data) {
+    return g_signal_connect(playbin, "about-to-finish", G_CALLBACK(callback), user_data);
+}
+
+void lectern_gst_signal_disconnect(void *object, unsigned long handler_id) {
+    g_signal_handler_disconnect(object, handler_id);
+}
+
+uint32_t lectern_gst_message_type(void *message) {
+    return (uint32_t)GST_MESSAGE_TYPE(GST_MESSAGE(message));
+}
+
+void *lectern_gst_message_src(void *message) {
+    return GST_MESSAGE_SRC(GST_MESSAGE(message));
+}
+
+bool lectern_gst_post_application(void *element, const char *name, const char *field, const char *value) {
+    GstStructure *structure = gst_structure_new_empty(name);
+    if (field != NULL && value != NULL) {
+        gst_structure_set(structure, field, G_TYPE_STRING, value, NULL);
+    }
+    GstMessage *message = gst_message_new_application(GST_OBJECT(element), structure);
+    return gst_element_post_message(GST_ELEMENT(element), message) != FALSE;
+}
+
+uint64_t lectern_gst_clock_time_none(void) {
+    return GST_CLOCK_TIME_NONE;
+}

@@ -1,0 +1,55 @@
+// Named C functions for the GLib/GStreamer macros and variadic functions Swift cannot call.
+//
+// This header must stay free of GStreamer/GLib headers (void*, stdint, stdbool only): including them here
+// would give Swift two definitions of the same C types ("has different definitions in different modules").
+// Objects are passed as `void *` and are the GObject/GstElement/GstMessage the caller already holds.
+#ifndef LECTERN_GST_SHIMS_H
+#define LECTERN_GST_SHIMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+// g_object_set is variadic: one setter per value type.
+void lectern_gst_object_set_string(void *object, const char *property, const char *value);
+void lectern_gst_object_set_double(void *object, const char *property, double value);
+void lectern_gst_object_set_bool(void *object, const char *property, bool value);
+void lectern_gst_object_set_int(void *object, const char *property, int32_t value);
+void lectern_gst_object_set_object(void *object, const char *property, void *value);
+
+// g_object_get is variadic: one getter per value type. The string getter returns a copy to free
+// with lectern_gst_free (NULL when unset); the object getter returns a new reference (or NULL).
+char *lectern_gst_object_get_string(void *object, const char *property);
+double lectern_gst_object_get_double(void *object, const char *property);
+bool lectern_gst_object_get_bool(void *object, const char *property);
+int32_t lectern_gst_object_get_int(void *object, const char *property);
+void *lectern_gst_object_get_object(void *object, const char *property);
+
+// g_free, so callers of the getters above need no GLib import to free what they got.
+void lectern_gst_free(void *pointer);
+
+// gst_util_set_object_arg wants a GObject*, which Swift only gets through the G_OBJECT cast macro.
+// Sets a property from its string form, e.g. playbin "flags" = "audio+soft-volume".
+void lectern_gst_set_object_arg(void *object, const char *property, const char *value);
+
+// g_signal_connect is a macro over g_signal_connect_data with a G_CALLBACK cast: connects playbin's
+// "about-to-finish" (emitted on a streaming thread). Returns the handler id for lectern_gst_signal_disconnect.
+unsigned long lectern_gst_connect_about_to_finish(void *playbin,
+                                                  void (*callback)(void *playbin, void *user_data),
+                                                  void *user_data);
+// g_signal_handler_disconnect wants a gpointer instance reached through casts; kept beside its connect.
+void lectern_gst_signal_disconnect(void *object, unsigned long handler_id);
+
+// GST_MESSAGE_TYPE is a macro; returns the GstMessageType bits.
+uint32_t lectern_gst_message_type(void *message);
+// GST_MESSAGE_SRC is a macro; returns the posting GstObject (not a new reference).
+void *lectern_gst_message_src(void *message);
+
+// Posts an application message named `name` from `element` on its bus, with an optional string field
+// `field` = `value` (gst_structure_new is variadic and G_TYPE_STRING is a macro). Returns false if the
+// bus refused it (e.g. flushing). Safe from any thread, never blocks.
+bool lectern_gst_post_application(void *element, const char *name, const char *field, const char *value);
+
+// GST_CLOCK_TIME_NONE is a macro cast (GstClockTime)-1.
+uint64_t lectern_gst_clock_time_none(void);
+
+#endif

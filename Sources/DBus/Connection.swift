@@ -1,0 +1,486 @@
+import CDBus
+import Foundation
+import Synchronization
+
+/// A connection to a message bus, with its own I/O thread (``EventLoop``).
+///
+/// Server side: ``export(_:interfaces:)`` objects, run ``serveCalls()`` to handle their method calls
+/// one at a time in arrival order; `Get`, `GetAll` and `Introspect` are answered on the I/O thread
+/// when no earlier call is still being handled. Client side: ``call(_:path:interface:member:_:timeout:)``
+/// and ``signals(_:)``.
+///
+/// ```swift
+/// let bus = try BusConnection(address: address)
+/// let reply = try await bus.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+///                                interface: "org.freedesktop.DBus", member: "GetId")
+/// ```
+public final class BusConnection: Sendable {
+    // Safe to share: libdbus connections are thread-safe after dbus_threads_init_default(); the pointer
+    // is released only in deinit, when nothing else can use it.
+    nonisolated(unsafe) private let raw: OpaquePointer
+    private let loop: EventLoop
+    /// This connection's unique name on the bus (`:1.42`).
+    public let uniqueName: String
+
+    private struct State: ~Copyable {
+        var objects: [ObjectPath: ExportedObject] = [:]
+        var subscriptions: [UUID: Subscription] = [:]
+        var closed = false
+    }
+    private struct Subscription {
+        let rule: MatchRule
+        let continuation: AsyncStream<ReceivedMessage>.Continuation
+    }
+    private let state = Mutex(State())
+
+    /// Method calls waiting for, or in, their handler; Get/GetAll go the fast way only when this is 0.
+    private let callsInFlight = Atomic<Int>(0)
+    private let calls: AsyncStream<@Sendable () async -> Void>
+    private let callsContinuation: AsyncStream<@Sendable () async -> Void>.Continuation
+
+    private static let threadsInitialised: Bool = { dbus_threads_init_default() != 0 }()
+
+    /// Connects to the bus at `address` (e.g. `unix:path=/run/user/1000/bus`) and registers on it.
+    public init(address: String) throws {
+        guard Self.threadsInitialised else { throw BusError.failed("libdbus could not initialise threads") }
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let connection = dbus_connection_open_private(address, &error) else {
+            throw BusError(cError: error, fallback: "cannot connect to \(address)")
+        }
+        dbus_connection_set_exit_on_disconnect(connection, 0)
+        guard dbus_bus_register(connection, &error) != 0, let name = dbus_bus_get_unique_name(connection) else {
+            let failure = BusError(cError: error, fallback: "cannot register on the bus at \(address)")
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw failure
+        }
+        raw = connection
+        uniqueName = String(cString: name)
+        loop = try EventLoop(connection: connection)
+        (calls, callsContinuation) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
+        guard dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil) != 0 else {
+            throw BusError.noMemory()
+        }
+        loop.start(name: "dbus " + uniqueName)
+    }
+
+    /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (or `$XDG_RUNTIME_DIR/bus`).
+    public static func session() throws -> BusConnection {
+        let environment = ProcessInfo.processInfo.environment
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
+            return try BusConnection(address: address)
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: runtime + "/bus") {
+            return try BusConnection(address: "unix:path=\(runtime)/bus")
+        }
+        throw BusError(name: "org.freedesktop.DBus.Error.NoServer",
+                       message: "no session bus: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist")
+    }
+
+    deinit {
+        close()
+        if !loop.isLoopThread { dbus_connection_unref(raw) }
+    }
+
+    /// Sends what is queued, stops the I/O thread and closes the connection. Idempotent.
+    public func close() {
+        let objects = state.withLock { s -> [ExportedObject] in
+            s.closed = true
+            defer { s.objects = [:] }
+            return Array(s.objects.values)
+        }
+        _ = objects
+        finishSubscriptions()
+        callsContinuation.finish()
+        loop.stop()
+    }
+
+    /// Whether the bus is still connected.
+    public var isConnected: Bool { !state.withLock { $0.closed } && dbus_connection_get_is_connected(raw) != 0 }
+
+    // MARK: - Sending
+
+    /// Sends a signal from `path`.
+    public func emitSignal(path: ObjectPath, interface: String, member: String, arguments: [DBusValue] = [],
+                           destination: BusName? = nil) throws {
+        guard let interfaceName = InterfaceName(rawValue: interface), let memberName = MemberName(rawValue: member) else {
+            throw BusError.invalidArgs("invalid signal name \(interface).\(member)")
+        }
+        guard let message = OutgoingMessage.signal(path: path, interface: interfaceName, member: memberName) else {
+            throw BusError.noMemory()
+        }
+        if let destination { dbus_message_set_destination(message.raw, destination.rawValue) }
+        try message.append(arguments)
+        try send(message)
+    }
+
+    private func send(_ message: OutgoingMessage) throws {
+        guard isConnected else { throw BusError.disconnected("the connection is closed") }
+        guard dbus_connection_send(raw, message.raw, nil) != 0 else { throw BusError.noMemory() }
+    }
+
+    /// Calls a method and waits for its reply (or `timeout`); throws the peer's error as a ``BusError``.
+    public func call(_ destination: String?, path: String, interface: String?, member: String,
+                     _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) async throws -> [DBusValue] {
+        guard let objectPath = ObjectPath(rawValue: path) else { throw BusError.invalidArgs("invalid object path '\(path)'") }
+        guard let memberName = MemberName(rawValue: member) else { throw BusError.invalidArgs("invalid member name '\(member)'") }
+        let busName = try destination.map { name in
+            guard let valid = BusName(rawValue: name) else { throw BusError.invalidArgs("invalid bus name '\(name)'") }
+            return valid
+        }
+        let interfaceName = try interface.map { name in
+            guard let valid = InterfaceName(rawValue: name) else { throw BusError.invalidArgs("invalid interface name '\(name)'") }
+            return valid
+        }
+        guard let message = OutgoingMessage.methodCall(destination: busName, path: objectPath,
+                                                       interface: interfaceName, member: memberName) else {
+            throw BusError.noMemory()
+        }
+        try message.append(arguments)
+        let reply = try await sendWithReply(message, timeout: timeout)
+        if reply.kind == .error { throw reply.busError }
+        return reply.arguments
+    }
+
+    private func sendWithReply(_ message: OutgoingMessage, timeout: Duration) async throws -> ReceivedMessage {
+        guard isConnected else { throw BusError.disconnected("the connection is closed") }
+        let ms = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        return try await withCheckedThrowingContinuation { continuation in
+            var pending: OpaquePointer?
+            guard dbus_connection_send_with_reply(raw, message.raw, &pending, max(ms, 1)) != 0, let pending else {
+                continuation.resume(throwing: BusError.disconnected("cannot send: the connection is closed"))
+                return
+            }
+            let box = PendingReply(continuation)
+            let data = Unmanaged.passRetained(box).toOpaque()
+            guard dbus_pending_call_set_notify(pending, pendingCallNotify, data, releasePendingReply) != 0 else {
+                Unmanaged<PendingReply>.fromOpaque(data).release()
+                dbus_pending_call_cancel(pending)
+                dbus_pending_call_unref(pending)
+                continuation.resume(throwing: BusError.noMemory())
+                return
+            }
+            // The reply may have been dispatched before the notify function was set.
+            if dbus_pending_call_get_completed(pending) != 0 { box.complete(pending) }
+            dbus_pending_call_unref(pending)
+        }
+    }
+
+    // MARK: - Names
+
+    public enum RequestNameReply: UInt32, Sendable {
+        case primaryOwner = 1, inQueue = 2, exists = 3, alreadyOwner = 4
+    }
+
+    /// Asks the bus for a well-known name (`DBUS_NAME_FLAG_DO_NOT_QUEUE` by default).
+    public func requestName(_ name: String, flags: UInt32 = 4) async throws -> RequestNameReply {
+        let reply = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                   member: "RequestName", [.string(name), .uint32(flags)])
+        guard case .uint32(let code)? = reply.first, let result = RequestNameReply(rawValue: code) else {
+            throw BusError.failed("unexpected RequestName reply \(reply)")
+        }
+        return result
+    }
+
+    /// Gives a well-known name back to the bus.
+    public func releaseName(_ name: String) async throws {
+        _ = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                           member: "ReleaseName", [.string(name)])
+    }
+
+    // MARK: - Signals
+
+    /// Signals matching `rule`, from now until the stream's consumer stops or the connection closes.
+    public func signals(_ rule: MatchRule) async throws -> AsyncStream<ReceivedMessage> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: ReceivedMessage.self, bufferingPolicy: .unbounded)
+        state.withLock { $0.subscriptions[id] = Subscription(rule: rule, continuation: continuation) }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            self.state.withLock { _ = $0.subscriptions.removeValue(forKey: id) }
+            Task { try? await self.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                        interface: "org.freedesktop.DBus", member: "RemoveMatch", [.string(rule.text)]) }
+        }
+        do {
+            _ = try await call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                               member: "AddMatch", [.string(rule.text)])
+        } catch {
+            continuation.finish()
+            throw error
+        }
+        return stream
+    }
+
+    private func finishSubscriptions() {
+        let subscriptions = state.withLock { s -> [Subscription] in
+            defer { s.subscriptions = [:] }
+            return Array(s.subscriptions.values)
+        }
+        for subscription in subscriptions { subscription.continuation.finish() }
+    }
+
+    // MARK: - Exporting objects
+
+    /// Exports an object at `path`; its method calls are handled once ``serveCalls()`` runs.
+    public func export(_ path: ObjectPath, interfaces: [Interface]) throws -> ExportedObject {
+        let object = ExportedObject(path: path, interfaces: interfaces, connection: self)
+        try state.withLock { s in
+            guard s.objects[path] == nil else { throw BusError.failed("an object is already exported at \(path)") }
+            s.objects[path] = object
+        }
+        return object
+    }
+
+    /// Stops exporting the object at `path`.
+    public func unexport(_ path: ObjectPath) {
+        state.withLock { _ = $0.objects.removeValue(forKey: path) }
+    }
+
+    /// Handles the exported objects' method calls and property sets, one at a time, in arrival order,
+    /// until the connection closes. Run it once, in the owner's task group.
+    public func serveCalls() async {
+        for await handle in calls {
+            await handle()
+            callsInFlight.subtract(1, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    // MARK: - Incoming messages (I/O thread)
+
+    fileprivate func handle(_ message: OpaquePointer) -> Bool {
+        switch dbus_message_get_type(message) {
+        case 1:  // method call
+            let header = ReceivedMessage(message, decodeBody: false)
+            let objects = state.withLock { $0.objects }
+            guard let path = header.path, let member = header.member else { return false }
+            if let object = objects[path] {
+                handleCall(header, message, object: object)
+                return true
+            }
+            if header.interface == "org.freedesktop.DBus.Introspectable" || header.interface == nil,
+               member == "Introspect", objects.keys.contains(where: path.isAncestor(of:)) {
+                reply(to: header, [.string(Introspection.xml(interfaces: [], children: children(of: path, in: objects)))])
+                return true
+            }
+            if header.interface == "org.freedesktop.DBus.Peer" { return false }  // libdbus answers Ping
+            reply(to: header, error: .unknownObject("No object at path '\(path)'"))
+            return true
+        case 4:  // signal
+            let signal = ReceivedMessage(message)
+            if signal.interface == "org.freedesktop.DBus.Local", signal.member == "Disconnected" {
+                state.withLock { $0.closed = true }
+                finishSubscriptions()
+                callsContinuation.finish()
+            }
+            let targets = state.withLock { s in s.subscriptions.values.filter { $0.rule.matches(signal) } }
+            for target in targets { target.continuation.yield(signal) }
+            return false
+        default:
+            return false
+        }
+    }
+
+    private func children(of path: ObjectPath, in objects: [ObjectPath: ExportedObject]) -> [String] {
+        let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
+        let names = objects.keys.filter(path.isAncestor(of:)).compactMap {
+            $0.rawValue.dropFirst(prefix.count).split(separator: "/").first.map(String.init)
+        }
+        return Array(Set(names)).sorted()
+    }
+
+    private func handleCall(_ header: ReceivedMessage, _ message: OpaquePointer, object: ExportedObject) {
+        let member = header.member ?? ""
+        let interface = header.interface
+        switch (interface, member) {
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
+            let objects = state.withLock { $0.objects }
+            reply(to: header, [.string(Introspection.xml(interfaces: object.interfaces,
+                                                         children: children(of: object.path, in: objects)))])
+        case ("org.freedesktop.DBus.Properties", _):
+            handlePropertiesCall(header, message, object: object)
+        case ("org.freedesktop.DBus.Peer", _):
+            // libdbus answers Ping and GetMachineId before filters run; anything else is unknown.
+            reply(to: header, error: .unknownMethod("No method '\(member)' in org.freedesktop.DBus.Peer"))
+        default:
+            let found: (Interface, Method)? = {
+                if let interface {
+                    return object.interface(interface).flatMap { i in i.method(member).map { (i, $0) } }
+                }
+                return object.interfaces.lazy.compactMap { i in i.method(member).map { (i, $0) } }.first
+            }()
+            guard let (declaration, method) = found else {
+                if let interface, object.interface(interface) == nil {
+                    reply(to: header, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'"))
+                } else {
+                    reply(to: header, error: .unknownMethod(
+                        "No method '\(member)' with signature '\(header.signature)' in interface '\(interface ?? "")' at \(object.path)"))
+                }
+                return
+            }
+            guard header.signature == method.inputSignature else {
+                reply(to: header, error: .invalidArgs(
+                    "\(declaration.name).\(member) takes arguments of type '\(method.inputSignature)', not '\(header.signature)'"))
+                return
+            }
+            let call = header.withBody(from: message)
+            let methodCall = MethodCall(sender: call.sender, path: object.path, interface: declaration.name,
+                                        member: method.name, arguments: call.arguments)
+            let outputSignature = method.outputSignature
+            enqueue { [self] in
+                do {
+                    let results = try await method.handler(methodCall)
+                    let signature = results.map(\.type.signature).joined()
+                    guard signature == outputSignature else {
+                        reply(to: call, error: .failed("internal error: \(member) produced '\(signature)', declared '\(outputSignature)'"))
+                        return
+                    }
+                    reply(to: call, results)
+                } catch let error as BusError {
+                    reply(to: call, error: error)
+                } catch {
+                    reply(to: call, error: .failed("\(error)"))
+                }
+            }
+        }
+    }
+
+    private func handlePropertiesCall(_ header: ReceivedMessage, _ message: OpaquePointer, object: ExportedObject) {
+        let expected = ["Get": "ss", "GetAll": "s", "Set": "ssv"]
+        guard let signature = expected[header.member ?? ""] else {
+            reply(to: header, error: .unknownMethod("No method '\(header.member ?? "")' in org.freedesktop.DBus.Properties"))
+            return
+        }
+        guard header.signature == signature else {
+            reply(to: header, error: .invalidArgs("Properties.\(header.member ?? "") takes '\(signature)', not '\(header.signature)'"))
+            return
+        }
+        let call = header.withBody(from: message)
+        let interface = call.arguments[0].string ?? ""
+        switch call.member {
+        case "Get":
+            let name = call.arguments[1].string ?? ""
+            answerNowOrInOrder { [self] in
+                do { reply(to: call, [.variant(try object.value(interface, name))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
+            }
+        case "GetAll":
+            answerNowOrInOrder { [self] in
+                do { reply(to: call, [.vardict(try object.allValues(interface))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
+            }
+        default:  // Set
+            let name = call.arguments[1].string ?? ""
+            guard let declaration = object.interface(interface) else {
+                reply(to: call, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'"))
+                return
+            }
+            guard let property = declaration.property(name) else {
+                reply(to: call, error: .unknownProperty("Interface '\(interface)' has no property '\(name)'"))
+                return
+            }
+            guard property.isWritable, let setter = property.setter else {
+                reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only"))
+                return
+            }
+            let value = call.arguments[2].unwrapped
+            guard value.type == property.type else {
+                reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'"))
+                return
+            }
+            enqueue { [self] in
+                do {
+                    try await setter(value)
+                    reply(to: call, [])
+                } catch let error as BusError {
+                    reply(to: call, error: error)
+                } catch {
+                    reply(to: call, error: .failed("\(error)"))
+                }
+            }
+        }
+    }
+
+    /// Runs `answer` at once when no earlier call is pending (keeping arrival order), else queues it.
+    private func answerNowOrInOrder(_ answer: @escaping @Sendable () -> Void) {
+        if callsInFlight.load(ordering: .sequentiallyConsistent) == 0 {
+            answer()
+        } else {
+            enqueue { answer() }
+        }
+    }
+
+    private func enqueue(_ job: @escaping @Sendable () async -> Void) {
+        callsInFlight.add(1, ordering: .sequentiallyConsistent)
+        if case .terminated = callsContinuation.yield(job) {
+            callsInFlight.subtract(1, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    private func reply(to call: ReceivedMessage, _ values: [DBusValue]) {
+        guard !call.noReplyExpected else { return }
+        guard let message = OutgoingMessage.reply(to: call.serial, destination: call.sender) else { return }
+        do {
+            try message.append(values)
+            try send(message)
+        } catch {
+            reply(to: call, error: .failed("cannot send the reply: \(error)"))
+        }
+    }
+
+    private func reply(to call: ReceivedMessage, error: BusError) {
+        guard !call.noReplyExpected,
+              let message = OutgoingMessage.reply(to: call.serial, destination: call.sender, error: error) else { return }
+        try? message.append([.string(error.message.replacingOccurrences(of: "\0", with: ""))])
+        try? send(message)
+    }
+}
+
+/// The continuation of one outgoing call; resumed exactly once, by the notify function or by the caller.
+private final class PendingReply: Sendable {
+    private let continuation = Mutex<CheckedContinuation<ReceivedMessage, any Error>?>(nil)
+    init(_ continuation: CheckedContinuation<ReceivedMessage, any Error>) { self.continuation.withLock { $0 = continuation } }
+
+    func complete(_ pending: OpaquePointer) {
+        guard let continuation = continuation.withLock({ c -> CheckedContinuation<ReceivedMessage, any Error>? in
+            defer { c = nil }
+            return c
+        }) else { return }
+        guard let reply = dbus_pending_call_steal_reply(pending) else {
+            continuation.resume(throwing: BusError.noReply("no reply"))
+            return
+        }
+        defer { dbus_message_unref(reply) }
+        continuation.resume(returning: ReceivedMessage(reply))
+    }
+}
+
+private func pendingCallNotify(_ pending: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
+    guard let pending, let data else { return }
+    Unmanaged<PendingReply>.fromOpaque(data).takeUnretainedValue().complete(pending)
+}
+
+private func releasePendingReply(_ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    Unmanaged<PendingReply>.fromOpaque(data).release()
+}
+
+private func filter(_ connection: OpaquePointer?, _ message: OpaquePointer?, _ data: UnsafeMutableRawPointer?) -> DBusHandlerResult {
+    guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    let bus = Unmanaged<BusConnection>.fromOpaque(data).takeUnretainedValue()
+    return bus.handle(message) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+}
+
+extension BusError {
+    init(cError: CDBus.DBusError, fallback: String) {
+        if dbus_error_is_set_value(cError), let name = cError.name {
+            self.init(name: String(cString: name), message: cError.message.map { String(cString: $0) } ?? fallback)
+        } else {
+            self = .failed(fallback)
+        }
+    }
+}
+
+private func dbus_error_is_set_value(_ error: CDBus.DBusError) -> Bool {
+    var copy = error
+    return dbus_error_is_set(&copy) != 0
+}

@@ -1,0 +1,246 @@
+import CDBus
+
+/// Why a value can't be sent. Checked in Swift before libdbus sees the value: libdbus aborts the
+/// process on invalid input, and the bus disconnects a peer that sends an invalid message.
+public enum MarshallingError: Error, Equatable, Sendable, CustomStringConvertible {
+    case stringContainsNUL
+    case elementTypeMismatch(expected: String, found: String)
+    case dictionaryKeyNotBasic(String)
+    case emptyStructure
+    case nestedTooDeeply
+    case invalidSignature(String)
+    case outOfMemory
+
+    public var description: String {
+        switch self {
+        case .stringContainsNUL: return "a string contains a NUL character"
+        case .elementTypeMismatch(let e, let f): return "a container of '\(e)' holds a '\(f)'"
+        case .dictionaryKeyNotBasic(let t): return "dictionary key type '\(t)' is not basic"
+        case .emptyStructure: return "a struct has no fields"
+        case .nestedTooDeeply: return "values are nested deeper than D-Bus allows"
+        case .invalidSignature(let s): return "'\(s)' is not a valid signature"
+        case .outOfMemory: return "out of memory"
+        }
+    }
+}
+
+// MARK: - Validation (pure Swift)
+
+extension DBusValue {
+    /// Throws unless the value can be marshalled: types consistent, no NUL in strings, within depth limits.
+    public func validate() throws(MarshallingError) { try validate(depth: 0) }
+
+    private func validate(depth: Int) throws(MarshallingError) {
+        switch self {
+        case .string(let s):
+            if s.utf8.contains(0) { throw .stringContainsNUL }
+        case .variant(let inner):
+            guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            try Self.checkSignature(inner.type)
+            try inner.validate(depth: depth + 1)
+        case .array(let elementType, let elements):
+            guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            try Self.checkSignature(.array(elementType))
+            for element in elements {
+                guard element.type == elementType else {
+                    throw .elementTypeMismatch(expected: elementType.signature, found: element.type.signature)
+                }
+                try element.validate(depth: depth + 1)
+            }
+        case .dictionary(let keyType, let valueType, let entries):
+            guard depth + 1 < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            guard keyType.isBasic else { throw .dictionaryKeyNotBasic(keyType.signature) }
+            try Self.checkSignature(.dictionary(key: keyType, value: valueType))
+            for entry in entries {
+                guard entry.key.type == keyType else {
+                    throw .elementTypeMismatch(expected: keyType.signature, found: entry.key.type.signature)
+                }
+                guard entry.value.type == valueType else {
+                    throw .elementTypeMismatch(expected: valueType.signature, found: entry.value.type.signature)
+                }
+                try entry.key.validate(depth: depth + 2)
+                try entry.value.validate(depth: depth + 2)
+            }
+        case .structure(let fields):
+            guard !fields.isEmpty else { throw .emptyStructure }
+            guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            for field in fields { try field.validate(depth: depth + 1) }
+        default:
+            break
+        }
+    }
+
+    private static func checkSignature(_ type: DBusType) throws(MarshallingError) {
+        let text = type.signature
+        guard Signature(rawValue: text) != nil else {
+            throw text.utf8.count > DBusLimits.maxSignatureLength ? .nestedTooDeeply : .invalidSignature(text)
+        }
+    }
+}
+
+// MARK: - Writing (after validation)
+
+enum Marshaller {
+    /// Appends validated values to a message. Returns false only when libdbus runs out of memory.
+    static func append(_ values: [DBusValue], to message: OpaquePointer) -> Bool {
+        var iter = DBusMessageIter()
+        dbus_message_iter_init_append(message, &iter)
+        for value in values where !append(value, to: &iter) { return false }
+        return true
+    }
+
+    private static func appendBasic<T: BitwiseCopyable>(_ value: T, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
+        withUnsafePointer(to: value) { dbus_message_iter_append_basic(&iter, code, $0) != 0 }
+    }
+
+    private static func appendString(_ s: String, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
+        s.withCString { cString in
+            var pointer: UnsafePointer<CChar>? = cString
+            return dbus_message_iter_append_basic(&iter, code, &pointer) != 0
+        }
+    }
+
+    private static func container(_ code: Int32, _ signature: String?, _ iter: inout DBusMessageIter,
+                                  _ body: (inout DBusMessageIter) -> Bool) -> Bool {
+        var sub = DBusMessageIter()
+        let opened: Bool
+        if let signature {
+            opened = signature.withCString { dbus_message_iter_open_container(&iter, code, $0, &sub) != 0 }
+        } else {
+            opened = dbus_message_iter_open_container(&iter, code, nil, &sub) != 0
+        }
+        guard opened else { return false }
+        guard body(&sub) else {
+            dbus_message_iter_abandon_container(&iter, &sub)
+            return false
+        }
+        return dbus_message_iter_close_container(&iter, &sub) != 0
+    }
+
+    static func append(_ value: DBusValue, to iter: inout DBusMessageIter) -> Bool {
+        let code = value.type.code
+        switch value {
+        case .byte(let v): return appendBasic(v, code, &iter)
+        case .boolean(let v): return appendBasic(dbus_bool_t(v ? 1 : 0), code, &iter)
+        case .int16(let v): return appendBasic(v, code, &iter)
+        case .uint16(let v): return appendBasic(v, code, &iter)
+        case .int32(let v): return appendBasic(v, code, &iter)
+        case .uint32(let v): return appendBasic(v, code, &iter)
+        case .int64(let v): return appendBasic(v, code, &iter)
+        case .uint64(let v): return appendBasic(v, code, &iter)
+        case .double(let v): return appendBasic(v, code, &iter)
+        case .unixFD(let v): return appendBasic(v, code, &iter)
+        case .string(let v): return appendString(v, code, &iter)
+        case .objectPath(let v): return appendString(v.rawValue, code, &iter)
+        case .signature(let v): return appendString(v.rawValue, code, &iter)
+        case .variant(let inner):
+            return container(code, inner.type.signature, &iter) { append(inner, to: &$0) }
+        case .array(let elementType, let elements):
+            return container(code, elementType.signature, &iter) { sub in
+                elements.allSatisfy { append($0, to: &sub) }
+            }
+        case .dictionary(let keyType, let valueType, let entries):
+            let entrySignature = "{" + keyType.signature + valueType.signature + "}"
+            return container(code, entrySignature, &iter) { sub in
+                entries.allSatisfy { entry in
+                    container(typeCode("e"), nil, &sub) { e in
+                        append(entry.key, to: &e) && append(entry.value, to: &e)
+                    }
+                }
+            }
+        case .structure(let fields):
+            return container(code, nil, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
+        }
+    }
+}
+
+// MARK: - Reading (input libdbus has already validated)
+
+enum Unmarshaller {
+    static func values(of message: OpaquePointer) -> [DBusValue] {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        var result: [DBusValue] = []
+        repeat {
+            if let value = read(&iter) { result.append(value) }
+        } while dbus_message_iter_next(&iter) != 0
+        return result
+    }
+
+    private static func basic<T: BitwiseCopyable>(_ iter: inout DBusMessageIter, _ initial: T) -> T {
+        var v = initial
+        withUnsafeMutablePointer(to: &v) { dbus_message_iter_get_basic(&iter, $0) }
+        return v
+    }
+
+    private static func string(_ iter: inout DBusMessageIter) -> String {
+        var pointer: UnsafePointer<CChar>? = nil
+        dbus_message_iter_get_basic(&iter, &pointer)
+        return pointer.map { String(cString: $0) } ?? ""
+    }
+
+    /// The complete type at the iterator, from libdbus's own signature of it.
+    private static func currentType(_ iter: inout DBusMessageIter) -> DBusType? {
+        guard let raw = dbus_message_iter_get_signature(&iter) else { return nil }
+        defer { dbus_free(raw) }
+        return DBusType(String(cString: raw))
+    }
+
+    private static func children(_ iter: inout DBusMessageIter, _ each: (inout DBusMessageIter) -> Void) {
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &sub)
+        while dbus_message_iter_get_arg_type(&sub) != DBUS_TYPE_INVALID {
+            each(&sub)
+            dbus_message_iter_next(&sub)
+        }
+    }
+
+    static func read(_ iter: inout DBusMessageIter) -> DBusValue? {
+        let code = dbus_message_iter_get_arg_type(&iter)
+        switch code {
+        case typeCode("y"): return .byte(basic(&iter, UInt8(0)))
+        case typeCode("b"): return .boolean(basic(&iter, dbus_bool_t(0)) != 0)
+        case typeCode("n"): return .int16(basic(&iter, Int16(0)))
+        case typeCode("q"): return .uint16(basic(&iter, UInt16(0)))
+        case typeCode("i"): return .int32(basic(&iter, Int32(0)))
+        case typeCode("u"): return .uint32(basic(&iter, UInt32(0)))
+        case typeCode("x"): return .int64(basic(&iter, Int64(0)))
+        case typeCode("t"): return .uint64(basic(&iter, UInt64(0)))
+        case typeCode("d"): return .double(basic(&iter, Double(0)))
+        case typeCode("h"): return .unixFD(basic(&iter, Int32(-1)))
+        case typeCode("s"): return .string(string(&iter))
+        case typeCode("o"): return ObjectPath(rawValue: string(&iter)).map(DBusValue.objectPath)
+        case typeCode("g"): return Signature(rawValue: string(&iter)).map(DBusValue.signature)
+        case typeCode("v"):
+            var inner: DBusValue?
+            children(&iter) { inner = read(&$0) }
+            return inner.map(DBusValue.variant)
+        case typeCode("r"):
+            var fields: [DBusValue] = []
+            children(&iter) { if let v = read(&$0) { fields.append(v) } }
+            return .structure(fields)
+        case typeCode("a"):
+            switch currentType(&iter) {
+            case .array(let elementType)?:
+                var elements: [DBusValue] = []
+                children(&iter) { if let v = read(&$0) { elements.append(v) } }
+                return .array(elementType, elements)
+            case .dictionary(let keyType, let valueType)?:
+                var entries: [DBusValue.DictEntry] = []
+                children(&iter) { entry in
+                    var kv = DBusMessageIter()
+                    dbus_message_iter_recurse(&entry, &kv)
+                    guard let key = read(&kv), dbus_message_iter_next(&kv) != 0, let value = read(&kv) else { return }
+                    entries.append(.init(key, value))
+                }
+                return .dictionary(key: keyType, value: valueType, entries)
+            default:
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+}
+
+let DBUS_TYPE_INVALID: Int32 = 0

@@ -1,0 +1,231 @@
+import CGStreamer
+import Foundation
+
+/// Reads duration, tags and cover art from a media file (GstDiscoverer).
+///
+/// ```swift
+/// do {
+///     let info = try Discoverer.discover(url)
+/// } catch .notAudio(let why) {
+///     print(why)
+/// }
+/// ```
+/// `discover` blocks the calling thread until the file is analysed (tens of milliseconds for a local file, at
+/// most `timeout`): call it from a thread or an executor that may block, not from the main actor or the player
+/// actor. Calls are independent and may run concurrently.
+public enum Discoverer {
+    /// Analyses `url` (usually a file URL) and returns what it found.
+    /// - Throws: ``MediaError``: `.notFound` (no such file), `.unreadable` (permissions, I/O), `.notAudio` (not a
+    ///   media file, or one without an audio stream), `.failed` (timeout, missing plugin, other errors).
+    public static func discover(_ url: URL, timeout: Duration = .seconds(5)) throws(MediaError) -> MediaInfo {
+        GStreamer.initialize()
+        let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
+        if url.isFileURL {
+            try checkFile(at: name)
+        }
+
+        var error: UnsafeMutablePointer<GError>?
+        let nanoseconds = max(timeout, .milliseconds(1)).gstNanoseconds
+        guard let discoverer = gst_discoverer_new(GstClockTime(nanoseconds), &error) else {
+            throw .failed("Cannot create a media discoverer: \(consumeError(error) ?? "unknown error")")
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(discoverer)) }
+
+        let info = gst_discoverer_discover_uri(discoverer, url.absoluteString, &error)
+        defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
+        let errorDomain = error?.pointee.domain
+        let errorCode = error?.pointee.code
+        let errorMessage = consumeError(error)
+
+        guard let info else {
+            throw classify(domain: errorDomain, code: errorCode, message: errorMessage, name: name)
+        }
+        switch gst_discoverer_info_get_result(info) {
+        case GST_DISCOVERER_OK:
+            break
+        case GST_DISCOVERER_URI_INVALID:
+            throw .failed("\(name): not a valid URI")
+        case GST_DISCOVERER_TIMEOUT:
+            throw .failed("\(name): analysis timed out after \(timeout)")
+        case GST_DISCOVERER_MISSING_PLUGINS:
+            if !hasAudioStream(info) {
+                throw .failed("\(name): no GStreamer plugin to decode it (\(errorMessage ?? "missing plugins"))")
+            }
+        default:
+            throw classify(domain: errorDomain, code: errorCode, message: errorMessage, name: name)
+        }
+
+        guard hasAudioStream(info) else {
+            throw .notAudio("\(name) has no audio stream")
+        }
+        return mediaInfo(info)
+    }
+
+    // MARK: Checks before GStreamer, for precise messages
+
+    private static func checkFile(at path: String) throws(MediaError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw .notFound("No such file: \(path)")
+        }
+        if isDirectory.boolValue {
+            throw .notAudio("\(path) is a directory, not an audio file")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw .unreadable("Permission denied: \(path)")
+        }
+    }
+
+    private static func classify(domain: GQuark?, code: Int32?, message: String?, name: String) -> MediaError {
+        let detail = message ?? "unknown error"
+        if let domain, let code {
+            if domain == gst_stream_error_quark() {
+                switch UInt32(code) {
+                case GST_STREAM_ERROR_TYPE_NOT_FOUND.rawValue, GST_STREAM_ERROR_WRONG_TYPE.rawValue,
+                     GST_STREAM_ERROR_DEMUX.rawValue, GST_STREAM_ERROR_DECODE.rawValue,
+                     GST_STREAM_ERROR_CODEC_NOT_FOUND.rawValue, GST_STREAM_ERROR_FORMAT.rawValue:
+                    return .notAudio("\(name) is not an audio file (\(detail))")
+                default:
+                    break
+                }
+            } else if domain == gst_resource_error_quark() {
+                switch UInt32(code) {
+                case GST_RESOURCE_ERROR_NOT_FOUND.rawValue:
+                    return .notFound("No such file: \(name)")
+                case GST_RESOURCE_ERROR_OPEN_READ.rawValue, GST_RESOURCE_ERROR_READ.rawValue,
+                     GST_RESOURCE_ERROR_NOT_AUTHORIZED.rawValue, GST_RESOURCE_ERROR_OPEN_READ_WRITE.rawValue:
+                    return .unreadable("Cannot read \(name): \(detail)")
+                default:
+                    break
+                }
+            }
+        }
+        return .failed("\(name): \(detail)")
+    }
+
+    // MARK: Reading the result
+
+    private static func hasAudioStream(_ info: OpaquePointer) -> Bool {
+        guard let list = gst_discoverer_info_get_audio_streams(info) else { return false }
+        gst_discoverer_stream_info_list_free(list)
+        return true
+    }
+
+    private static func mediaInfo(_ info: OpaquePointer) -> MediaInfo {
+        let tags = TagLists(info)
+        defer { tags.release() }
+        return MediaInfo(
+            duration: Duration(gstClockTime: gst_discoverer_info_get_duration(info)).flatMap { $0 > .zero ? $0 : nil },
+            title: tags.string("title"),
+            artists: tags.strings("artist"),
+            album: tags.string("album"),
+            albumArtist: tags.string("album-artist"),
+            genre: tags.string("genre"),
+            trackNumber: tags.number("track-number"),
+            discNumber: tags.number("album-disc-number"),
+            hasAudio: true,
+            cover: tags.image("image") ?? tags.image("preview-image")
+        )
+    }
+}
+
+/// The tag lists of every stream the discoverer found, audio streams first, then the rest and the container.
+/// A tag is read from the first list that has it.
+private struct TagLists {
+    private let streams: [OpaquePointer]
+
+    init(_ info: OpaquePointer) {
+        var audio: [OpaquePointer] = []
+        var others: [OpaquePointer] = []
+        // gst_discoverer_info_get_stream_list gives every stream with a reference each; we keep them until release().
+        if let list = gst_discoverer_info_get_stream_list(info) {
+            var node: UnsafeMutablePointer<GList>? = list
+            while let current = node {
+                if let data = current.pointee.data {
+                    // gst_discoverer_stream_info_ref and GST_IS_DISCOVERER_AUDIO_INFO are macros over these.
+                    g_object_ref(data)
+                    let stream = OpaquePointer(data)
+                    let isAudio = g_type_check_instance_is_a(
+                        data.assumingMemoryBound(to: GTypeInstance.self), gst_discoverer_audio_info_get_type()
+                    ) != 0
+                    if isAudio { audio.append(stream) } else { others.append(stream) }
+                }
+                node = current.pointee.next
+            }
+            gst_discoverer_stream_info_list_free(list)
+        }
+        // The top of the topology is the container (if any): container-level tags (MP4/M4B metadata) live there.
+        if let top = gst_discoverer_info_get_stream_info(info) {  // +1 reference
+            if (audio + others).contains(top) {
+                g_object_unref(UnsafeMutableRawPointer(top))
+            } else {
+                others.append(top)
+            }
+        }
+        streams = audio + others
+    }
+
+    func release() {
+        streams.forEach { g_object_unref(UnsafeMutableRawPointer($0)) }
+    }
+
+    private var lists: [UnsafePointer<GstTagList>] {
+        streams.compactMap { stream in
+            // A container's own tags (e.g. MP4 metadata) have their own getter since 1.20.
+            let isContainer = g_type_check_instance_is_a(
+                UnsafeMutableRawPointer(stream).assumingMemoryBound(to: GTypeInstance.self),
+                gst_discoverer_container_info_get_type()
+            ) != 0
+            return isContainer
+                ? gst_discoverer_container_info_get_tags(stream)
+                : gst_discoverer_stream_info_get_tags(stream)
+        }
+    }
+
+    func string(_ tag: String) -> String? {
+        strings(tag).first
+    }
+
+    func strings(_ tag: String) -> [String] {
+        for list in lists {
+            let count = gst_tag_list_get_tag_size(list, tag)
+            let values: [String] = (0..<count).compactMap { index in
+                var value: UnsafePointer<gchar>?
+                guard gst_tag_list_peek_string_index(list, tag, index, &value) != 0, let value else { return nil }
+                let text = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+                return text.isEmpty ? nil : text
+            }
+            if !values.isEmpty { return values }
+        }
+        return []
+    }
+
+    func number(_ tag: String) -> Int? {
+        for list in lists {
+            var value: guint = 0
+            if gst_tag_list_get_uint(list, tag, &value) != 0 { return Int(value) }
+        }
+        return nil
+    }
+
+    func image(_ tag: String) -> MediaInfo.CoverImage? {
+        for list in lists {
+            var sample: OpaquePointer?
+            guard gst_tag_list_get_sample_index(list, tag, 0, &sample) != 0, let sample else { continue }
+            defer { gst_sample_unref(sample) }
+            guard let caps = gst_sample_get_caps(sample), let structure = gst_caps_get_structure(caps, 0),
+                  let name = gst_structure_get_name(structure) else { continue }
+            let mimeType = String(cString: name)
+            guard mimeType.hasPrefix("image/"), let buffer = gst_sample_get_buffer(sample) else { continue }
+            let size = gst_buffer_get_size(buffer)
+            guard size > 0 else { continue }
+            var data = Data(count: Int(size))
+            let copied = data.withUnsafeMutableBytes { bytes in
+                gst_buffer_extract(buffer, 0, bytes.baseAddress, size)
+            }
+            guard copied == size else { continue }
+            return MediaInfo.CoverImage(data: data, mimeType: mimeType)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,224 @@
+import CGStreamer
+import CGStreamerShims
+import Synchronization
+
+/// Errors building a pipeline.
+public enum PipelineError: Error, Equatable, Sendable {
+    /// A GStreamer element is not installed (e.g. "playbin", "scaletempo").
+    case missingElement(String)
+    /// The audio sink description did not parse; GStreamer's message.
+    case invalidSinkDescription(String)
+}
+
+/// One GStreamer `playbin`, audio only, with a gapless "next URI" slot and its bus as Swift events.
+///
+/// ```swift
+/// let playbin = try Playbin(audioSink: "fakesink sync=true")
+/// playbin.uri = URL(fileURLWithPath: "/tmp/a.ogg").absoluteString
+/// playbin.nextURI = URL(fileURLWithPath: "/tmp/b.ogg").absoluteString   // continues without a gap
+/// playbin.setState(.playing)
+/// for await event in playbin.events { if event == .endOfStream { break } }
+/// ```
+///
+/// Ownership: one owner calls its methods (not `Sendable`; it is not meant to be shared). The pieces other
+/// threads touch are safe on their own: the bus is read by a dedicated thread that delivers ``events`` and the
+/// optional event handler; "about-to-finish" runs on a GStreamer streaming thread and only takes the next URI
+/// from a lock-protected slot. ``control`` is the `Sendable` handle for seeks and queries from other threads.
+///
+/// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
+/// `scaletempo`, so rate changes keep the pitch. `deinit` stops the bus thread, sets NULL and releases the element.
+public final class Playbin {
+    /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:
+    /// further bus messages wait for it. The ``PlaybinControl`` is this playbin's thread-safe handle.
+    public typealias EventHandler = @Sendable (PlaybinEvent, PlaybinControl) -> Void
+
+    /// Bus messages as values, in order, from the dedicated bus thread; finishes when the playbin is released.
+    /// Keeps at most the newest 256 undelivered events, so an unread stream costs nothing.
+    public let events: AsyncStream<PlaybinEvent>
+    /// The thread-safe handle to the same element (seeks, queries, state changes).
+    public let control: PlaybinControl
+
+    private let element: UnsafeMutablePointer<GstElement>
+    private let nextSlot: NextURISlot
+    /// The +1 reference "about-to-finish" uses as user data; released in deinit once no callback can run.
+    private let nextSlotReference: Unmanaged<NextURISlot>
+    private let aboutToFinishHandler: UInt
+    private let busReader: BusReader
+
+    /// Builds the playbin.
+    /// - Parameters:
+    ///   - audioSink: a pipeline description for the audio output, e.g. `"fakesink sync=true"` or
+    ///     `"audioconvert ! wavenc ! filesink location=/tmp/x.wav"` (gst_parse_bin_from_description with ghost
+    ///     pads); nil uses `autoaudiosink`.
+    ///   - onEvent: optional handler called on the bus thread for each event (see ``EventHandler``).
+    public init(audioSink: String? = nil, onEvent: EventHandler? = nil) throws(PipelineError) {
+        GStreamer.initialize()
+        guard let made = gst_element_factory_make("playbin", nil) else {
+            throw .missingElement("playbin")
+        }
+        // Sink the floating reference: we own exactly one reference, released in deinit.
+        gst_object_ref_sink(UnsafeMutableRawPointer(made))
+        let element = made
+
+        let filter = gst_element_factory_make("scaletempo", nil)
+        var sink: UnsafeMutablePointer<GstElement>?
+        var failure: PipelineError?
+        if filter == nil {
+            failure = .missingElement("scaletempo")
+        } else if let audioSink {
+            var error: UnsafeMutablePointer<GError>?
+            sink = gst_parse_bin_from_description(audioSink, 1, &error).map { upcast($0, to: GstElement.self) }
+            let message = consumeError(error)
+            if sink == nil {
+                failure = .invalidSinkDescription(message ?? "cannot parse \"\(audioSink)\"")
+            }
+        }
+        if let failure {
+            // Floating references not handed to the playbin: sink and drop them.
+            if let filter { gst_object_unref(gst_object_ref_sink(UnsafeMutableRawPointer(filter))) }
+            if let sink { gst_object_unref(gst_object_ref_sink(UnsafeMutableRawPointer(sink))) }
+            gst_object_unref(UnsafeMutableRawPointer(element))
+            throw failure
+        }
+
+        let raw = UnsafeMutableRawPointer(element)
+        lectern_gst_set_object_arg(raw, "flags", "audio+soft-volume")
+        // The playbin sinks the floating references of the filter and the sink bin.
+        lectern_gst_object_set_object(raw, "audio-filter", UnsafeMutableRawPointer(filter))
+        if let sink {
+            lectern_gst_object_set_object(raw, "audio-sink", UnsafeMutableRawPointer(sink))
+        }
+
+        self.element = element
+        self.control = PlaybinControl(element: element)
+        self.nextSlot = NextURISlot()
+        self.nextSlotReference = Unmanaged.passRetained(nextSlot)
+        self.aboutToFinishHandler = lectern_gst_connect_about_to_finish(
+            raw, playbinAboutToFinish, nextSlotReference.toOpaque()
+        )
+
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PlaybinEvent.self, bufferingPolicy: .bufferingNewest(256)
+        )
+        self.events = stream
+        self.busReader = BusReader(
+            pipeline: element, control: control, handler: onEvent, continuation: continuation
+        )
+        busReader.start()
+    }
+
+    deinit {
+        // Stop the bus thread first: going to NULL sets the bus flushing, which would drop the quit message.
+        busReader.stop()
+        gst_element_set_state(element, GST_STATE_NULL)
+        // NULL has joined the streaming threads: no "about-to-finish" callback is running or can start.
+        lectern_gst_signal_disconnect(UnsafeMutableRawPointer(element), aboutToFinishHandler)
+        nextSlotReference.release()
+        gst_object_unref(UnsafeMutableRawPointer(element))
+    }
+
+    // MARK: Stream
+
+    /// The URI to play ("file:///…"). Setting it takes effect on the next change from NULL/READY to PAUSED or
+    /// PLAYING; set the state to `.ready` or `.null` first to replace a playing stream.
+    public var uri: String? {
+        get {
+            let raw = UnsafeMutableRawPointer(element)
+            guard let value = lectern_gst_object_get_string(raw, "current-uri")
+                ?? lectern_gst_object_get_string(raw, "uri") else { return nil }
+            defer { lectern_gst_free(value) }
+            return String(cString: value)
+        }
+        set {
+            lectern_gst_object_set_string(UnsafeMutableRawPointer(element), "uri", newValue)
+        }
+    }
+
+    /// The gapless slot: the URI "about-to-finish" (on a streaming thread) takes and continues with, without a gap.
+    /// Taking empties the slot; ``PlaybinEvent/aboutToFinish(nextURI:)`` reports what was taken.
+    public var nextURI: String? {
+        get { nextSlot.peek() }
+        set { nextSlot.put(newValue) }
+    }
+
+    // MARK: State, seeking, queries
+
+    /// Asks for a state (gst_element_set_state); see ``StateChangeResult``.
+    @discardableResult
+    public func setState(_ state: PipelineState) -> StateChangeResult {
+        control.setState(state)
+    }
+
+    /// The current state, or the pending one while a change is in progress.
+    public var state: PipelineState { control.state }
+
+    /// Flushing, sample-accurate seek (FLUSH|ACCURATE) at the current rate; `asyncDone` follows.
+    @discardableResult
+    public func seek(to position: Duration) -> Bool {
+        control.seek(to: position)
+    }
+
+    /// Flushing, accurate seek that also sets the rate (pitch kept by scaletempo).
+    @discardableResult
+    public func seek(to position: Duration, rate: Double) -> Bool {
+        control.seek(to: position, rate: rate)
+    }
+
+    /// Changes the rate at the current position.
+    @discardableResult
+    public func setRate(_ rate: Double) -> Bool {
+        control.setRate(rate)
+    }
+
+    /// The rate of the last rate seek; 1 again when a new stream starts.
+    public var rate: Double { control.rate }
+
+    /// Position in the current stream, nil when unknown.
+    public var position: Duration? { control.position }
+
+    /// Duration of the current stream, nil when unknown.
+    public var duration: Duration? { control.duration }
+
+    /// Linear volume (playbin "volume", soft-volume): 0 silent, 1 unity, up to 10.
+    public var volume: Double {
+        get { lectern_gst_object_get_double(UnsafeMutableRawPointer(element), "volume") }
+        set { lectern_gst_object_set_double(UnsafeMutableRawPointer(element), "volume", min(max(newValue, 0), 10)) }
+    }
+}
+
+// MARK: - Gapless slot
+
+/// The next URI, shared by the owner (puts) and the "about-to-finish" streaming thread (takes).
+final class NextURISlot: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    func put(_ uri: String?) {
+        value.withLock { $0 = uri }
+    }
+
+    func peek() -> String? {
+        value.withLock { $0 }
+    }
+
+    func take() -> String? {
+        value.withLock { slot in
+            defer { slot = nil }
+            return slot
+        }
+    }
+}
+
+/// Name of the application message "about-to-finish" posts so the bus thread reports it in bus order.
+let aboutToFinishMessageName = "lectern-about-to-finish"
+
+/// "about-to-finish" handler, on a streaming thread: takes the next URI, sets it synchronously as playbin's
+/// `uri` (which is how gapless works) and posts a note on the bus. Never blocks beyond the slot's lock.
+private func playbinAboutToFinish(_ playbin: UnsafeMutableRawPointer?, _ userData: UnsafeMutableRawPointer?) {
+    guard let playbin, let userData else { return }
+    let slot = Unmanaged<NextURISlot>.fromOpaque(userData).takeUnretainedValue()
+    let next = slot.take()
+    if let next {
+        lectern_gst_object_set_string(playbin, "uri", next)
+    }
+    _ = lectern_gst_post_application(playbin, aboutToFinishMessageName, "uri", next)
+}

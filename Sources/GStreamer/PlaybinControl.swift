@@ -1,0 +1,102 @@
+import CGStreamer
+import Synchronization
+
+/// The thread-safe part of a ``Playbin``: state changes, seeks and queries, callable from any thread.
+///
+/// GStreamer documents `gst_element_set_state`, `gst_element_seek` and the position/duration queries as MT-safe.
+/// A ``Playbin`` event handler gets one so it can react on the bus thread (e.g. seek once prerolled) without
+/// hopping to the playbin's owner:
+/// ```swift
+/// let playbin = try Playbin(audioSink: nil) { event, control in
+///     if case .asyncDone = event { _ = control.seek(to: .seconds(30)) }
+/// }
+/// ```
+/// It keeps its own reference to the element, so it stays valid after the ``Playbin`` is gone (calls then fail
+/// harmlessly on a pipeline in the NULL state).
+// @unchecked Sendable: `element` is immutable and only passed to MT-safe GStreamer calls; `rateState` is a Mutex.
+public final class PlaybinControl: @unchecked Sendable {
+    let element: UnsafeMutablePointer<GstElement>
+    /// The rate of the last seek; GStreamer keeps it per segment, we keep it so plain seeks preserve it.
+    private let rateState = Mutex<Double>(1)
+
+    init(element: UnsafeMutablePointer<GstElement>) {
+        self.element = element
+        gst_object_ref(UnsafeMutableRawPointer(element))
+    }
+
+    deinit {
+        gst_object_unref(UnsafeMutableRawPointer(element))
+    }
+
+    /// Asks for a state (gst_element_set_state). Going to `.null` is synchronous and waits for streaming threads.
+    @discardableResult
+    public func setState(_ state: PipelineState) -> StateChangeResult {
+        StateChangeResult(gst_element_set_state(element, state.gstState))
+    }
+
+    /// The current state, or the pending one if a change is in progress (gst_element_get_state, no waiting).
+    public var state: PipelineState {
+        var current = GST_STATE_VOID_PENDING
+        var pending = GST_STATE_VOID_PENDING
+        _ = gst_element_get_state(element, &current, &pending, 0)
+        return PipelineState(pending == GST_STATE_VOID_PENDING ? current : pending)
+    }
+
+    /// The rate set by the last ``seek(to:rate:)``; 1 after a new stream starts.
+    public var rate: Double {
+        rateState.withLock { $0 }
+    }
+
+    /// Flushing, sample-accurate seek (FLUSH|ACCURATE) at the current ``rate``. Works in PAUSED or PLAYING
+    /// once prerolled; `asyncDone` follows. Returns false if the pipeline refused it.
+    @discardableResult
+    public func seek(to position: Duration) -> Bool {
+        seek(to: position, rate: rate)
+    }
+
+    /// Flushing, accurate seek that also changes the playback rate (1 = normal, 2 = twice as fast).
+    /// With playbin's scaletempo audio filter the pitch is preserved. `rate` must be positive.
+    @discardableResult
+    public func seek(to position: Duration, rate: Double) -> Bool {
+        precondition(rate > 0, "Playbin supports forward playback only (rate \(rate))")
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+        let target = max(position, .zero).gstNanoseconds
+        let accepted = gst_element_seek(
+            element, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(target), GST_SEEK_TYPE_NONE, -1
+        ) != 0
+        if accepted {
+            rateState.withLock { $0 = rate }
+        }
+        return accepted
+    }
+
+    /// Seeks to the current position with a new rate (speed change that keeps the place).
+    @discardableResult
+    public func setRate(_ rate: Double) -> Bool {
+        guard let position else { return false }
+        return seek(to: position, rate: rate)
+    }
+
+    /// Playback position in the current stream (gst_element_query_position), nil if unknown (e.g. not prerolled).
+    public var position: Duration? {
+        var nanoseconds: gint64 = 0
+        guard gst_element_query_position(element, GST_FORMAT_TIME, &nanoseconds) != 0, nanoseconds >= 0 else {
+            return nil
+        }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+
+    /// Duration of the current stream (gst_element_query_duration), nil if unknown.
+    public var duration: Duration? {
+        var nanoseconds: gint64 = 0
+        guard gst_element_query_duration(element, GST_FORMAT_TIME, &nanoseconds) != 0, nanoseconds >= 0 else {
+            return nil
+        }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+
+    /// A new stream starts at rate 1 (GStreamer's fresh segment); called by the bus thread on STREAM_START.
+    func streamStarted() {
+        rateState.withLock { $0 = 1 }
+    }
+}

@@ -1,0 +1,26 @@
+/// A playbin bus message, converted to a value on the bus thread. No GstMessage pointer leaves that thread.
+///
+/// ```swift
+/// for await event in playbin.events {
+///     if case .endOfStream = event { break }
+/// }
+/// ```
+public enum PlaybinEvent: Sendable, Equatable {
+    /// The playbin itself (not one of its children) changed state.
+    case stateChanged(old: PipelineState, new: PipelineState)
+    /// An asynchronous state change or a flushing seek completed (the pipeline prerolled).
+    case asyncDone
+    /// A new stream started in every sink: the first one after a URI is set, or the next one after a gapless switch.
+    case streamStart
+    /// The last stream ended and no next URI was set.
+    case endOfStream
+    /// The duration changed (e.g. MP3 without a Xing header); the value queried right then, nil if still unknown.
+    case durationChanged(Duration?)
+    /// "about-to-finish" fired on a streaming thread: `nextURI` is what the gapless slot held and the playbin now
+    /// continues with, nil when the slot was empty (the stream will end with `endOfStream`).
+    case aboutToFinish(nextURI: String?)
+    /// A fatal error; the pipeline stops producing data. `debug` is GStreamer's detail for logs.
+    case error(message: String, debug: String?)
+    /// A non-fatal problem GStreamer reported.
+    case warning(message: String, debug: String?)
+}

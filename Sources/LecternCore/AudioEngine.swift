@@ -1,0 +1,45 @@
+import Foundation
+
+/// What the player needs from an audio pipeline: one stream at a time, with a gapless "next" slot.
+///
+/// The player actor owns its engine and is the only caller; implementations need not be thread-safe
+/// for calls, but deliver their ``events`` from whatever thread they like.
+/// `GStreamerEngine` (LecternDaemon) is the real one; `FakeEngine` (tests) runs on a manual clock.
+public protocol AudioEngine: AnyObject {
+    /// Events in the order the pipeline produced them. One consumer: the player's `run()`.
+    var events: AsyncStream<EngineEvent> { get }
+
+    /// Replaces the current stream with `url`, prerolled and paused at `position`.
+    /// `.ready(duration:)` follows once the stream can play; `.failed` if it can't.
+    func load(_ url: URL, at position: Duration)
+    /// Starts or resumes output of the loaded stream.
+    func play()
+    /// Holds output; the position stays where it is.
+    func pause()
+    /// Releases the stream and the output device.
+    func stop()
+    /// Moves within the loaded stream, sample-accurate. Ignored when nothing is loaded.
+    func seek(to position: Duration)
+    /// The position in the current stream, nil when nothing is loaded or it is not yet known.
+    var position: Duration? { get }
+    /// Linear volume, 0 = silent, 1 = unity; above 1 amplifies.
+    func setVolume(_ volume: Double)
+    /// Playback rate (1 = normal) with the pitch preserved.
+    func setRate(_ rate: Double)
+    /// The stream to continue with, without a gap, when the current one ends; nil to stop at its end.
+    func setNext(_ url: URL?)
+}
+
+/// Something the engine reports. Values only: no pipeline object crosses into the player.
+public enum EngineEvent: Sendable, Equatable {
+    /// The loaded stream prerolled; its duration if the container tells it.
+    case ready(duration: Duration?)
+    /// The duration became known or changed (e.g. MP3 without a Xing header).
+    case durationChanged(Duration)
+    /// Playback continued into the stream set with `setNext`, without a gap.
+    case advanced(URL)
+    /// The current stream ended and no next one was set.
+    case endOfStream
+    /// The stream or the output failed; the engine is stopped.
+    case failed(String)
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// One playable file in the queue, with what its tags say.
+public struct MediaItem: Sendable, Equatable, Identifiable {
+    /// Unique for the daemon's lifetime: a new queue gets new ids, so clients never confuse tracks.
+    public var id: Int
+    public var url: URL
+    public var title: String?
+    public var artists: [String]
+    public var album: String?
+    public var albumArtists: [String]
+    public var trackNumber: Int?
+    public var discNumber: Int?
+    public var genre: String?
+    public var duration: Duration?
+    /// A file:// URL of the cover image, when one is known.
+    public var artURL: URL?
+
+    public init(id: Int, url: URL, title: String? = nil, artists: [String] = [], album: String? = nil,
+                albumArtists: [String] = [], trackNumber: Int? = nil, discNumber: Int? = nil, genre: String? = nil,
+                duration: Duration? = nil, artURL: URL? = nil) {
+        self.id = id
+        self.url = url
+        self.title = title
+        self.artists = artists
+        self.album = album
+        self.albumArtists = albumArtists
+        self.trackNumber = trackNumber
+        self.discNumber = discNumber
+        self.genre = genre
+        self.duration = duration
+        self.artURL = artURL
+    }
+
+    /// The title to show: the tag, else the file name without its extension.
+    public var displayTitle: String { title ?? url.deletingPathExtension().lastPathComponent }
+}

@@ -1,0 +1,356 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The one owner of playback: takes commands in arrival order, drives its ``AudioEngine``, and tells
+/// its observer about every change, synchronously and in order.
+///
+/// ```swift
+/// let player = Player(engine: GStreamerEngine(...), observer: { event in ... })
+/// async let _ = player.run()                  // engine events and the 1-second tick
+/// await player.open([MediaItem(id: 0, url: fileURL)])
+/// try await player.playPause()
+/// ```
+public actor Player {
+    private let engine: any AudioEngine
+    private let observer: @Sendable (PlayerEvent) -> Void
+    private let logger: Logger
+    private let tickClock: any Clock<Duration>
+
+    private var state = PlayerState()
+    /// Play order: indices into the queue (shuffled when `state.shuffle`).
+    private var order: [Int] = []
+    /// Where in `order` the current item is.
+    private var orderPosition = 0
+    /// The order position the engine will continue with gaplessly, as last told with `setNext`.
+    private var pendingNext: Int?
+    /// Whether the engine has prerolled the current item.
+    private var engineReady = false
+    private var nextItemID = 1
+
+    /// The current position as a function of time; readable from any thread without awaiting the actor.
+    public nonisolated let positionClock = SharedPositionClock()
+
+    public init(engine: sending any AudioEngine, tickClock: any Clock<Duration> = ContinuousClock(),
+                logger: Logger = Logger(label: "lectern.player"),
+                observer: @escaping @Sendable (PlayerEvent) -> Void) {
+        self.engine = engine
+        self.tickClock = tickClock
+        self.logger = logger
+        self.observer = observer
+    }
+
+    /// Handles engine events and re-anchors the position clock once a second, until cancelled.
+    public func run() async {
+        let events = engine.events
+        let clock = tickClock
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [weak self] in
+                for await event in events { await self?.handle(event) }
+            }
+            group.addTask { [weak self] in
+                while !Task.isCancelled {
+                    do { try await clock.sleep(for: .seconds(1), tolerance: .milliseconds(50)) } catch { return }
+                    await self?.tick()
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: - Reading
+
+    public var snapshot: PlayerState { state }
+
+    /// The position in the current item, from the engine when it knows it.
+    public var position: Duration {
+        if engineReady, let position = engine.position { return position }
+        return positionClock.position()
+    }
+
+    public var canGoNext: Bool { nextOrderPosition(wrapping: state.loop == .playlist) != nil }
+    public var canGoPrevious: Bool { previousOrderPosition() != nil }
+
+    // MARK: - Commands
+
+    /// Replaces the queue and makes `items[startIndex]` current at `position`, playing or paused.
+    public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true) {
+        guard !items.isEmpty else { return }
+        state.queue = items.map { item in
+            var copy = item
+            copy.id = nextItemID
+            nextItemID += 1
+            return copy
+        }
+        let start = min(max(0, startIndex), items.count - 1)
+        rebuildOrder(keeping: start)
+        state.status = play ? .playing : .paused
+        load(orderPosition: orderPosition, at: position)
+    }
+
+    /// Updates what is known of an item (e.g. tags discovered after the queue was opened).
+    public func updateItem(_ item: MediaItem) {
+        guard let index = state.queue.firstIndex(where: { $0.id == item.id }) else { return }
+        var updated = item
+        updated.url = state.queue[index].url
+        if updated.duration == nil { updated.duration = state.queue[index].duration }
+        guard updated != state.queue[index] else { return }
+        state.queue[index] = updated
+        publish()
+    }
+
+    /// Playing stays playing; paused resumes; stopped starts the current item from its beginning.
+    public func play() {
+        guard state.currentIndex != nil else { return }
+        switch state.status {
+        case .playing:
+            return
+        case .paused:
+            state.status = .playing
+            if engineReady { engine.play() }
+            anchorClock()
+            publish()
+        case .stopped:
+            state.status = .playing
+            load(orderPosition: orderPosition, at: .zero)
+        }
+    }
+
+    public func pause() {
+        guard state.status == .playing else { return }
+        state.status = .paused
+        engine.pause()
+        anchorClock()
+        publish()
+    }
+
+    public func playPause() throws(PlayerError) {
+        guard state.currentIndex != nil else { throw .nothingToPlay }
+        if state.status == .playing { pause() } else { play() }
+    }
+
+    public func stop() {
+        guard state.currentIndex != nil, state.status != .stopped else { return }
+        state.status = .stopped
+        engine.stop()
+        engineReady = false
+        positionClock.set(PositionClock(anchor: .zero))
+        publish()
+    }
+
+    /// Moves to the next item in play order; paused or stopped stays so.
+    public func next() {
+        guard let target = nextOrderPosition(wrapping: state.loop == .playlist) else { return }
+        go(to: target)
+    }
+
+    public func previous() {
+        guard let target = previousOrderPosition() else { return }
+        go(to: target)
+    }
+
+    /// Relative seek; below 0 clamps to 0; past the end acts as `next()` (or stops at the last item).
+    public func seek(by offset: Duration) {
+        guard state.currentIndex != nil else { return }
+        let target = max(.zero, position + offset)
+        if let duration = state.current?.duration, target >= duration {
+            if canGoNext { next() } else { stop() }
+            return
+        }
+        seekWithinItem(to: target)
+    }
+
+    /// Absolute seek within the item `itemID`; ignored when that is not the current item or out of range.
+    public func setPosition(itemID: Int, to target: Duration) {
+        guard let current = state.current, current.id == itemID, target >= .zero else { return }
+        if let duration = current.duration, target > duration { return }
+        seekWithinItem(to: target)
+    }
+
+    public func setVolume(_ volume: Double) throws(PlayerError) {
+        guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
+        let clamped = min(max(0, volume), 10)
+        guard clamped != state.volume else { return }
+        state.volume = clamped
+        engine.setVolume(clamped)
+        publish()
+    }
+
+    /// Clamped to [minimumRate, maximumRate]; 0 pauses and keeps the rate.
+    public func setRate(_ rate: Double) throws(PlayerError) {
+        guard rate.isFinite else { throw .invalidValue("rate must be a finite number, not \(rate)") }
+        if rate == 0 { pause(); return }
+        let clamped = min(max(PlayerState.minimumRate, rate), PlayerState.maximumRate)
+        guard clamped != state.rate else { return }
+        state.rate = clamped
+        engine.setRate(clamped)
+        anchorClock()
+        publish()
+    }
+
+    public func setLoop(_ loop: LoopMode) {
+        guard loop != state.loop else { return }
+        state.loop = loop
+        updateNext()
+        publish()
+    }
+
+    public func setShuffle(_ shuffle: Bool) {
+        guard shuffle != state.shuffle else { return }
+        state.shuffle = shuffle
+        if let current = state.currentIndex { rebuildOrder(keeping: current) }
+        updateNext()
+        publish()
+    }
+
+    // MARK: - Engine events
+
+    private func handle(_ event: EngineEvent) {
+        switch event {
+        case .ready(let duration):
+            engineReady = true
+            if let duration { setCurrentDuration(duration) }
+            if state.status == .playing { engine.play() }
+            anchorClock()
+            publish()
+        case .durationChanged(let duration):
+            setCurrentDuration(duration)
+            publish()
+        case .advanced(let url):
+            guard let target = pendingNext, state.queue[order[target]].url == url else {
+                logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
+                return
+            }
+            orderPosition = target
+            state.currentIndex = order[target]
+            state.lastError = nil
+            positionClock.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
+            updateNext()
+            publish()
+        case .endOfStream:
+            endOfQueue()
+        case .failed(let message):
+            logger.error("playback failed", metadata: ["error": "\(message)"])
+            state.lastError = message
+            state.status = .stopped
+            engineReady = false
+            positionClock.set(PositionClock(anchor: .zero))
+            publish()
+        }
+    }
+
+    private func tick() {
+        guard state.status == .playing, engineReady else { return }
+        anchorClock()
+    }
+
+    // MARK: - Internals
+
+    private func endOfQueue() {
+        switch state.loop {
+        case .track:
+            load(orderPosition: orderPosition, at: .zero)
+        case .playlist where !order.isEmpty:
+            load(orderPosition: 0, at: .zero)
+        default:
+            state.status = .stopped
+            engine.stop()
+            engineReady = false
+            positionClock.set(PositionClock(anchor: .zero))
+            publish()
+        }
+    }
+
+    private func go(to target: Int) {
+        if state.status == .stopped {
+            orderPosition = target
+            state.currentIndex = order[target]
+            positionClock.set(PositionClock(anchor: .zero))
+            publish()
+            return
+        }
+        load(orderPosition: target, at: .zero)
+    }
+
+    private func load(orderPosition target: Int, at position: Duration) {
+        orderPosition = target
+        state.currentIndex = order[target]
+        state.lastError = nil
+        engineReady = false
+        engine.load(state.queue[order[target]].url, at: position)
+        positionClock.set(PositionClock(anchor: position))
+        updateNext()
+        publish()
+        if position > .zero { observer(.seeked(position)) }
+    }
+
+    private func seekWithinItem(to target: Duration) {
+        engine.seek(to: target)
+        positionClock.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
+        observer(.seeked(target))
+    }
+
+    private func setCurrentDuration(_ duration: Duration) {
+        guard let index = state.currentIndex, duration > .zero else { return }
+        state.queue[index].duration = duration
+    }
+
+    private func anchorClock() {
+        let anchor = (engineReady ? engine.position : nil) ?? positionClock.position()
+        let speed = state.status == .playing && engineReady ? state.rate : 0
+        positionClock.set(PositionClock(anchor: anchor, speed: speed))
+    }
+
+    private func nextOrderPosition(wrapping: Bool) -> Int? {
+        guard state.currentIndex != nil, !order.isEmpty else { return nil }
+        if orderPosition + 1 < order.count { return orderPosition + 1 }
+        return wrapping ? 0 : nil
+    }
+
+    private func previousOrderPosition() -> Int? {
+        guard state.currentIndex != nil, !order.isEmpty else { return nil }
+        if orderPosition > 0 { return orderPosition - 1 }
+        return state.loop == .playlist ? order.count - 1 : nil
+    }
+
+    /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item.
+    private func rebuildOrder(keeping current: Int) {
+        let all = Array(state.queue.indices)
+        if state.shuffle {
+            order = [current] + all.filter { $0 != current }.shuffled()
+            orderPosition = 0
+        } else {
+            order = all
+            orderPosition = current
+        }
+    }
+
+    /// Tells the engine what follows the current item, for a gapless transition.
+    private func updateNext() {
+        let next: Int?
+        switch state.loop {
+        case .track: next = state.currentIndex == nil ? nil : orderPosition
+        case .playlist: next = nextOrderPosition(wrapping: true)
+        case .none: next = nextOrderPosition(wrapping: false)
+        }
+        pendingNext = next
+        engine.setNext(next.map { state.queue[order[$0]].url })
+    }
+
+    private func publish() {
+        state.canGoNext = canGoNext
+        state.canGoPrevious = canGoPrevious
+        observer(.stateChanged(state))
+    }
+}
+
+/// A ``PositionClock`` behind a lock: written by the player, read by anyone (e.g. the D-Bus thread
+/// answering `Get Position`) without a hop to the actor.
+public final class SharedPositionClock: Sendable {
+    private let clock = Mutex(PositionClock())
+    public init() {}
+    public func set(_ value: PositionClock) { clock.withLock { $0 = value } }
+    public var value: PositionClock { clock.withLock { $0 } }
+    public func position(at now: ContinuousClock.Instant = .now) -> Duration { value.position(at: now) }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// What the user asked for, not what the pipeline passes through (a seek briefly pauses the
+/// pipeline; clients must not see that).
+public enum PlaybackStatus: String, Sendable, Equatable {
+    case playing = "Playing", paused = "Paused", stopped = "Stopped"
+}
+
+public enum LoopMode: String, Sendable, Equatable, CaseIterable {
+    case none = "None", track = "Track", playlist = "Playlist"
+}
+
+/// A snapshot of everything a client can see of the player, published after every change.
+public struct PlayerState: Sendable, Equatable {
+    public var status: PlaybackStatus = .stopped
+    public var queue: [MediaItem] = []
+    /// Index into `queue` of the current item.
+    public var currentIndex: Int?
+    public var loop: LoopMode = .none
+    public var shuffle = false
+    public var volume = 1.0
+    public var rate = 1.0
+    /// The last error the engine reported for the current item, cleared by the next load.
+    public var lastError: String?
+    /// Whether `next()` / `previous()` would change the current item.
+    public var canGoNext = false
+    public var canGoPrevious = false
+
+    public static let minimumRate = 0.5
+    public static let maximumRate = 3.0
+
+    public init() {}
+
+    public var current: MediaItem? { currentIndex.map { queue[$0] } }
+}
+
+/// The position of the current item as a function of time: re-anchored on every play, pause, seek
+/// and track change and once a second, so a reader on another thread can compute "now" without
+/// asking the pipeline.
+public struct PositionClock: Sendable, Equatable {
+    public var anchor: Duration
+    public var anchoredAt: ContinuousClock.Instant
+    /// 0 while not advancing.
+    public var speed: Double
+
+    public init(anchor: Duration = .zero, at instant: ContinuousClock.Instant = .now, speed: Double = 0) {
+        self.anchor = anchor
+        self.anchoredAt = instant
+        self.speed = speed
+    }
+
+    public func position(at now: ContinuousClock.Instant = .now) -> Duration {
+        guard speed > 0 else { return anchor }
+        return anchor + (now - anchoredAt) * speed
+    }
+}
+
+/// What the player tells its observer, synchronously, in the order things happened.
+public enum PlayerEvent: Sendable, Equatable {
+    /// Something in the snapshot changed.
+    case stateChanged(PlayerState)
+    /// The position jumped (not by playing): seek, set position, a load at a saved position.
+    case seeked(Duration)
+}
+
+/// Why a command was refused. Nothing changed.
+public enum PlayerError: Error, Equatable, Sendable, CustomStringConvertible {
+    case nothingToPlay
+    case invalidValue(String)
+
+    public var description: String {
+        switch self {
+        case .nothingToPlay: return "nothing is loaded"
+        case .invalidValue(let what): return what
+        }
+    }
+}

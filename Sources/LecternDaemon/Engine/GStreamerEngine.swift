@@ -1,0 +1,262 @@
+import Foundation
+import GStreamer
+import LecternCore
+import Synchronization
+
+/// The real ``AudioEngine``: one GStreamer playbin, audio only, gapless, pitch-preserving rate changes.
+///
+/// ```swift
+/// let engine = try GStreamerEngine()                      // autoaudiosink
+/// let player = Player(engine: engine)                      // passed with `sending`; the actor is the only caller
+/// ```
+///
+/// Threads: the player actor calls the methods (one caller, in order). The playbin's bus thread runs
+/// `Translation.handle`, which turns ``PlaybinEvent``s into ``EngineEvent``s and yields them to ``events``; it also
+/// finishes a load (the seek to the start position, then `.ready`) and stops the pipeline on errors. Everything
+/// both sides read or write is in `Translation.state`, behind one Mutex, and every pipeline call that depends on
+/// that state is made while holding it, so the two threads act in a single order. The lock is never taken on a
+/// GStreamer streaming thread ("about-to-finish" only touches the playbin's own next-URI slot), so holding it
+/// across set_state/seek cannot deadlock.
+final class GStreamerEngine: AudioEngine {
+    let events: AsyncStream<EngineEvent>
+
+    private let playbin: Playbin
+    private let translation: Translation
+
+    /// - Parameter audioSink: a GStreamer pipeline description for the output (see ``Playbin/init(audioSink:onEvent:)``),
+    ///   e.g. `"fakesink sync=true"` in tests; nil for the system's default output (autoaudiosink).
+    init(audioSink: String? = nil) throws(PipelineError) {
+        let (stream, continuation) = AsyncStream.makeStream(of: EngineEvent.self)
+        let translation = Translation(continuation: continuation)
+        self.events = stream
+        self.translation = translation
+        self.playbin = try Playbin(audioSink: audioSink) { event, control in
+            translation.handle(event, control: control)
+        }
+    }
+
+    deinit {
+        translation.continuation.finish()
+    }
+
+    func load(_ url: URL, at position: Duration) {
+        translation.state.withLock { state in
+            // NULL (synchronous) drops the old stream; the bus is flushed too, so the old stream's messages are gone.
+            playbin.setState(.null)
+            playbin.uri = url.absoluteString
+            state.phase = .loading(sawReset: false)
+            state.startPosition = max(position, .zero)
+            state.wantsPlaying = false
+            state.sawStreamStart = false
+            state.takenNext = nil
+            state.lastDuration = nil
+            playbin.setState(.paused)
+        }
+    }
+
+    func play() {
+        translation.state.withLock { state in
+            state.wantsPlaying = true
+            // Before `.ready`, the bus thread starts playback once prerolled at the start position: playing
+            // earlier would let the first moments of the stream be heard before the seek.
+            if state.phase == .ready {
+                playbin.setState(.playing)
+            }
+        }
+    }
+
+    func pause() {
+        translation.state.withLock { state in
+            state.wantsPlaying = false
+            if state.phase == .ready {
+                playbin.setState(.paused)
+            }
+        }
+    }
+
+    func stop() {
+        translation.state.withLock { state in
+            playbin.setState(.null)
+            state.phase = .idle
+            state.wantsPlaying = false
+            state.takenNext = nil
+        }
+    }
+
+    func seek(to position: Duration) {
+        translation.state.withLock { state in
+            switch state.phase {
+            case .idle, .failed:
+                break
+            case .loading, .seekingToStart:
+                // Applied by the bus thread once prerolled (see Translation.asyncDone).
+                state.startPosition = max(position, .zero)
+            case .ready:
+                playbin.seek(to: position, rate: state.rate)
+            }
+        }
+    }
+
+    var position: Duration? {
+        translation.state.withLock { state in
+            switch state.phase {
+            case .idle, .failed: nil
+            case .loading, .seekingToStart: state.startPosition
+            case .ready: playbin.position
+            }
+        }
+    }
+
+    func setVolume(_ volume: Double) {
+        playbin.volume = volume
+    }
+
+    func setRate(_ rate: Double) {
+        guard rate > 0, rate.isFinite else { return }
+        translation.state.withLock { state in
+            state.rate = rate
+            // Before `.ready` the start seek carries the rate.
+            if state.phase == .ready, let position = playbin.position {
+                playbin.seek(to: position, rate: rate)
+            }
+        }
+    }
+
+    func setNext(_ url: URL?) {
+        translation.state.withLock { state in
+            state.nextURL = url
+            playbin.nextURI = url?.absoluteString
+        }
+    }
+}
+
+/// The engine state shared with the bus thread, and the translation of playbin events.
+private final class Translation: Sendable {
+    enum Phase: Equatable {
+        /// Nothing loaded (initially and after `stop()`).
+        case idle
+        /// `load` set the pipeline to PAUSED; waiting for NULL→READY (proof that later messages are this
+        /// stream's, not stale ones popped before the flush), then for the first async-done.
+        case loading(sawReset: Bool)
+        /// Prerolled; the seek to the start position (and rate) is in flight. `target` is where it goes.
+        case seekingToStart(target: Duration)
+        /// `.ready` was reported; the player's calls act on the pipeline directly.
+        case ready
+        /// `.failed` was reported; the pipeline is NULL until the next `load`.
+        case failed
+    }
+
+    struct State {
+        var phase = Phase.idle
+        /// Where the loaded stream should start; the latest `seek` before `.ready` overrides it.
+        var startPosition = Duration.zero
+        /// The rate the player asked for; a new stream starts at 1, so it is applied again after load and advance.
+        var rate = 1.0
+        /// Whether the player asked for playback (applied when the load completes).
+        var wantsPlaying = false
+        /// The last URL given to `setNext` (to report `.advanced` with the caller's own URL value).
+        var nextURL: URL?
+        /// The URL "about-to-finish" took: the next STREAM_START is that stream.
+        var takenNext: URL?
+        /// The first STREAM_START after a load is the loaded stream's own.
+        var sawStreamStart = false
+        var lastDuration: Duration?
+    }
+
+    /// Guards all engine state; see GStreamerEngine's comment for the locking rule.
+    let state = Mutex(State())
+    let continuation: AsyncStream<EngineEvent>.Continuation
+
+    init(continuation: AsyncStream<EngineEvent>.Continuation) {
+        self.continuation = continuation
+    }
+
+    /// On the bus thread: updates the state, makes the calls that finish a load, and yields engine events
+    /// (only this thread yields, so they keep the bus order).
+    func handle(_ event: PlaybinEvent, control: PlaybinControl) {
+        let output: [EngineEvent] = state.withLock { state in
+            var output: [EngineEvent] = []
+            let active: Bool = switch state.phase {
+            case .loading(sawReset: true), .seekingToStart, .ready: true
+            case .idle, .failed, .loading(sawReset: false): false
+            }
+            switch event {
+            case .stateChanged(old: .null, new: .ready):
+                if state.phase == .loading(sawReset: false) {
+                    state.phase = .loading(sawReset: true)
+                }
+            case .asyncDone where active:
+                asyncDone(&state, control: control, output: &output)
+            case .aboutToFinish(let uri?) where active:
+                if let next = state.nextURL, next.absoluteString == uri {
+                    state.takenNext = next
+                    state.nextURL = nil
+                } else {
+                    // setNext changed the slot again after the streaming thread took this one.
+                    state.takenNext = URL(string: uri)
+                }
+            case .streamStart where active:
+                guard state.sawStreamStart else {
+                    state.sawStreamStart = true
+                    break
+                }
+                guard let next = state.takenNext else { break }
+                state.takenNext = nil
+                output.append(.advanced(next))
+                if state.rate != 1 {
+                    // A new stream starts at rate 1: re-apply the speed from its start.
+                    control.seek(to: .zero, rate: state.rate)
+                }
+                if let duration = control.duration {
+                    state.lastDuration = duration
+                    output.append(.durationChanged(duration))
+                }
+            case .durationChanged(let duration?) where state.phase == .ready:
+                if duration != state.lastDuration {
+                    state.lastDuration = duration
+                    output.append(.durationChanged(duration))
+                }
+            case .endOfStream where active:
+                output.append(.endOfStream)
+            case .error(let message, _) where active:
+                control.setState(.null)
+                state.phase = .failed
+                state.wantsPlaying = false
+                output.append(.failed(message))
+            default:
+                break
+            }
+            return output
+        }
+        for event in output {
+            continuation.yield(event)
+        }
+    }
+
+    /// Async-done while loading: seek to the start position once, then report `.ready` after that seek's own
+    /// async-done (seeking again if the player moved the start position meanwhile).
+    private func asyncDone(_ state: inout State, control: PlaybinControl, output: inout [EngineEvent]) {
+        switch state.phase {
+        case .loading:
+            if state.startPosition > .zero || state.rate != 1,
+               control.seek(to: state.startPosition, rate: state.rate) {
+                state.phase = .seekingToStart(target: state.startPosition)
+                return
+            }
+        case .seekingToStart(let target):
+            if state.startPosition != target, control.seek(to: state.startPosition, rate: state.rate) {
+                state.phase = .seekingToStart(target: state.startPosition)
+                return
+            }
+        case .idle, .ready, .failed:
+            return
+        }
+        state.phase = .ready
+        let duration = control.duration
+        state.lastDuration = duration
+        output.append(.ready(duration: duration))
+        if state.wantsPlaying {
+            control.setState(.playing)
+        }
+    }
+}

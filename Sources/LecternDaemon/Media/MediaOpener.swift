@@ -1,0 +1,153 @@
+import DBus
+import Dispatch
+import Foundation
+import GStreamer
+import LecternCore
+import Logging
+
+/// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
+/// lists a folder's audio files in natural order, reads tags with GStreamer's discoverer and caches
+/// embedded covers as files. Discovery blocks, so it runs on its own queue, never on the D-Bus
+/// thread, the player actor or the cooperative pool.
+public final class MediaOpener: Sendable {
+    public let supportedSchemes = ["file"]
+    public let supportedMimeTypes = [
+        "audio/mpeg", "audio/mp4", "audio/x-m4b", "audio/aac", "audio/ogg", "audio/x-vorbis+ogg", "audio/opus",
+        "audio/flac", "audio/x-flac", "audio/x-wav", "audio/wav", "audio/x-matroska", "audio/webm",
+    ]
+    static let audioExtensions: Set<String> = [
+        "mp3", "m4a", "m4b", "mp4", "aac", "ogg", "oga", "opus", "flac", "wav", "mka", "webm", "aif", "aiff", "wv", "ape", "wma",
+    ]
+
+    private let coverDirectory: URL
+    private let queue = DispatchQueue(label: "lectern.discovery", qos: .utility)
+    private let logger: Logger
+
+    public init(coverDirectory: URL, logger: Logger) {
+        self.coverDirectory = coverDirectory
+        self.logger = logger
+    }
+
+    /// The items to play for `uri` (a file:// URI or an absolute path), the first one discovered.
+    /// Throws a ``BusError`` a client can read; nothing is opened then.
+    public func open(_ uri: String) async throws -> [MediaItem] {
+        let url = try Self.fileURL(from: uri)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw BusError(name: "org.freedesktop.DBus.Error.FileNotFound", message: "No such file or folder: \(url.path)")
+        }
+        let files = isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
+        guard let first = files.first else {
+            throw BusError.invalidArgs("No audio files in \(url.path)")
+        }
+        let info: MediaInfo
+        do {
+            info = try await discover(first)
+        } catch {
+            throw BusError.invalidArgs("Cannot play \(first.path): \(error)")
+        }
+        var items = files.map { MediaItem(id: 0, url: $0) }
+        items[0] = item(for: first, info)
+        return items
+    }
+
+    /// Reads the tags of `items` in the background and hands each result to the player.
+    public func discoverRemaining(_ items: some Collection<MediaItem>, into player: Player) {
+        let pending = Array(items)
+        guard !pending.isEmpty else { return }
+        Task.detached(priority: .utility) { [self] in
+            // The queue's ids are minted by the player; match by URL.
+            let queue = await player.snapshot.queue
+            for file in pending {
+                guard let info = try? await discover(file.url),
+                      let current = queue.first(where: { $0.url == file.url }) else { continue }
+                var updated = item(for: file.url, info)
+                updated.id = current.id
+                await player.updateItem(updated)
+            }
+        }
+    }
+
+    private func discover(_ url: URL) async throws -> MediaInfo {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                do { continuation.resume(returning: try Discoverer.discover(url)) } catch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+
+    func item(for url: URL, _ info: MediaInfo) -> MediaItem {
+        MediaItem(id: 0, url: url, title: info.title, artists: info.artists, album: info.album,
+                  albumArtists: info.albumArtist.map { [$0] } ?? [], trackNumber: info.trackNumber,
+                  discNumber: info.discNumber, genre: info.genre, duration: info.duration,
+                  artURL: coverURL(for: url, info.cover))
+    }
+
+    // MARK: - Paths
+
+    static func fileURL(from uri: String) throws -> URL {
+        guard !uri.isEmpty, !uri.utf8.contains(0) else { throw BusError.invalidArgs("The URI is empty") }
+        if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
+        guard let url = URL(string: uri), let scheme = url.scheme?.lowercased() else {
+            throw BusError.invalidArgs("Not a URI or an absolute path: \(uri)")
+        }
+        guard scheme == "file" else {
+            throw BusError.notSupported("Lectern opens file:// URIs only, not \(scheme):")
+        }
+        guard url.host == nil || url.host == "" || url.host == "localhost" else {
+            throw BusError.notSupported("Lectern opens local files only, not files on \(url.host ?? "")")
+        }
+        return URL(fileURLWithPath: url.path).standardizedFileURL
+    }
+
+    /// The audio files below `folder` (subfolders included), in natural order of their relative paths.
+    static func audioFiles(in folder: URL) throws -> [URL] {
+        guard let enumerator = FileManager.default.enumerator(
+            at: folder, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]) else {
+            throw BusError.failed("Cannot read the folder \(folder.path)")
+        }
+        let base = folder.standardizedFileURL.path
+        var files: [(String, URL)] = []
+        for case let url as URL in enumerator where audioExtensions.contains(url.pathExtension.lowercased()) {
+            guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            let path = url.standardizedFileURL.path
+            let relative = path.hasPrefix(base) ? String(path.dropFirst(base.count)) : path
+            files.append((relative, url.standardizedFileURL))
+        }
+        return files.sorted { NaturalOrder.areInIncreasingOrder($0.0, $1.0) }.map(\.1)
+    }
+
+    // MARK: - Covers
+
+    /// The embedded cover written once to the cache (named by a hash of its bytes), else an image
+    /// beside the file.
+    func coverURL(for file: URL, _ cover: MediaInfo.CoverImage?) -> URL? {
+        if let cover, !cover.data.isEmpty {
+            let ext = cover.mimeType.contains("png") ? "png" : "jpg"
+            let target = coverDirectory.appendingPathComponent("\(fnv1a(cover.data)).\(ext)")
+            if FileManager.default.fileExists(atPath: target.path) { return target }
+            do {
+                try FileManager.default.createDirectory(at: coverDirectory, withIntermediateDirectories: true)
+                try cover.data.write(to: target, options: .atomic)
+                return target
+            } catch {
+                logger.warning("cannot cache cover", metadata: ["path": "\(target.path)", "error": "\(error)"])
+            }
+        }
+        let folder = file.deletingLastPathComponent()
+        for name in ["cover.jpg", "cover.png", "folder.jpg", "folder.png", "front.jpg", "Cover.jpg", "Folder.jpg"] {
+            let candidate = folder.appendingPathComponent(name)
+            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+        }
+        return nil
+    }
+
+    private func fnv1a(_ data: Data) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+}

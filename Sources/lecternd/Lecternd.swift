@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import LecternDaemon
+import Logging
+
+@main
+struct Lecternd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lecternd",
+        abstract: "Lectern's daemon: plays audiobooks and music, controlled over D-Bus (MPRIS and Lectern's own API).")
+
+    @Option(help: "GStreamer pipeline description for the audio output, e.g. \"fakesink sync=true\".")
+    var audioSink: String?
+
+    @Option(help: "D-Bus address to connect to instead of the session bus.")
+    var busAddress: String?
+
+    @Option(help: "Directory for cached covers (default: $XDG_CACHE_HOME/lectern).")
+    var cacheDirectory: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "lecternd")
+        let options = DaemonOptions(audioSink: audioSink, busAddress: busAddress,
+                                    cacheDirectory: cacheDirectory.map { URL(fileURLWithPath: $0) })
+        do {
+            try await Daemon.run(options, logger: logger)
+        } catch let error as DaemonError {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        } catch {
+            logger.error("lecternd cannot run: \(error)")
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Testing
+@testable import DBus
+
+/// Values go into a real libdbus message and are read back out of it.
+private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
+    let message = try #require(OutgoingMessage.methodCall(destination: nil, path: .root, interface: nil,
+                                                          member: MemberName("Test")!))
+    try message.append(values)
+    return Unmarshaller.values(of: message.raw)
+}
+
+@Suite struct MarshallingTests {
+    static let basics: [DBusValue] = [
+        .byte(0), .byte(255), .boolean(true), .boolean(false),
+        .int16(.min), .int16(.max), .uint16(.max), .int32(.min), .int32(-1), .uint32(.max),
+        .int64(.min), .int64(.max), .uint64(.max), .double(-0.5), .double(.infinity), .double(1e-300),
+        .string(""), .string("Ünïcödé ✓ 📚"), .objectPath(ObjectPath("/org/lectern/Lectern1/book/7")!),
+        .objectPath(.root), .signature(Signature("a{sv}")!), .signature(.empty),
+    ]
+
+    @Test(arguments: basics)
+    func basicValueRoundTrips(_ value: DBusValue) throws {
+        #expect(try roundTrip([value]) == [value])
+    }
+
+    @Test func nanSurvivesAsNaN() throws {
+        let back = try roundTrip([.double(.nan)])
+        #expect(back.first?.double?.isNaN == true)
+    }
+
+    @Test func containersRoundTrip() throws {
+        let values: [DBusValue] = [
+            .array(.int32, []),
+            .array(.string, [.string("a"), .string("b")]),
+            .array(.array(.byte), [.array(.byte, []), .array(.byte, [.byte(1), .byte(2)])]),
+            .emptyVardict,
+            .vardict(["xesam:title": .string("Chapter"), "mpris:length": .int64(60_000_000),
+                      "xesam:artist": .strings(["A", "B"]), "nested": .vardict(["deep": .boolean(true)])]),
+            .dictionary(key: .uint32, value: .array(.objectPath), [.init(.uint32(1), .objectPaths([.root]))]),
+            .structure([.boolean(false), .structure([.objectPath(.root), .string(""), .string("")])]),
+            .array(.structure([.objectPath, .string, .string]), []),
+            .variant(.variant(.variant(.string("three deep")))),
+            .variant(.array(.variant, [.variant(.int16(3)), .variant(.emptyVardict)])),
+        ]
+        #expect(try roundTrip(values) == values)
+    }
+
+    @Test func deepestAllowedNestingRoundTrips() throws {
+        var arrays: DBusValue = .int32(7)
+        for _ in 0..<32 { arrays = .array(arrays.type, [arrays]) }
+        #expect(try roundTrip([arrays]) == [arrays])
+
+        var structs: DBusValue = .int32(7)
+        for _ in 0..<32 { structs = .structure([structs]) }
+        #expect(try roundTrip([structs]) == [structs])
+
+        var variants: DBusValue = .int32(7)
+        for _ in 0..<60 { variants = .variant(variants) }
+        #expect(try roundTrip([variants]) == [variants])
+    }
+
+    @Test func tooDeepIsRefusedBeforeLibdbusSeesIt() {
+        var arrays: DBusValue = .int32(7)
+        for _ in 0..<33 { arrays = .array(arrays.type, [arrays]) }
+        #expect(throws: MarshallingError.self) { try arrays.validate() }
+
+        var variants: DBusValue = .int32(7)
+        for _ in 0..<65 { variants = .variant(variants) }
+        #expect(throws: MarshallingError.nestedTooDeeply) { try variants.validate() }
+        #expect(throws: BusError.self) { try roundTrip([variants]) }
+    }
+
+    @Test func invalidValuesAreRefused() {
+        #expect(throws: MarshallingError.stringContainsNUL) { try DBusValue.string("a\0b").validate() }
+        #expect(throws: MarshallingError.self) { try DBusValue.array(.string, [.int32(1)]).validate() }
+        #expect(throws: MarshallingError.emptyStructure) { try DBusValue.structure([]).validate() }
+        #expect(throws: MarshallingError.self) {
+            try DBusValue.dictionary(key: .variant, value: .string, []).validate()
+        }
+    }
+
+    @Test func typesReportTheirSignature() {
+        #expect(DBusValue.vardict([:]).type.signature == "a{sv}")
+        #expect(DBusValue.structure([.objectPath(.root), .string("x")]).type.signature == "(os)")
+        #expect(DBusValue.array(.dictionary(key: .string, value: .variant), []).type.signature == "aa{sv}")
+    }
+}
+
+@Suite struct NameTests {
+    @Test func objectPaths() {
+        #expect(ObjectPath("/") != nil)
+        #expect(ObjectPath("/org/mpris/MediaPlayer2") != nil)
+        #expect(ObjectPath("/a_b/C9") != nil)
+        for bad in ["", "org", "/org/", "//", "/a//b", "/a-b", "/a.b", "/ä"] { #expect(ObjectPath(bad) == nil, "\(bad)") }
+        #expect(ObjectPath("/org")!.isAncestor(of: ObjectPath("/org/mpris")!))
+        #expect(!ObjectPath("/org")!.isAncestor(of: ObjectPath("/organ")!))
+        #expect(ObjectPath.root.isAncestor(of: ObjectPath("/org")!))
+    }
+
+    @Test func busAndInterfaceNames() {
+        #expect(BusName("org.mpris.MediaPlayer2.lectern") != nil)
+        #expect(BusName("org.mpris.MediaPlayer2.lectern.instance123") != nil)
+        #expect(BusName(":1.42") != nil)
+        #expect(BusName("a-b.c") != nil)
+        for bad in ["", "org", ".org.x", "org..x", "1org.x", "org.x.", String(repeating: "a.", count: 200)] {
+            #expect(BusName(bad) == nil, "\(bad)")
+        }
+        #expect(InterfaceName("org.mpris.MediaPlayer2.Player") != nil)
+        #expect(InterfaceName("org.a-b.c") == nil)
+        #expect(MemberName("PlayPause") != nil)
+        #expect(MemberName("Play.Pause") == nil)
+        #expect(MemberName("9Lives") == nil)
+    }
+
+    @Test func signatures() {
+        #expect(Signature("a{sv}")?.types == [.dictionary(key: .string, value: .variant)])
+        #expect(Signature("ox(ss)aay")?.types.count == 4)
+        #expect(Signature("") == .empty)
+        for bad in ["a", "(", "()", "a{vs}", "{sv}", "a{s}", "a{sss}", "z", String(repeating: "a", count: 33) + "y"] {
+            #expect(Signature(bad) == nil, "\(bad)")
+        }
+        #expect(Signature(String(repeating: "a", count: 32) + "y") != nil)
+    }
+}

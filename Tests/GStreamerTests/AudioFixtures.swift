@@ -1,0 +1,181 @@
+import Foundation
+import Synchronization
+
+/// Small audio (and non-audio) files for tests, made with gst-launch-1.0 and ffmpeg in a temporary directory.
+///
+/// ```swift
+/// let files = try AudioFixtures.shared()
+/// let info = try Discoverer.discover(files.url(.ogg10s))
+/// ```
+/// Files are generated once per test process, on first use, and shared by all tests (read-only).
+/// Self-contained (Foundation only) so it can move to TestSupport.
+final class AudioFixtures: Sendable {
+    /// A generated file and what it contains.
+    enum File: String, CaseIterable, Sendable {
+        /// A 320×240 PNG (one videotestsrc frame). Listed first: ``mp3WithCover`` embeds it.
+        case png = "cover.png"
+        /// Vorbis in Ogg, 430 × 1024 samples at 44.1 kHz mono ≈ 9.985 s, no tags.
+        case ogg10s = "tone-10s.ogg"
+        /// Vorbis in Ogg, 2 s.
+        case ogg2sA = "tone-2s-a.ogg"
+        /// Vorbis in Ogg, 2 s (another tone).
+        case ogg2sB = "tone-2s-b.ogg"
+        /// WAV S16LE mono 44.1 kHz, exactly 88_200 samples (2 s).
+        case wav2s = "tone-2s.wav"
+        /// WAV S16LE mono 44.1 kHz, exactly 66_150 samples (1.5 s).
+        case wav1500ms = "tone-1500ms.wav"
+        /// FLAC, 3 s.
+        case flac3s = "tone-3s.flac"
+        /// MP3 (LAME, ID3v2 + Xing via ffmpeg), 3 s, tagged with ``Tags``.
+        case mp3Tagged = "tagged.mp3"
+        /// ``mp3Tagged`` plus an embedded front cover (``png``).
+        case mp3WithCover = "cover.mp3"
+        /// AAC in an M4B (ffmpeg ipod muxer), 4 s, tagged with ``Tags``.
+        case m4bTagged = "tagged.m4b"
+        /// Plain text.
+        case text = "notes.txt"
+    }
+
+    /// The tags written into the tagged files.
+    enum Tags {
+        static let title = "Chapter One: The Beginning"
+        static let artist = "Ann Author"
+        static let album = "A Long Book"
+        static let albumArtist = "Ann Author & Friends"
+        static let genre = "Audiobook"
+        static let track = 3
+        static let disc = 2
+    }
+
+    enum FixtureError: Error, CustomStringConvertible {
+        case toolFailed(String, Int32, String)
+        var description: String {
+            switch self {
+            case .toolFailed(let command, let status, let output): "\(command) exited \(status): \(output)"
+            }
+        }
+    }
+
+    let directory: URL
+
+    private static let instance = Mutex<Result<AudioFixtures, any Error>?>(nil)
+
+    /// The process-wide fixtures, generated on first call (blocks while generating, a few seconds).
+    static func shared() throws -> AudioFixtures {
+        try instance.withLock { cached in
+            if let cached { return try cached.get() }
+            let result = Result { try AudioFixtures() }
+            cached = result
+            return try result.get()
+        }
+    }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("lectern-gst-fixtures-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for file in File.allCases {
+            try make(file)
+        }
+    }
+
+    func url(_ file: File) -> URL {
+        directory.appendingPathComponent(file.rawValue)
+    }
+
+    /// A fresh path in the fixture directory for a test's output.
+    func scratchURL(_ name: String) -> URL {
+        directory.appendingPathComponent("\(UUID().uuidString.prefix(8))-\(name)")
+    }
+
+    // MARK: Generation
+
+    private func make(_ file: File) throws {
+        let out = url(file).path
+        switch file {
+        case .ogg10s:
+            try gst("audiotestsrc num-buffers=430 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+        case .ogg2sA:
+            try gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=440 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+        case .ogg2sB:
+            try gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=660 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+        case .wav2s:
+            try gst("audiotestsrc num-buffers=20 samplesperbuffer=4410 freq=440 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
+        case .wav1500ms:
+            try gst("audiotestsrc num-buffers=15 samplesperbuffer=4410 freq=880 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
+        case .flac3s:
+            try gst("audiotestsrc num-buffers=30 samplesperbuffer=4410 ! audioconvert ! flacenc ! filesink location=\(out)")
+        case .mp3Tagged:
+            try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3"] + taggedMetadata + ["-c:a", "libmp3lame", out])
+        case .mp3WithCover:
+            try ffmpeg([
+                "-i", url(.mp3Tagged).path, "-i", url(.png).path, "-map", "0", "-map", "1", "-c", "copy",
+                "-id3v2_version", "3", "-metadata:s:v", "title=Album cover", "-metadata:s:v", "comment=Cover (front)", out,
+            ])
+        case .m4bTagged:
+            try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=4"] + taggedMetadata + ["-c:a", "aac", out])
+        case .png:
+            try gst("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! pngenc ! filesink location=\(out)")
+        case .text:
+            try Data("These are not the sounds you are looking for.\n".utf8).write(to: url(file))
+        }
+    }
+
+    private var taggedMetadata: [String] {
+        [
+            "-metadata", "title=\(Tags.title)", "-metadata", "artist=\(Tags.artist)",
+            "-metadata", "album=\(Tags.album)", "-metadata", "album_artist=\(Tags.albumArtist)",
+            "-metadata", "genre=\(Tags.genre)", "-metadata", "track=\(Tags.track)", "-metadata", "disc=\(Tags.disc)",
+        ]
+    }
+
+    private func gst(_ pipeline: String) throws {
+        try Self.run("/usr/bin/gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init))
+    }
+
+    private func ffmpeg(_ arguments: [String]) throws {
+        try Self.run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
+    }
+
+    /// Runs a tool to completion and throws with its output if it fails.
+    static func run(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw FixtureError.toolFailed(
+                ([executable] + arguments).joined(separator: " "), process.terminationStatus,
+                String(decoding: data, as: UTF8.self)
+            )
+        }
+    }
+
+    // MARK: Reading WAV output
+
+    /// The number of sample frames in a PCM WAV file (the "data" chunk size divided by the frame size).
+    static func wavFrameCount(_ url: URL) throws -> Int {
+        let bytes = [UInt8](try Data(contentsOf: url))
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        var offset = 12
+        var blockAlign = 0
+        while offset + 8 <= bytes.count {
+            let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+            let size = u32(offset + 4)
+            if id == "fmt " { blockAlign = u16(offset + 8 + 12) }
+            if id == "data" {
+                precondition(blockAlign > 0, "fmt chunk must precede data")
+                return min(size, bytes.count - offset - 8) / blockAlign
+            }
+            offset += 8 + size + (size & 1)
+        }
+        return 0
+    }
+}

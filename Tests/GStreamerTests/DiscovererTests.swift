@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+import GStreamer
+import Synchronization
+
+@Suite("Discoverer")
+struct DiscovererTests {
+    let files: AudioFixtures
+
+    init() throws {
+        files = try AudioFixtures.shared()
+    }
+
+    @Test("durations of untagged files")
+    func durations() throws {
+        expectClose(try Discoverer.discover(files.url(.ogg10s)).duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(100))
+        expectClose(try Discoverer.discover(files.url(.wav2s)).duration, .seconds(2), within: .milliseconds(100))
+        expectClose(try Discoverer.discover(files.url(.flac3s)).duration, .seconds(3), within: .milliseconds(100))
+        let info = try Discoverer.discover(files.url(.ogg2sA))
+        #expect(info.hasAudio)
+        #expect(info.title == nil)
+        #expect(info.artists.isEmpty)
+        #expect(info.cover == nil)
+    }
+
+    @Test("tags of an MP3 and an M4B", arguments: [AudioFixtures.File.mp3Tagged, .m4bTagged])
+    func tags(file: AudioFixtures.File) throws {
+        let info = try Discoverer.discover(files.url(file))
+        typealias Tags = AudioFixtures.Tags
+        expectClose(info.duration, file == .mp3Tagged ? .seconds(3) : .seconds(4), within: .milliseconds(100))
+        #expect(info.title == Tags.title)
+        #expect(info.artists == [Tags.artist])
+        #expect(info.album == Tags.album)
+        #expect(info.albumArtist == Tags.albumArtist)
+        #expect(info.genre == Tags.genre)
+        #expect(info.trackNumber == Tags.track)
+        #expect(info.discNumber == Tags.disc)
+        #expect(info.hasAudio)
+        #expect(info.cover == nil)
+    }
+
+    @Test("the embedded cover comes back byte for byte")
+    func cover() throws {
+        let info = try Discoverer.discover(files.url(.mp3WithCover))
+        let png = try Data(contentsOf: files.url(.png))
+        #expect(info.cover?.mimeType == "image/png")
+        #expect(info.cover?.data == png)
+        #expect(info.title == AudioFixtures.Tags.title)
+    }
+
+    @Test("a text file and a picture are not audio", arguments: [AudioFixtures.File.text, .png])
+    func notAudio(file: AudioFixtures.File) {
+        #expect {
+            try Discoverer.discover(files.url(file))
+        } throws: { error in
+            guard case MediaError.notAudio(let message) = error else { return false }
+            return message.contains(file.rawValue)
+        }
+    }
+
+    @Test("a directory is not audio")
+    func directory() {
+        #expect {
+            try Discoverer.discover(files.directory)
+        } throws: { error in
+            if case MediaError.notAudio = error { true } else { false }
+        }
+    }
+
+    @Test("a missing file is reported as not found, with its path")
+    func missing() {
+        let url = files.directory.appendingPathComponent("no such file.ogg")
+        #expect(throws: MediaError.notFound("No such file: \(url.path)")) {
+            try Discoverer.discover(url)
+        }
+    }
+
+    @Test("a file without read permission is unreadable", .enabled(if: geteuid() != 0, "root can read any file"))
+    func unreadable() throws {
+        let url = files.scratchURL("locked.ogg")
+        try FileManager.default.copyItem(at: files.url(.ogg2sA), to: url)
+        try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: url.path)
+        defer { try? FileManager.default.removeItem(at: url) }
+        #expect {
+            try Discoverer.discover(url)
+        } throws: { error in
+            if case MediaError.unreadable = error { true } else { false }
+        }
+    }
+
+    @Test("discovery runs concurrently from several threads")
+    func concurrent() throws {
+        let urls = [AudioFixtures.File.ogg10s, .wav2s, .flac3s, .mp3Tagged, .m4bTagged, .ogg2sB].map(files.url)
+        let results = Mutex<[Int: Duration]>([:])
+        // Blocking calls belong on threads that may block, not on the cooperative pool.
+        DispatchQueue.concurrentPerform(iterations: urls.count) { index in
+            if let duration = try? Discoverer.discover(urls[index]).duration {
+                results.withLock { $0[index] = duration }
+            }
+        }
+        let durations = results.withLock { $0 }
+        #expect(durations.count == urls.count)
+        expectClose(durations[0], .seconds(430.0 * 1024 / 44100), within: .milliseconds(100))
+        expectClose(durations[4], .seconds(4), within: .milliseconds(100))
+    }
+}

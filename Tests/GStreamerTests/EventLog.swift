@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Records events from any thread (a bus-thread handler, or a stream drained by a task) so a test can wait
+/// for one with a timeout, without giving up on the events that came before or after.
+final class EventLog<Event: Sendable>: Sendable {
+    struct Timeout: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private let events = Mutex<[Event]>([])
+
+    init() {}
+
+    /// Drains `stream` into the log on a task of its own until the stream finishes.
+    init(draining stream: AsyncStream<Event>) {
+        Task { [self] in
+            for await event in stream {
+                append(event)
+            }
+        }
+    }
+
+    func append(_ event: Event) {
+        events.withLock { $0.append(event) }
+    }
+
+    var all: [Event] { events.withLock { $0 } }
+    var count: Int { events.withLock { $0.count } }
+
+    /// Waits for the first event at index `after` or later that matches, polling every 10 ms.
+    /// - Returns: its index and value. - Throws: `Timeout` listing what arrived.
+    @discardableResult
+    func waitFor(
+        after start: Int = 0, timeout: Duration = .seconds(10), _ what: String = "event",
+        _ matches: @Sendable (Event) -> Bool
+    ) async throws -> (index: Int, event: Event) {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let found: (Int, Event)? = events.withLock { list in
+                guard start < list.count else { return nil }
+                return list[start...].indices.lazy.map { ($0, list[$0]) }.first { matches($0.1) }
+            }
+            if let found { return found }
+            guard ContinuousClock.now < deadline else {
+                throw Timeout(description: "no \(what) within \(timeout); got \(all)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+/// `#expect(abs(actual - expected) <= tolerance)` for durations, with a readable failure.
+func expectClose(
+    _ actual: Duration?, _ expected: Duration, within tolerance: Duration,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard let actual else {
+        Issue.record("expected ≈ \(expected), got nil", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(abs((actual - expected).seconds) <= tolerance.seconds,
+            "expected \(expected) ± \(tolerance), got \(actual)", sourceLocation: sourceLocation)
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+import GStreamer
+
+/// Everything that plays in real time, one test at a time (timing on two shared cores).
+@Suite("Playback", .serialized)
+struct PlaybackTests {}
+
+extension PlaybackTests {
+    @Suite("Playbin")
+    struct PlaybinTests {
+        let files: AudioFixtures
+
+        init() throws {
+            files = try AudioFixtures.shared()
+        }
+
+        /// A playbin on a clock-synced fake sink whose events are recorded by the bus-thread handler.
+        func makePlaybin(_ file: AudioFixtures.File) throws -> (Playbin, EventLog<PlaybinEvent>) {
+            let log = EventLog<PlaybinEvent>()
+            let playbin = try Playbin(audioSink: "fakesink sync=true") { event, _ in log.append(event) }
+            playbin.uri = files.url(file).absoluteString
+            return (playbin, log)
+        }
+
+        @Test("prerolls, plays, and the position advances")
+        func plays() async throws {
+            let (playbin, log) = try makePlaybin(.ogg10s)
+            #expect(playbin.setState(.paused) == .async)
+            try await log.waitFor("async-done") { $0 == .asyncDone }
+            expectClose(playbin.duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(50))
+            expectClose(playbin.position, .zero, within: .milliseconds(50))
+            #expect(playbin.state == .paused)
+
+            playbin.setState(.playing)
+            try await log.waitFor("PLAYING") { $0 == .stateChanged(old: .paused, new: .playing) }
+            try await Task.sleep(for: .milliseconds(800))
+            let first = try #require(playbin.position)
+            try await Task.sleep(for: .milliseconds(500))
+            let second = try #require(playbin.position)
+            #expect(first > .milliseconds(300))
+            #expect(second > first + .milliseconds(200))
+            // Only the playbin's own state changes are reported, never its children's.
+            #expect(log.all.contains(.stateChanged(old: .null, new: .ready)))
+            #expect(log.all.filter { if case .stateChanged = $0 { true } else { false } }.count <= 6)
+        }
+
+        @Test("an accurate seek lands within 50 ms of its target", arguments: [3.3, 7.77, 0.5])
+        func accurateSeek(seconds: Double) async throws {
+            let (playbin, log) = try makePlaybin(.ogg10s)
+            playbin.setState(.paused)
+            try await log.waitFor("preroll") { $0 == .asyncDone }
+            let mark = log.count
+            #expect(playbin.seek(to: .seconds(seconds)))
+            try await log.waitFor(after: mark, "seek's async-done") { $0 == .asyncDone }
+            expectClose(playbin.position, .seconds(seconds), within: .milliseconds(50))
+        }
+
+        @Test("the events stream delivers the end of the stream")
+        func eventsStream() async throws {
+            let playbin = try Playbin(audioSink: "fakesink sync=false")
+            playbin.uri = files.url(.wav1500ms).absoluteString
+            playbin.setState(.playing)
+            var seen: [PlaybinEvent] = []
+            for await event in playbin.events {
+                seen.append(event)
+                if event == .endOfStream || seen.count > 50 { break }
+            }
+            #expect(seen.contains(.streamStart))
+            #expect(seen.contains(.asyncDone))
+            #expect(seen.last == .endOfStream)
+            #expect(seen.contains(.aboutToFinish(nextURI: nil)))
+        }
+
+        @Test("the gapless slot continues into the next URI and reports it")
+        func gaplessSlot() async throws {
+            let (playbin, log) = try makePlaybin(.wav1500ms)
+            let next = files.url(.ogg2sA).absoluteString
+            playbin.nextURI = next
+            #expect(playbin.nextURI == next)
+            playbin.setState(.playing)
+            let taken = try await log.waitFor("about-to-finish") { if case .aboutToFinish = $0 { true } else { false } }
+            #expect(taken.event == .aboutToFinish(nextURI: next))
+            #expect(playbin.nextURI == nil, "taking empties the slot")
+            let second = try await log.waitFor(after: taken.index, "second stream-start") { $0 == .streamStart }
+            expectClose(playbin.duration, .seconds(2), within: .milliseconds(50))
+            try await log.waitFor(after: second.index, timeout: .seconds(10), "end") { $0 == .endOfStream }
+            // Played back to back: 1.5 s + 2 s of audio took about 3.5 s, not a restart from zero.
+            #expect(log.all.filter { $0 == .streamStart }.count == 2)
+        }
+
+        @Test("a rate seek plays faster and keeps the position")
+        func rate() async throws {
+            let (playbin, log) = try makePlaybin(.ogg10s)
+            playbin.setState(.paused)
+            try await log.waitFor("preroll") { $0 == .asyncDone }
+            #expect(playbin.seek(to: .seconds(2), rate: 2))
+            #expect(playbin.rate == 2)
+            let mark = log.count
+            try await log.waitFor(after: mark, "seek's async-done") { $0 == .asyncDone }
+            expectClose(playbin.position, .seconds(2), within: .milliseconds(50))
+            playbin.setState(.playing)
+            try await log.waitFor("PLAYING") { $0 == .stateChanged(old: .paused, new: .playing) }
+            let start = ContinuousClock.now
+            let from = try #require(playbin.position)
+            try await Task.sleep(for: .seconds(1))
+            let to = try #require(playbin.position)
+            let ratio = (to - from).seconds / (ContinuousClock.now - start).seconds
+            #expect(ratio > 1.5 && ratio < 2.5, "media advanced \(ratio)× wall time")
+        }
+
+        @Test("a missing file is an error event")
+        func missingFile() async throws {
+            let log = EventLog<PlaybinEvent>()
+            let playbin = try Playbin(audioSink: "fakesink") { event, _ in log.append(event) }
+            playbin.uri = files.directory.appendingPathComponent("missing.ogg").absoluteString
+            playbin.setState(.paused)
+            let error = try await log.waitFor("error") { if case .error = $0 { true } else { false } }
+            guard case .error(let message, _) = error.event else { return }
+            #expect(!message.isEmpty)
+        }
+
+        @Test("volume is linear and clamped")
+        func volume() throws {
+            let playbin = try Playbin(audioSink: "fakesink")
+            #expect(playbin.volume == 1)
+            playbin.volume = 0.25
+            #expect(playbin.volume == 0.25)
+            playbin.volume = -1
+            #expect(playbin.volume == 0)
+        }
+
+        @Test("a bad sink description throws")
+        func badSink() {
+            #expect(throws: PipelineError.self) {
+                _ = try Playbin(audioSink: "nosuchelement ! fakesink")
+            }
+        }
+
+        @Test("released while playing and while NULL without hanging")
+        func release() async throws {
+            for state in [PipelineState.playing, .null, .paused] {
+                let (playbin, log) = try makePlaybin(.ogg10s)
+                playbin.setState(state)
+                if state != .null {
+                    try await log.waitFor("async-done") { $0 == .asyncDone }
+                }
+                let events = playbin.events
+                _ = consume playbin
+                // The bus thread finished the stream on its way out.
+                for await _ in events {}
+            }
+        }
+    }
+}

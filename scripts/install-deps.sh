@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Lectern needs to build, run and test. Idempotent: a quick dpkg-query check,
+# and apt-get (update + install) only when something is missing.
+#
+#   scripts/install-deps.sh                 # everything (build + run + test)
+#   scripts/install-deps.sh --build --run   # only some groups (--runtime-only = --run)
+#   scripts/install-deps.sh --check         # exit 1 and list what's missing, install nothing
+#
+# Uses sudo when not root. Debian 12 (bookworm) package names.
+set -euo pipefail
+
+build_pkgs=(libdbus-1-dev libsqlite3-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libpulse-dev
+            pkg-config)
+# dbus-daemon (dbus-daemon, dbus-run-session) and dbus-bin (dbus-send) are separate packages since bookworm;
+# on older releases they are part of `dbus` (see optional_pkgs).
+run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
+          gstreamer1.0-tools gstreamer1.0-plugins-base-apps)
+test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg)
+# Installed only if the release has them.
+optional_pkgs=" dbus-daemon dbus-bin "
+
+want_build=0 want_run=0 want_test=0 check_only=0
+for arg in "$@"; do
+    case "$arg" in
+        --build) want_build=1 ;;
+        --run|--runtime|--runtime-only) want_run=1 ;;
+        --test) want_test=1 ;;
+        --all) want_build=1 want_run=1 want_test=1 ;;
+        --check) check_only=1 ;;
+        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
+    esac
+done
+if (( want_build + want_run + want_test == 0 )); then
+    want_build=1 want_run=1 want_test=1
+fi
+
+wanted=()
+(( want_build )) && wanted+=("${build_pkgs[@]}")
+(( want_run )) && wanted+=("${run_pkgs[@]}")
+(( want_test )) && wanted+=("${test_pkgs[@]}")
+
+# One dpkg-query for all of them: "name status" for the installed ones.
+installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${wanted[@]}" 2>/dev/null \
+    | awk '$2 == "installed" { printf "%s ", $1 }') "
+missing=()
+for p in "${wanted[@]}"; do
+    [[ "$installed" == *" $p "* ]] || missing+=("$p")
+done
+
+if (( ${#missing[@]} == 0 )); then
+    exit 0
+fi
+if (( check_only )); then
+    echo "missing: ${missing[*]}"
+    exit 1
+fi
+
+if [[ $(id -u) -eq 0 ]]; then
+    as_root=(env DEBIAN_FRONTEND=noninteractive)
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
+else
+    echo "install-deps: missing ${missing[*]}; not root and no sudo: install them and retry" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+apt_opts=(-q -o DPkg::Lock::Timeout=300)
+"${as_root[@]}" apt-get "${apt_opts[@]}" update </dev/null >&2
+
+# Drop optional packages this release doesn't have.
+to_install=()
+for p in "${missing[@]}"; do
+    if [[ "$optional_pkgs" == *" $p "* ]]; then
+        candidate=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+        if [[ -z "$candidate" || "$candidate" == "(none)" ]]; then
+            echo "install-deps: $p not available here, skipped" >&2
+            continue
+        fi
+    fi
+    to_install+=("$p")
+done
+if (( ${#to_install[@]} > 0 )); then
+    "${as_root[@]}" apt-get "${apt_opts[@]}" install -y --no-install-recommends "${to_install[@]}" </dev/null >&2
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the dependencies, builds everything including the tests, then runs `swift test`.
+#
+#   scripts/test.sh [swift test options...]     e.g. scripts/test.sh --filter TestSupportTests
+#
+# Build options among them (--scratch-path, -c/--configuration, -j/--jobs, --sanitize) also go to the build
+# step. All output goes to stdout (CI reads swift test's closing lines); the exit code is swift test's.
+# LECTERN_SKIP_DEPS=1 skips scripts/install-deps.sh.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+exec 2>&1
+if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
+    scripts/install-deps.sh
+fi
+
+build_args=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[i]}" in
+        --scratch-path|-c|--configuration|-j|--jobs|--sanitize)
+            build_args+=("${args[i]}")
+            if (( i + 1 < ${#args[@]} )); then build_args+=("${args[i + 1]}"); i=$((i + 1)); fi
+            ;;
+        --scratch-path=*|--configuration=*|--jobs=*|--sanitize=*)
+            build_args+=("${args[i]}")
+            ;;
+    esac
+done
+
+swift build --build-tests ${build_args[@]+"${build_args[@]}"}
+exec swift test "$@"
