@@ -40,10 +40,10 @@ let package = Package(
         ]),
 
         // Tests: helpers to start a private bus, spawn processes and make audio files.
-        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
-        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "TestSupport"]),
+        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
     ],
     swiftLanguageModes: [.v6]

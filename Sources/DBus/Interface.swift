@@ -28,7 +28,7 @@ public struct Interface: Sendable {
 }
 
 /// One named, typed argument of a method or signal.
-public struct Argument: Sendable {
+public struct ArgumentDecl: Sendable {
     public let name: String
     public let type: DBusType
     public init(_ name: String, _ type: DBusType) { self.name = name; self.type = type }
@@ -46,16 +46,16 @@ public struct MethodCall: Sendable {
 public struct Method: Sendable {
     public typealias Handler = @Sendable (MethodCall) async throws -> [DBusValue]
     public let name: MemberName
-    public let inputs: [Argument]
-    public let outputs: [Argument]
+    public let inputs: [ArgumentDecl]
+    public let outputs: [ArgumentDecl]
     public let handler: Handler
 
     public init(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                 handler: @escaping Handler) {
         guard let validName = MemberName(rawValue: name) else { preconditionFailure("invalid method name \(name)") }
         self.name = validName
-        self.inputs = inputs.map { Argument($0.0, $0.1) }
-        self.outputs = outputs.map { Argument($0.0, $0.1) }
+        self.inputs = inputs.map { ArgumentDecl($0.0, $0.1) }
+        self.outputs = outputs.map { ArgumentDecl($0.0, $0.1) }
         self.handler = handler
     }
 
@@ -65,11 +65,11 @@ public struct Method: Sendable {
 
 public struct SignalDecl: Sendable {
     public let name: MemberName
-    public let arguments: [Argument]
+    public let arguments: [ArgumentDecl]
     public init(_ name: String, _ arguments: [(String, DBusType)] = []) {
         guard let validName = MemberName(rawValue: name) else { preconditionFailure("invalid signal name \(name)") }
         self.name = validName
-        self.arguments = arguments.map { Argument($0.0, $0.1) }
+        self.arguments = arguments.map { ArgumentDecl($0.0, $0.1) }
     }
 }
 

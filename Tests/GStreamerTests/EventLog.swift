@@ -38,11 +38,10 @@ final class EventLog<Event: Sendable>: Sendable {
     ) async throws -> (index: Int, event: Event) {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let found: (Int, Event)? = events.withLock { list in
-                guard start < list.count else { return nil }
-                return list[start...].indices.lazy.map { ($0, list[$0]) }.first { matches($0.1) }
+            let list = all
+            if start < list.count, let index = list[start...].firstIndex(where: matches) {
+                return (index, list[index])
             }
-            if let found { return found }
             guard ContinuousClock.now < deadline else {
                 throw Timeout(description: "no \(what) within \(timeout); got \(all)")
             }

@@ -232,11 +232,13 @@ public final class Subprocess: @unchecked Sendable {
         return env
     }
 
-    /// `name` if it contains a slash (and is executable), else the first executable `name` on PATH of
+    /// `name` (made absolute) if it contains a slash and is executable, else the first executable `name` on PATH of
     /// `environment` (default: this process's), else nil.
     public static func findExecutable(_ name: String, environment: [String: String]? = nil) -> String? {
         if name.contains("/") {
-            return access(name, X_OK) == 0 ? name : nil
+            // Absolute, so that a working directory for the child doesn't change what runs.
+            let path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
+            return access(path, X_OK) == 0 ? path : nil
         }
         let env = environment ?? ProcessInfo.processInfo.environment
         let path = env["PATH"] ?? ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"

@@ -50,6 +50,7 @@ final class GStreamerEngine: AudioEngine {
             state.sawStreamStart = false
             state.takenNext = nil
             state.lastDuration = nil
+            state.seekTarget = nil
             playbin.setState(.paused)
         }
     }
@@ -92,7 +93,9 @@ final class GStreamerEngine: AudioEngine {
                 // Applied by the bus thread once prerolled (see Translation.asyncDone).
                 state.startPosition = max(position, .zero)
             case .ready:
-                playbin.seek(to: position, rate: state.rate)
+                if playbin.seek(to: position, rate: state.rate) {
+                    state.seekTarget = max(position, .zero)
+                }
             }
         }
     }
@@ -102,7 +105,8 @@ final class GStreamerEngine: AudioEngine {
             switch state.phase {
             case .idle, .failed: nil
             case .loading, .seekingToStart: state.startPosition
-            case .ready: playbin.position
+            // While a flushing seek is in flight the query fails: report where it is going.
+            case .ready: state.seekTarget ?? playbin.position
             }
         }
     }
@@ -116,8 +120,9 @@ final class GStreamerEngine: AudioEngine {
         translation.state.withLock { state in
             state.rate = rate
             // Before `.ready` the start seek carries the rate.
-            if state.phase == .ready, let position = playbin.position {
-                playbin.seek(to: position, rate: rate)
+            if state.phase == .ready, let position = state.seekTarget ?? playbin.position,
+               playbin.seek(to: position, rate: rate) {
+                state.seekTarget = position
             }
         }
     }
@@ -161,6 +166,8 @@ private final class Translation: Sendable {
         /// The first STREAM_START after a load is the loaded stream's own.
         var sawStreamStart = false
         var lastDuration: Duration?
+        /// Where a seek made after `.ready` goes, until its async-done (the position query fails meanwhile).
+        var seekTarget: Duration?
     }
 
     /// Guards all engine state; see GStreamerEngine's comment for the locking rule.
@@ -185,6 +192,8 @@ private final class Translation: Sendable {
                 if state.phase == .loading(sawReset: false) {
                     state.phase = .loading(sawReset: true)
                 }
+            case .asyncDone where state.phase == .ready:
+                state.seekTarget = nil
             case .asyncDone where active:
                 asyncDone(&state, control: control, output: &output)
             case .aboutToFinish(let uri?) where active:
@@ -203,9 +212,9 @@ private final class Translation: Sendable {
                 guard let next = state.takenNext else { break }
                 state.takenNext = nil
                 output.append(.advanced(next))
-                if state.rate != 1 {
+                if state.rate != 1, control.seek(to: .zero, rate: state.rate) {
                     // A new stream starts at rate 1: re-apply the speed from its start.
-                    control.seek(to: .zero, rate: state.rate)
+                    state.seekTarget = .zero
                 }
                 if let duration = control.duration {
                     state.lastDuration = duration

@@ -1,0 +1,282 @@
+import ArgumentParser
+import DBus
+import Foundation
+
+/// `lectern`: the command-line client. Everything goes through the daemon's D-Bus API.
+@main
+struct Lectern: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lectern",
+        abstract: "Control lecternd, the Lectern audiobook and music player daemon.",
+        subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
+                      Seek.self, Position.self, Volume.self])
+}
+
+struct BusOptions: ParsableArguments {
+    @Option(help: "D-Bus address of the bus lecternd is on (default: the session bus).")
+    var busAddress: String?
+}
+
+// MARK: - Commands
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Play a file, a folder of audio files, or a file:// URI.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "A path or file:// URI.") var target: String
+
+    func run() async throws {
+        let uri: String
+        if target.contains("://") {
+            uri = target
+        } else {
+            let url = URL(fileURLWithPath: target, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            uri = url.standardizedFileURL.absoluteString
+        }
+        try await Daemon.connect(bus).player("OpenUri", [.string(uri)])
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show what is playing.")
+    @OptionGroup var bus: BusOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        let properties = try await daemon.playerProperties()
+        let report = StatusReport(properties)
+        print(json ? report.json : report.text)
+    }
+}
+
+struct Play: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Play (resumes where it was paused).")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("Play") }
+}
+
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Pause.")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("Pause") }
+}
+
+struct Toggle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Play if paused, pause if playing.")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("PlayPause") }
+}
+
+struct Stop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stop.")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("Stop") }
+}
+
+struct Next: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Go to the next track.")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("Next") }
+}
+
+struct Previous: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Go to the previous track.")
+    @OptionGroup var bus: BusOptions
+    func run() async throws { try await Daemon.connect(bus).player("Previous") }
+}
+
+struct Seek: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Move by a number of seconds: +30 or -15.")
+    @OptionGroup var bus: BusOptions
+    // Passthrough, so that "-15" is taken as a number rather than an option.
+    @Argument(parsing: .captureForPassthrough, help: "Seconds, with a sign: +30, -15.") var offset: [String] = []
+
+    func run() async throws {
+        let offset = self.offset.filter { $0 != "--" }
+        guard offset.count == 1, let seconds = Seconds.parse(offset[0]), offset[0].first == "+" || offset[0].first == "-" else {
+            throw ValidationError("seek takes one signed number of seconds, e.g. +30 or -15")
+        }
+        try await Daemon.connect(bus).player("Seek", [.int64(seconds)])
+    }
+}
+
+struct Position: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Go to a position in the current track, in seconds (or m:ss).")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "Seconds from the start of the track, e.g. 90 or 1:30.") var position: String
+
+    func run() async throws {
+        guard let microseconds = Seconds.parse(position), microseconds >= 0 else {
+            throw ValidationError("position takes a number of seconds (or m:ss) from the start, e.g. 90 or 1:30")
+        }
+        let daemon = try await Daemon.connect(bus)
+        let metadata = try await daemon.playerProperty("Metadata").stringKeyedDictionary ?? [:]
+        guard let track = metadata["mpris:trackid"]?.objectPath else {
+            throw CLIError("nothing is playing")
+        }
+        if let length = metadata["mpris:length"]?.int64, microseconds > length {
+            throw CLIError("the track is only \(Seconds.format(length)) long")
+        }
+        try await daemon.player("SetPosition", [.objectPath(track), .int64(microseconds)])
+    }
+}
+
+struct Volume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies).")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "The new volume, e.g. 0.5.") var volume: Double?
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        guard let volume else {
+            print(String(format: "%.2f", try await daemon.playerProperty("Volume").double ?? 0))
+            return
+        }
+        guard volume.isFinite, volume >= 0 else { throw ValidationError("the volume must be a number from 0 up") }
+        try await daemon.setPlayerProperty("Volume", .double(volume))
+    }
+}
+
+// MARK: - Talking to the daemon
+
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// lecternd as the CLI sees it: addressed by Lectern's own bus name, whose owner also serves MPRIS.
+struct Daemon {
+    static let busName = "org.lectern.Lectern1"
+    static let mprisPath = "/org/mpris/MediaPlayer2"
+    static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    let connection: BusConnection
+
+    static func connect(_ options: BusOptions) async throws -> Daemon {
+        let connection: BusConnection
+        do {
+            connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
+        } catch {
+            throw CLIError("cannot reach the D-Bus session bus: \(error)")
+        }
+        let daemon = Daemon(connection: connection)
+        let running = try await daemon.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                            "NameHasOwner", [.string(busName)]).first?.bool ?? false
+        guard running else {
+            throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)")
+        }
+        return daemon
+    }
+
+    @discardableResult
+    func player(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await call(Self.busName, Self.mprisPath, Self.playerInterface, method, arguments)
+    }
+
+    func playerProperty(_ name: String) async throws -> DBusValue {
+        try await call(Self.busName, Self.mprisPath, "org.freedesktop.DBus.Properties", "Get",
+                       [.string(Self.playerInterface), .string(name)]).first?.unwrapped ?? .emptyVardict
+    }
+
+    func playerProperties() async throws -> [String: DBusValue] {
+        try await call(Self.busName, Self.mprisPath, "org.freedesktop.DBus.Properties", "GetAll",
+                       [.string(Self.playerInterface)]).first?.stringKeyedDictionary ?? [:]
+    }
+
+    func setPlayerProperty(_ name: String, _ value: DBusValue) async throws {
+        try await call(Self.busName, Self.mprisPath, "org.freedesktop.DBus.Properties", "Set",
+                       [.string(Self.playerInterface), .string(name), .variant(value)])
+    }
+
+    @discardableResult
+    private func call(_ destination: String, _ path: String, _ interface: String, _ member: String,
+                      _ arguments: [DBusValue]) async throws -> [DBusValue] {
+        do {
+            return try await connection.call(destination, path: path, interface: interface, member: member, arguments,
+                                             timeout: .seconds(10))
+        } catch let error as BusError {
+            if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+                throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)")
+            }
+            throw CLIError(error.message.isEmpty ? error.name : error.message)
+        }
+    }
+}
+
+// MARK: - Formatting
+
+enum Seconds {
+    /// "90", "+30", "-15", "1.5", "1:30", "1:02:03" → microseconds.
+    static func parse(_ text: String) -> Int64? {
+        var body = Substring(text)
+        var sign: Double = 1
+        if body.first == "+" { body = body.dropFirst() } else if body.first == "-" { sign = -1; body = body.dropFirst() }
+        let parts = body.split(separator: ":", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count) else { return nil }
+        var total = 0.0
+        for part in parts {
+            guard let value = Double(part), value.isFinite, value >= 0 else { return nil }
+            total = total * 60 + value
+        }
+        let microseconds = sign * total * 1_000_000
+        guard microseconds.magnitude < 9e18 else { return nil }
+        return Int64(microseconds.rounded())
+    }
+
+    static func format(_ microseconds: Int64) -> String {
+        let total = max(0, microseconds / 1_000_000)
+        let (h, m, s) = (total / 3600, total / 60 % 60, total % 60)
+        return h > 0 ? String(format: "%d:%02d:%02d", h, m, s) : String(format: "%d:%02d", m, s)
+    }
+}
+
+struct StatusReport {
+    let status: String
+    let title: String?
+    let artists: [String]
+    let album: String?
+    let position: Int64
+    let length: Int64?
+    let volume: Double
+    let rate: Double
+    let loop: String
+    let shuffle: Bool
+    let url: String?
+
+    init(_ p: [String: DBusValue]) {
+        let metadata = p["Metadata"]?.stringKeyedDictionary ?? [:]
+        status = p["PlaybackStatus"]?.string ?? "Stopped"
+        title = metadata["xesam:title"]?.string
+        artists = metadata["xesam:artist"]?.stringArray ?? []
+        album = metadata["xesam:album"]?.string
+        position = p["Position"]?.int64 ?? 0
+        length = metadata["mpris:length"]?.int64
+        volume = p["Volume"]?.double ?? 1
+        rate = p["Rate"]?.double ?? 1
+        loop = p["LoopStatus"]?.string ?? "None"
+        shuffle = p["Shuffle"]?.bool ?? false
+        url = metadata["xesam:url"]?.string
+    }
+
+    var text: String {
+        guard let title else { return "\(status): nothing loaded" }
+        var lines = ["\(status): \(title)"]
+        let by = [artists.joined(separator: ", "), album ?? ""].filter { !$0.isEmpty }.joined(separator: " — ")
+        if !by.isEmpty { lines.append("  \(by)") }
+        lines.append("  \(Seconds.format(position)) / \(length.map(Seconds.format) ?? "?")"
+                     + String(format: "  volume %.2f  speed %.2gx  loop %@  shuffle %@", volume, rate, loop, shuffle ? "on" : "off"))
+        return lines.joined(separator: "\n")
+    }
+
+    var json: String {
+        var object: [String: Any] = [
+            "status": status, "position": Double(position) / 1e6, "volume": volume, "rate": rate,
+            "loop": loop, "shuffle": shuffle, "artists": artists,
+        ]
+        object["title"] = title
+        object["album"] = album
+        object["duration"] = length.map { Double($0) / 1e6 }
+        object["url"] = url
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

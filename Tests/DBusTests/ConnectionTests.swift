@@ -1,0 +1,269 @@
+import Foundation
+import Synchronization
+import Testing
+import DBus
+import TestSupport
+
+final class Recorder: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var entries: [String] { lines.withLock { $0 } }
+}
+
+final class Counter: Sendable {
+    let value = Mutex<Int32>(0)
+}
+
+/// A server and a client connection on a private dbus-daemon, with one exported test object.
+private final class Harness: Sendable {
+    let bus: PrivateBus
+    let server: BusConnection
+    let client: BusConnection
+    let object: ExportedObject
+    let log = Recorder()
+    let serving: Task<Void, Never>
+    static let path = "/org/example/Thing"
+    static let interface = "org.example.Thing"
+
+    init(serve: Bool = true) async throws {
+        bus = try PrivateBus()
+        server = try BusConnection(address: bus.address)
+        client = try BusConnection(address: bus.address)
+        let log = self.log
+        let counter = Counter()
+        let thing = Interface(Self.interface,
+            methods: [
+                Method("Echo", in: [("value", .variant)], out: [("value", .variant)]) { call in [call.arguments[0]] },
+                Method("Add", in: [("a", .int32), ("b", .int32)], out: [("sum", .int32)]) { call in
+                    [.int32((call.arguments[0].int64.map(Int32.init) ?? 0) &+ (call.arguments[1].int64.map(Int32.init) ?? 0))]
+                },
+                Method("Record", in: [("tag", .string)]) { call in
+                    log.append(call.arguments[0].string ?? "")
+                    return []
+                },
+                Method("SlowRecord", in: [("tag", .string), ("ms", .uint32)]) { call in
+                    try await Task.sleep(for: .milliseconds(Int(call.arguments[1].int64 ?? 0)))
+                    log.append(call.arguments[0].string ?? "")
+                    return []
+                },
+                Method("Fail") { _ in throw BusError(name: "org.example.Error.Nope", message: "nope, as asked") },
+                Method("Crash") { _ in throw CocoaError(.fileNoSuchFile) },
+                Method("Lie", out: [("n", .int32)]) { _ in [.string("not an int")] },
+            ],
+            properties: [
+                Property("Name", .string),
+                Property("Count", .int32, access: .readwrite, set: { value in
+                    guard let n = value.int64, n >= 0 else { throw BusError.invalidArgs("Count must be >= 0") }
+                    counter.value.withLock { $0 = Int32(n) }
+                }),
+                Property("Live", .int32, changes: .none, get: { .int32(counter.value.withLock { $0 }) }),
+                Property("Items", .array(.string), changes: .invalidates),
+                Property("Fixed", .string, changes: .const),
+            ],
+            signals: [SignalDecl("Happened", [("what", .string)])])
+        object = try server.export(ObjectPath(Self.path)!, interfaces: [thing])
+        object.update(Self.interface, ["Name": .string("thing"), "Count": .int32(0), "Items": .strings([]),
+                                       "Fixed": .string("fixed")])
+        let server = self.server
+        serving = Task { if serve { await server.serveCalls() } }
+    }
+
+    func call(_ member: String, _ args: [DBusValue] = [], interface: String = Harness.interface,
+              path: String = Harness.path, timeout: Duration = .seconds(5)) async throws -> [DBusValue] {
+        try await client.call(server.uniqueName, path: path, interface: interface, member: member, args, timeout: timeout)
+    }
+
+    func get(_ name: String, interface: String = Harness.interface) async throws -> DBusValue {
+        try await call("Get", [.string(interface), .string(name)], interface: "org.freedesktop.DBus.Properties")[0].unwrapped
+    }
+
+    func set(_ name: String, _ value: DBusValue) async throws {
+        _ = try await call("Set", [.string(Self.interface), .string(name), .variant(value)],
+                           interface: "org.freedesktop.DBus.Properties")
+    }
+
+    func propertiesChanged() async throws -> AsyncStream<ReceivedMessage> {
+        try await client.signals(MatchRule(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                                           path: Self.path))
+    }
+
+    deinit {
+        serving.cancel()
+        client.close()
+        server.close()
+    }
+}
+
+private func busError(_ body: () async throws -> Void) async -> BusError? {
+    do { try await body() } catch let error as BusError { return error } catch { return nil }
+    return nil
+}
+
+/// The next message of a stream, or nil after `timeout`.
+private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Duration = .seconds(2)) async -> ReceivedMessage? {
+    await withTaskGroup(of: ReceivedMessage?.self) { group in
+        group.addTask { var iterator = stream.makeAsyncIterator(); return await iterator.next() }
+        group.addTask { try? await Task.sleep(for: timeout); return nil }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
+@Suite struct ConnectionTests {
+    @Test func methodCallsReturnTheirResults() async throws {
+        let h = try await Harness()
+        #expect(try await h.call("Add", [.int32(2), .int32(40)]) == [.int32(42)])
+    }
+
+    @Test func everyTypeSurvivesTheBus() async throws {
+        let h = try await Harness()
+        var deep: DBusValue = .string("bottom")
+        for _ in 0..<60 { deep = .variant(deep) }
+        let values: [DBusValue] = [
+            .byte(7), .boolean(true), .int16(-3), .uint16(3), .int32(-5), .uint32(5), .int64(.min), .uint64(.max),
+            .double(2.5), .string("⏯ Ünïcode"), .objectPath(ObjectPath("/a/b")!), .signature(Signature("a(sv)")!),
+            .array(.int32, []), .emptyVardict, .vardict(["k": .strings(["x", "y"]), "n": .vardict([:])]),
+            .structure([.string("s"), .array(.array(.byte), [.array(.byte, [.byte(1)])])]), deep,
+        ]
+        for value in values {
+            let reply = try await h.call("Echo", [.variant(value)])
+            #expect(reply == [.variant(value)], "\(value)")
+        }
+    }
+
+    @Test func wrongArgumentsAreRefusedBeforeTheHandler() async throws {
+        let h = try await Harness()
+        let error = await busError { _ = try await h.call("Add", [.string("2"), .int32(40)]) }
+        #expect(error?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(error?.message.contains("'ii'") == true)
+        let missing = await busError { _ = try await h.call("Add", [.int32(1)]) }
+        #expect(missing?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        let extra = await busError { _ = try await h.call("Record", [.string("x"), .string("y")]) }
+        #expect(extra?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(h.log.entries.isEmpty)
+    }
+
+    @Test func unknownTargetsGetTheStandardErrors() async throws {
+        let h = try await Harness()
+        #expect(await busError { _ = try await h.call("Nope") }?.name == "org.freedesktop.DBus.Error.UnknownMethod")
+        #expect(await busError { _ = try await h.call("Add", interface: "org.example.Other") }?.name
+                == "org.freedesktop.DBus.Error.UnknownInterface")
+        #expect(await busError { _ = try await h.call("Add", path: "/org/example/Nothing") }?.name
+                == "org.freedesktop.DBus.Error.UnknownObject")
+        #expect(await busError { _ = try await h.get("Nope") }?.name == "org.freedesktop.DBus.Error.UnknownProperty")
+        #expect(await busError { _ = try await h.get("Name", interface: "org.example.Other") }?.name
+                == "org.freedesktop.DBus.Error.UnknownInterface")
+    }
+
+    @Test func handlerErrorsBecomeErrorReplies() async throws {
+        let h = try await Harness()
+        #expect(await busError { _ = try await h.call("Fail") } == BusError(name: "org.example.Error.Nope", message: "nope, as asked"))
+        #expect(await busError { _ = try await h.call("Crash") }?.name == "org.freedesktop.DBus.Error.Failed")
+        #expect(await busError { _ = try await h.call("Lie") }?.name == "org.freedesktop.DBus.Error.Failed")
+        #expect(try await h.call("Add", [.int32(1), .int32(1)]) == [.int32(2)])  // still serving
+    }
+
+    @Test func propertiesGetSetAndGetAll() async throws {
+        let h = try await Harness()
+        #expect(try await h.get("Name") == .string("thing"))
+        try await h.set("Count", .int32(5))
+        #expect(try await h.get("Live") == .int32(5))
+        let all = try await h.call("GetAll", [.string(Harness.interface)], interface: "org.freedesktop.DBus.Properties")
+        #expect(all[0].stringKeyedDictionary?.keys.sorted() == ["Count", "Fixed", "Items", "Live", "Name"])
+        #expect(await busError { try await h.set("Name", .string("x")) }?.name == "org.freedesktop.DBus.Error.PropertyReadOnly")
+        #expect(await busError { try await h.set("Count", .string("x")) }?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(await busError { try await h.set("Count", .int32(-1)) }?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(try await h.get("Live") == .int32(5))
+    }
+
+    @Test func propertiesChangedIsBatchedAndOnlyForRealChanges() async throws {
+        let h = try await Harness()
+        let changes = try await h.propertiesChanged()
+        h.object.update(Harness.interface, ["Name": .string("thing")])  // unchanged: nothing
+        h.object.update(Harness.interface, ["Name": .string("renamed"), "Count": .int32(3), "Items": .strings(["a"])])
+        let signal = try #require(await next(changes))
+        #expect(signal.arguments[0] == .string(Harness.interface))
+        #expect(signal.arguments[1].stringKeyedDictionary == ["Name": .string("renamed"), "Count": .int32(3)])
+        #expect(signal.arguments[2] == .strings(["Items"]))  // 'invalidates': named without its value
+        h.object.update(Harness.interface, ["Fixed": .string("changed quietly")])  // const: never announced
+        #expect(await next(changes, within: .milliseconds(300)) == nil)
+    }
+
+    @Test func signalsReachSubscribers() async throws {
+        let h = try await Harness()
+        let stream = try await h.client.signals(MatchRule(interface: Harness.interface, member: "Happened"))
+        try h.object.emit(Harness.interface, "Happened", [.string("it")])
+        let signal = try #require(await next(stream))
+        #expect(signal.arguments == [.string("it")])
+        #expect(signal.path?.rawValue == Harness.path)
+        #expect(signal.sender == h.server.uniqueName)
+    }
+
+    @Test func introspectionDescribesTheObjectAndItsParents() async throws {
+        let h = try await Harness()
+        let xml = try await h.call("Introspect", interface: "org.freedesktop.DBus.Introspectable")[0].string ?? ""
+        #expect(xml.contains("<interface name=\"org.example.Thing\">"))
+        #expect(xml.contains("<method name=\"Add\">"))
+        #expect(xml.contains("<arg name=\"sum\" type=\"i\" direction=\"out\"/>"))
+        #expect(xml.contains("<signal name=\"Happened\">"))
+        #expect(xml.contains("<property name=\"Live\" type=\"i\" access=\"read\">"))
+        #expect(xml.contains("EmitsChangedSignal\" value=\"false\""))
+        #expect(xml.contains("EmitsChangedSignal\" value=\"invalidates\""))
+        #expect(xml.contains("org.freedesktop.DBus.Properties"))
+        for (path, child) in [("/", "org"), ("/org", "example"), ("/org/example", "Thing")] {
+            let parent = try await h.call("Introspect", interface: "org.freedesktop.DBus.Introspectable", path: path)[0].string ?? ""
+            #expect(parent.contains("<node name=\"\(child)\"/>"), "\(path)")
+        }
+    }
+
+    @Test func peerPingIsAnswered() async throws {
+        let h = try await Harness()
+        #expect(try await h.call("Ping", interface: "org.freedesktop.DBus.Peer").isEmpty)
+    }
+
+    @Test func callsAreHandledInArrivalOrder() async throws {
+        let h = try await Harness()
+        // A slow call, then quick ones sent while it runs: they wait for it, in order.
+        let slow = Task { try await h.call("SlowRecord", [.string("slow"), .uint32(200)]) }
+        try await Task.sleep(for: .milliseconds(50))
+        for i in 0..<5 { _ = try await h.call("Record", [.string("quick\(i)")]) }
+        _ = try await slow.value
+        #expect(h.log.entries == ["slow", "quick0", "quick1", "quick2", "quick3", "quick4"])
+    }
+
+    @Test func getWaitsForAnEarlierSetStillBeingHandled() async throws {
+        let h = try await Harness()
+        let slow = Task { try await h.call("SlowRecord", [.string("slow"), .uint32(200)]) }
+        try await Task.sleep(for: .milliseconds(50))
+        let setter = Task { try await h.set("Count", .int32(9)) }
+        try await Task.sleep(for: .milliseconds(20))
+        // Sent after the Set: must see its effect even though Gets are normally answered at once.
+        #expect(try await h.get("Live") == .int32(9))
+        _ = try await slow.value
+        try await setter.value
+    }
+
+    @Test func aCallWithNoAnswerTimesOut() async throws {
+        let h = try await Harness(serve: false)
+        let error = await busError { _ = try await h.call("Add", [.int32(1), .int32(2)], timeout: .milliseconds(200)) }
+        #expect(error?.name == "org.freedesktop.DBus.Error.NoReply")
+    }
+
+    @Test func wellKnownNamesAreOwnedAndReleased() async throws {
+        let h = try await Harness()
+        #expect(try await h.server.requestName("org.example.Owner") == .primaryOwner)
+        #expect(try await h.client.requestName("org.example.Owner") == .exists)
+        try await h.server.releaseName("org.example.Owner")
+        #expect(try await h.client.requestName("org.example.Owner") == .primaryOwner)
+    }
+
+    @Test func losingTheBusEndsServing() async throws {
+        let h = try await Harness(serve: false)
+        let served = Task { await h.server.serveCalls(); return true }
+        h.bus.stop()
+        #expect(await served.value)
+        #expect(!h.server.isConnected)
+        #expect(await busError { _ = try await h.client.call("org.freedesktop.DBus", path: "/", interface: nil, member: "GetId") } != nil)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+import LecternCore
+@testable import LecternDaemon
+
+extension PlaybackTests {
+    @Suite("GStreamerEngine")
+    struct GStreamerEngineTests {
+        let files: AudioFixtures
+
+        init() throws {
+            files = try AudioFixtures.shared()
+        }
+
+        func makeEngine(sink: String = "fakesink sync=true") throws -> (GStreamerEngine, EventLog<EngineEvent>) {
+            let engine = try GStreamerEngine(audioSink: sink)
+            return (engine, EventLog(draining: engine.events))
+        }
+
+        @Test("load at a position reports ready, then sits at that position")
+        func loadAtPosition() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .seconds(4))
+            let ready = try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            guard case .ready(let duration) = ready.event else { return }
+            expectClose(duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(50))
+            expectClose(engine.position, .seconds(4), within: .milliseconds(50))
+            #expect(log.all.filter { if case .ready = $0 { true } else { false } }.count == 1)
+
+            engine.play()
+            try await Task.sleep(for: .milliseconds(700))
+            let playing = try #require(engine.position)
+            #expect(playing > .seconds(4.2) && playing < .seconds(6))
+        }
+
+        @Test("play right after load starts at the load position, never from zero")
+        func playBeforeReady() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .seconds(3))
+            engine.play()
+            #expect(engine.position == .seconds(3))
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            try await Task.sleep(for: .milliseconds(500))
+            let position = try #require(engine.position)
+            #expect(position > .seconds(3.1) && position < .seconds(4.5))
+        }
+
+        @Test("a seek before ready is applied when ready")
+        func seekBeforeReady() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .seconds(1))
+            engine.seek(to: .seconds(6.5))
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            expectClose(engine.position, .seconds(6.5), within: .milliseconds(50))
+        }
+
+        @Test("seek after ready is accurate")
+        func seek() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .zero)
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            engine.seek(to: .seconds(8.25))
+            // A flushing seek completes in milliseconds; poll until the position settles there.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while let position = engine.position, abs((position - .seconds(8.25)).seconds) > 0.05,
+                  ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            expectClose(engine.position, .seconds(8.25), within: .milliseconds(50))
+        }
+
+        @Test("setNext continues into the next file: advanced, its duration, then end of stream")
+        func gapless() async throws {
+            let (engine, log) = try makeEngine()
+            let first = files.url(.ogg2sA)
+            let second = files.url(.wav1500ms)
+            engine.load(first, at: .zero)
+            engine.setNext(second)
+            engine.play()
+            try await log.waitFor(timeout: .seconds(15), "end of stream") { $0 == .endOfStream }
+            let events = log.all
+            guard case .ready(let duration) = events.first else {
+                Issue.record("first event should be ready: \(events)")
+                return
+            }
+            expectClose(duration, .seconds(2), within: .milliseconds(50))
+            #expect(Array(events.dropFirst()) == [.advanced(second), .durationChanged(.seconds(1.5)), .endOfStream])
+        }
+
+        @Test("setRate(2) makes the position advance about twice as fast")
+        func rate() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .seconds(1))
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            engine.play()
+            try await Task.sleep(for: .milliseconds(300))
+
+            func speed() async throws -> Double {
+                let start = ContinuousClock.now
+                let from = try #require(engine.position)
+                try await Task.sleep(for: .seconds(1.2))
+                let to = try #require(engine.position)
+                return (to - from).seconds / (ContinuousClock.now - start).seconds
+            }
+            let normal = try await speed()
+            let before = try #require(engine.position)
+            engine.setRate(2)
+            expectClose(engine.position, before, within: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(200))
+            let fast = try await speed()
+            #expect(normal > 0.7 && normal < 1.3, "rate 1 advanced \(normal)× wall time")
+            #expect(fast > 1.5 && fast < 2.5, "rate 2 advanced \(fast)× wall time")
+            #expect(!log.all.contains { if case .failed = $0 { true } else { false } })
+        }
+
+        @Test("two files rendered gaplessly into a WAV have exactly the samples of both")
+        func gaplessRender() async throws {
+            let output = files.scratchURL("render.wav")
+            defer { try? FileManager.default.removeItem(at: output) }
+            let first = files.url(.wav2s)
+            let second = files.url(.wav1500ms)
+            do {
+                let (engine, log) = try makeEngine(
+                    sink: "audioconvert ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(output.path)"
+                )
+                engine.load(first, at: .zero)
+                engine.setNext(second)
+                engine.play()
+                try await log.waitFor(timeout: .seconds(20), "end of stream") { $0 == .endOfStream }
+                #expect(log.all.contains(.advanced(second)))
+                engine.stop()  // NULL: wavenc has written its header, filesink closes the file
+            }
+            let expected = try AudioFixtures.wavFrameCount(first) + AudioFixtures.wavFrameCount(second)
+            let rendered = try AudioFixtures.wavFrameCount(output)
+            #expect(expected == 88_200 + 66_150)
+            #expect(abs(rendered - expected) <= 1024, "rendered \(rendered) frames, sources have \(expected)")
+        }
+
+        @Test("a missing file fails, and nothing is loaded")
+        func failure() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.directory.appendingPathComponent("gone.ogg"), at: .zero)
+            let failed = try await log.waitFor("failed") { if case .failed = $0 { true } else { false } }
+            guard case .failed(let message) = failed.event else { return }
+            #expect(!message.isEmpty)
+            #expect(engine.position == nil)
+            #expect(!log.all.contains { if case .ready = $0 { true } else { false } })
+
+            // The engine recovers with the next load.
+            engine.load(files.url(.wav2s), at: .seconds(1))
+            try await log.waitFor(after: failed.index, "ready") { if case .ready = $0 { true } else { false } }
+            expectClose(engine.position, .seconds(1), within: .milliseconds(50))
+        }
+
+        @Test("stop releases the stream; seek and position then do nothing")
+        func stop() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .zero)
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            engine.play()
+            engine.stop()
+            #expect(engine.position == nil)
+            engine.seek(to: .seconds(2))
+            #expect(engine.position == nil)
+        }
+
+        @Test("loading another file replaces the current one")
+        func reload() async throws {
+            let (engine, log) = try makeEngine()
+            engine.load(files.url(.ogg10s), at: .seconds(2))
+            engine.play()
+            try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
+            let mark = log.count
+            engine.load(files.url(.flac3s), at: .seconds(0.5))
+            let ready = try await log.waitFor(after: mark, "second ready") { if case .ready = $0 { true } else { false } }
+            #expect(ready.event == .ready(duration: .seconds(3)))
+            expectClose(engine.position, .seconds(0.5), within: .milliseconds(50))
+        }
+    }
+}
