@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: all build release run test deps clean
+.PHONY: all build release run test bench deps clean
 
 all: build
 
@@ -24,6 +24,10 @@ run:
 # make test ARGS='--filter TestSupportTests'
 test:
 	scripts/test.sh $(ARGS)
+
+# Benchmarks against mpv + mpv-mpris in the same run; figures go to docs/benchmarks.md by hand.
+bench:
+	scripts/bench.sh $(ARGS)
 
 clean:
 	rm -rf .build

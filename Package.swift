@@ -39,6 +39,9 @@ let package = Package(
             "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Benchmarks, run on demand (scripts/bench.sh), never by the tests.
+        .executableTarget(name: "lectern-bench", dependencies: ["CDBus", "TestSupport"], path: "Benchmarks/lectern-bench"),
+
         // Tests: helpers to start a private bus, spawn processes and make audio files.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),

@@ -10,7 +10,8 @@ public protocol AudioEngine: AnyObject {
     var events: AsyncStream<EngineEvent> { get }
 
     /// Replaces the current stream with `url`, prerolled and paused at `position`.
-    /// `.ready(duration:)` follows once the stream can play; `.failed` if it can't.
+    /// `.ready(url, duration:)` follows once the stream can play; `.failed` if it can't. Volume and rate
+    /// carry over to the new stream; the gapless slot (`setNext`) is kept.
     func load(_ url: URL, at position: Duration)
     /// Starts or resumes output of the loaded stream.
     func play()
@@ -32,8 +33,9 @@ public protocol AudioEngine: AnyObject {
 
 /// Something the engine reports. Values only: no pipeline object crosses into the player.
 public enum EngineEvent: Sendable, Equatable {
-    /// The loaded stream prerolled; its duration if the container tells it.
-    case ready(duration: Duration?)
+    /// The stream loaded from the URL prerolled (at the position asked for); its duration if the container
+    /// tells it. A `.ready` for another URL than the last one loaded is stale.
+    case ready(URL, duration: Duration?)
     /// The duration became known or changed (e.g. MP3 without a Xing header).
     case durationChanged(Duration)
     /// Playback continued into the stream set with `setNext`, without a gap.

@@ -27,6 +27,8 @@ public actor Player {
     /// Whether the engine has prerolled the current item.
     private var engineReady = false
     private var nextItemID = 1
+    /// The last snapshot the observer was given: nothing is published twice.
+    private var published: PlayerState?
 
     /// The current position as a function of time; readable from any thread without awaiting the actor.
     public nonisolated let positionClock = SharedPositionClock()
@@ -151,8 +153,9 @@ public actor Player {
     }
 
     /// Relative seek; below 0 clamps to 0; past the end acts as `next()` (or stops at the last item).
+    /// Ignored while stopped: nothing is loaded, and Play starts from the beginning.
     public func seek(by offset: Duration) {
-        guard state.currentIndex != nil else { return }
+        guard state.currentIndex != nil, state.status != .stopped else { return }
         let target = max(.zero, position + offset)
         if let duration = state.current?.duration, target >= duration {
             if canGoNext { next() } else { stop() }
@@ -161,9 +164,9 @@ public actor Player {
         seekWithinItem(to: target)
     }
 
-    /// Absolute seek within the item `itemID`; ignored when that is not the current item or out of range.
+    /// Absolute seek within the item `itemID`; ignored when that is not the current item, out of range, or stopped.
     public func setPosition(itemID: Int, to target: Duration) {
-        guard let current = state.current, current.id == itemID, target >= .zero else { return }
+        guard let current = state.current, current.id == itemID, target >= .zero, state.status != .stopped else { return }
         if let duration = current.duration, target > duration { return }
         seekWithinItem(to: target)
     }
@@ -206,9 +209,12 @@ public actor Player {
 
     // MARK: - Engine events
 
-    private func handle(_ event: EngineEvent) {
+    /// Applies one engine event. `run()` calls it for each event the engine reports, in order; tests may
+    /// call it directly.
+    public func handle(_ event: EngineEvent) {
         switch event {
-        case .ready(let duration):
+        case .ready(let url, let duration):
+            guard !engineReady, state.current?.url == url, state.status != .stopped else { return }  // stale
             engineReady = true
             if let duration { setCurrentDuration(duration) }
             if state.status == .playing { engine.play() }
@@ -222,12 +228,16 @@ public actor Player {
                 logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
                 return
             }
+            let restarted = target == orderPosition
             orderPosition = target
             state.currentIndex = order[target]
             state.lastError = nil
             positionClock.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
             publish()
+            // The same item again (loop Track, or a one-item loop Playlist): the trackid doesn't change, so
+            // only Seeked tells clients the position went back to 0.
+            if restarted { observer(.seeked(.zero)) }
         case .endOfStream:
             endOfQueue()
         case .failed(let message):
@@ -250,9 +260,9 @@ public actor Player {
     private func endOfQueue() {
         switch state.loop {
         case .track:
-            load(orderPosition: orderPosition, at: .zero)
+            load(orderPosition: orderPosition, at: .zero, announce: true)
         case .playlist where !order.isEmpty:
-            load(orderPosition: 0, at: .zero)
+            load(orderPosition: 0, at: .zero, announce: orderPosition == 0)
         default:
             state.status = .stopped
             engine.stop()
@@ -273,7 +283,9 @@ public actor Player {
         load(orderPosition: target, at: .zero)
     }
 
-    private func load(orderPosition target: Int, at position: Duration) {
+    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than 0, or when
+    /// `announce` (the same item starting over).
+    private func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         orderPosition = target
         state.currentIndex = order[target]
         state.lastError = nil
@@ -282,7 +294,7 @@ public actor Player {
         positionClock.set(PositionClock(anchor: position))
         updateNext()
         publish()
-        if position > .zero { observer(.seeked(position)) }
+        if position > .zero || announce { observer(.seeked(position)) }
     }
 
     private func seekWithinItem(to target: Duration) {
@@ -341,6 +353,8 @@ public actor Player {
     private func publish() {
         state.canGoNext = canGoNext
         state.canGoPrevious = canGoPrevious
+        guard state != published else { return }
+        published = state
         observer(.stateChanged(state))
     }
 }

@@ -22,7 +22,8 @@ extension PlaybackTests {
             let (engine, log) = try makeEngine()
             engine.load(files.url(.ogg10s), at: .seconds(4))
             let ready = try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
-            guard case .ready(let duration) = ready.event else { return }
+            guard case .ready(let url, let duration) = ready.event else { return }
+            #expect(url == files.url(.ogg10s))
             expectClose(duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(50))
             expectClose(engine.position, .seconds(4), within: .milliseconds(50))
             #expect(log.all.filter { if case .ready = $0 { true } else { false } }.count == 1)
@@ -79,7 +80,7 @@ extension PlaybackTests {
             engine.play()
             try await log.waitFor(timeout: .seconds(15), "end of stream") { $0 == .endOfStream }
             let events = log.all
-            guard case .ready(let duration) = events.first else {
+            guard case .ready(_, let duration) = events.first else {
                 Issue.record("first event should be ready: \(events)")
                 return
             }
@@ -173,7 +174,7 @@ extension PlaybackTests {
             let mark = log.count
             engine.load(files.url(.flac3s), at: .seconds(0.5))
             let ready = try await log.waitFor(after: mark, "second ready") { if case .ready = $0 { true } else { false } }
-            #expect(ready.event == .ready(duration: .seconds(3)))
+            #expect(ready.event == .ready(files.url(.flac3s), duration: .seconds(3)))
             expectClose(engine.position, .seconds(0.5), within: .milliseconds(50))
         }
     }

@@ -148,7 +148,14 @@ final class FakeEngine: AudioEngine, Sendable {
     /// one, else stops and emits `.endOfStream`. Returns the event emitted.
     @discardableResult
     func finish() -> EngineEvent {
-        let event: EngineEvent = state.withLock {
+        let event = finishWithoutEmitting()
+        emit(event)
+        return event
+    }
+
+    /// Like `finish()`, but returns the event instead of delivering it.
+    func finishWithoutEmitting() -> EngineEvent {
+        state.withLock {
             if let next = $0.next {
                 $0.current = next
                 $0.next = nil
@@ -159,7 +166,5 @@ final class FakeEngine: AudioEngine, Sendable {
                 return .endOfStream
             }
         }
-        emit(event)
-        return event
     }
 }

@@ -44,6 +44,7 @@ final class GStreamerEngine: AudioEngine {
             // NULL (synchronous) drops the old stream; the bus is flushed too, so the old stream's messages are gone.
             playbin.setState(.null)
             playbin.uri = url.absoluteString
+            state.loadedURL = url
             state.phase = .loading(sawReset: false)
             state.startPosition = max(position, .zero)
             state.wantsPlaying = false
@@ -166,6 +167,8 @@ private final class Translation: Sendable {
         /// The first STREAM_START after a load is the loaded stream's own.
         var sawStreamStart = false
         var lastDuration: Duration?
+        /// The URL of the last `load`, named in `.ready` so the player can tell a stale one.
+        var loadedURL: URL?
         /// Where a seek made after `.ready` goes, until its async-done (the position query fails meanwhile).
         var seekTarget: Duration?
     }
@@ -263,7 +266,7 @@ private final class Translation: Sendable {
         state.phase = .ready
         let duration = control.duration
         state.lastDuration = duration
-        output.append(.ready(duration: duration))
+        if let url = state.loadedURL { output.append(.ready(url, duration: duration)) }
         if state.wantsPlaying {
             control.setState(.playing)
         }

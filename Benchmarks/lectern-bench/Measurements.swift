@@ -1,0 +1,114 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Latency samples (ns) and their percentiles (nearest rank).
+struct Samples: Sendable {
+    private(set) var sorted: [UInt64]
+
+    init(_ values: [UInt64]) { sorted = values.sorted() }
+
+    var count: Int { sorted.count }
+
+    func percentile(_ p: Double) -> UInt64 {
+        guard !sorted.isEmpty else { return 0 }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[Swift.min(Swift.max(rank, 1), sorted.count) - 1]
+    }
+
+    var p50: UInt64 { percentile(50) }
+    var p95: UInt64 { percentile(95) }
+    var p99: UInt64 { percentile(99) }
+    var max: UInt64 { sorted.last ?? 0 }
+
+    func json(unit: Double) -> [String: Double] {
+        ["n": Double(count), "p50": Double(p50) / unit, "p95": Double(p95) / unit, "p99": Double(p99) / unit,
+         "max": Double(max) / unit]
+    }
+}
+
+func median(_ values: [Double]) -> Double {
+    let s = values.sorted()
+    guard !s.isEmpty else { return .nan }
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+/// Readings from /proc for one process.
+enum ProcStats {
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// VmRSS and VmHWM in kB.
+    static func memory(_ pid: pid_t) -> (rssKB: Int, hwmKB: Int)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        var rss = -1, hwm = -1
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("VmRSS:") { rss = number(line) }
+            if line.hasPrefix("VmHWM:") { hwm = number(line) }
+        }
+        return rss >= 0 && hwm >= 0 ? (rss, hwm) : nil
+    }
+
+    private static func number(_ line: Substring) -> Int {
+        Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
+    }
+
+    /// utime + stime in clock ticks (fields 14 and 15 of /proc/PID/stat).
+    static func cpuTicks(_ pid: pid_t) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // Fields after "(comm)" start at field 3.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let u = Int(fields[11]), let s = Int(fields[12]) else { return nil }
+        return u + s
+    }
+
+    /// The sum of every live thread's run time in ns (/proc/PID/task/*/schedstat, first field): a finer
+    /// cross-check of `cpuTicks` (threads that exit between two readings are missed).
+    static func schedNanoseconds(_ pid: pid_t) -> UInt64? {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
+        var total: UInt64 = 0
+        for task in tasks {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
+                  let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
+            total += ns
+        }
+        return total
+    }
+
+    static func threadCount(_ pid: pid_t) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").count) ?? 0
+    }
+}
+
+/// CPU used by a process over a window: ticks (the /proc/PID/stat figure) and schedstat ns.
+struct CPUWindow {
+    let pid: pid_t
+    let startTicks: Int
+    let startSched: UInt64
+    let start: ContinuousClock.Instant
+
+    init(_ pid: pid_t) {
+        self.pid = pid
+        startTicks = ProcStats.cpuTicks(pid) ?? 0
+        startSched = ProcStats.schedNanoseconds(pid) ?? 0
+        start = .now
+    }
+
+    struct Result {
+        let seconds: Double
+        let cpuSeconds: Double        // from utime+stime
+        let schedCPUSeconds: Double   // from schedstat
+        var percent: Double { cpuSeconds / seconds * 100 }
+        var schedPercent: Double { schedCPUSeconds / seconds * 100 }
+    }
+
+    func finish() -> Result {
+        let ticks = ProcStats.cpuTicks(pid) ?? startTicks
+        let sched = ProcStats.schedNanoseconds(pid) ?? startSched
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Result(seconds: seconds, cpuSeconds: Double(ticks - startTicks) / ProcStats.ticksPerSecond,
+                      schedCPUSeconds: sched >= startSched ? Double(sched - startSched) / 1e9 : .nan)
+    }
+}

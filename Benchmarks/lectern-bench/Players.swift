@@ -1,0 +1,150 @@
+import Foundation
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One of the players under test: how to start it and what it is called on the bus.
+struct PlayerKind {
+    enum Loading {
+        /// Started idle; the file is opened with OpenUri (Lectern).
+        case openURI
+        /// The file is given on the command line and plays at once (mpv).
+        case commandLine
+    }
+
+    let label: String
+    /// The MPRIS name, or its prefix when the player may add a suffix (mpv's `.instanceN`).
+    let namePrefix: String
+    let loading: Loading
+    /// The command line, with the file to play (nil: start idle).
+    let command: (_ file: URL?) -> (executable: String, arguments: [String])
+
+    static func lectern(executable: String, cacheDirectory: URL) -> PlayerKind {
+        PlayerKind(label: "Lectern", namePrefix: "org.mpris.MediaPlayer2.lectern", loading: .openURI) { _ in
+            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path])
+        }
+    }
+
+    static func mpv(executable: String, script: String) -> PlayerKind {
+        PlayerKind(label: "mpv", namePrefix: "org.mpris.MediaPlayer2.mpv", loading: .commandLine) { file in
+            (executable, ["--idle=yes", "--no-video", "--ao=null", "--no-config", "--script=\(script)", "--no-terminal"]
+                + (file.map { [$0.path] } ?? []))
+        }
+    }
+
+    /// The mpv-mpris plugin, wherever the distribution put it (symlinks resolved).
+    static func findMPRISPlugin() -> String? {
+        let candidates = ["/etc/mpv/scripts/mpris.so", "/usr/lib/mpv-mpris/mpris.so",
+                          "/usr/lib/x86_64-linux-gnu/mpv-mpris/mpris.so", "/usr/local/lib/mpv-mpris/mpris.so"]
+        for path in candidates where FileManager.default.fileExists(atPath: path) {
+            return (try? FileManager.default.destinationOfSymbolicLink(atPath: path)).map { link in
+                link.hasPrefix("/") ? link : (path as NSString).deletingLastPathComponent + "/" + link
+            } ?? path
+        }
+        return nil
+    }
+}
+
+/// A started player that owns its MPRIS name.
+final class RunningPlayer {
+    let kind: PlayerKind
+    let process: Subprocess
+    let busName: String
+    let owner: String
+    /// Spawn to NameOwnerChanged, ns.
+    let startupNs: UInt64
+    let log: URL
+
+    var pid: pid_t { process.pid }
+
+    init(kind: PlayerKind, process: Subprocess, busName: String, owner: String, startupNs: UInt64, log: URL) {
+        self.kind = kind
+        self.process = process
+        self.busName = busName
+        self.owner = owner
+        self.startupNs = startupNs
+        self.log = log
+    }
+
+    /// The tail of what the player wrote to stdout/stderr.
+    var logTail: String {
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        return String(text.suffix(2000))
+    }
+
+    /// SIGTERM and wait; returns (exit status or nil if it had to be killed, ms to exit).
+    func stop() -> (status: Int32?, ms: Double) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        process.terminate()
+        let status = process.waitForExit(timeout: .seconds(10))
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6
+        if status == nil {
+            process.kill()
+            _ = process.waitForExit(timeout: .seconds(5))
+        }
+        return (status, ms)
+    }
+}
+
+struct BenchFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Starts `kind` on `bus` and times spawn -> NameOwnerChanged for its MPRIS name. `client` must already
+/// have the NameOwnerChanged match (see `watchNames`).
+func launch(_ kind: PlayerKind, file: URL?, bus: PrivateBus, environment: [String: String], client: BusClient,
+            log: URL) throws -> RunningPlayer {
+    client.drain()
+    let (executable, arguments) = kind.command(file)
+    let start = DispatchTime.now().uptimeNanoseconds
+    let process = try Subprocess(executable, arguments, environment: environment,
+                                 stdout: .appendingToFile(log), stderr: .appendingToFile(log))
+    var name = "", owner = ""
+    let arrived = client.waitFor(timeout: .seconds(15)) { message in
+        let reader = MessageReader(message)
+        guard reader.isSignal("org.freedesktop.DBus", "NameOwnerChanged") else { return false }
+        let args = reader.strings()
+        guard args.count == 3, args[0].hasPrefix(kind.namePrefix), !args[2].isEmpty else { return false }
+        name = args[0]
+        owner = args[2]
+        return true
+    }
+    guard let arrived else {
+        let running = process.isRunning
+        process.kill()
+        _ = process.waitForExit(timeout: .seconds(5))
+        let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        throw BenchFailure("\(kind.label) did not own \(kind.namePrefix)* within 15 s (running: \(running)):\n"
+                           + String(text.suffix(2000)))
+    }
+    // Cross-check with ListNames, as a client looking for the player would.
+    let names = try client.listNames()
+    guard names.contains(name) else { throw BenchFailure("\(name) announced but not in ListNames: \(names)") }
+    return RunningPlayer(kind: kind, process: process, busName: name, owner: owner, startupNs: arrived - start,
+                         log: log)
+}
+
+func watchNames(_ client: BusClient) throws {
+    try client.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                        + "member='NameOwnerChanged',arg0namespace='org.mpris.MediaPlayer2'")
+}
+
+/// Polls PlaybackStatus (every 10 ms) until it is `status`; returns whether it got there within `timeout`.
+func waitForStatus(_ client: BusClient, _ player: RunningPlayer, _ status: String, timeout: Duration) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if (try? client.getProperty(player.busName, interface: "org.mpris.MediaPlayer2.Player", "PlaybackStatus"))
+            == status { return true }
+        usleep(10_000)
+    }
+    return false
+}
+
+func sleepFor(_ duration: Duration) {
+    let ns = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    var spec = timespec(tv_sec: Int(ns / 1_000_000_000), tv_nsec: Int(ns % 1_000_000_000))
+    var remaining = timespec()
+    while nanosleep(&spec, &remaining) != 0 && errno == EINTR { spec = remaining }
+}

@@ -1,0 +1,312 @@
+import CDBus
+import Foundation
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings of one run.
+struct Settings {
+    var roundTrips = 5000
+    var warmup = 500
+    var signalIterations = 200
+    var signalPause: Duration = .milliseconds(20)
+    var startupRuns = 5
+    var playSettle: Duration = .seconds(5)
+    var cpuWindow: Duration = .seconds(10)
+    var idleCPUWindow: Duration = .seconds(5)
+    var concurrency: [Int] = [8, 32]
+    var concurrencyWindow: Duration = .seconds(5)
+}
+
+/// Everything measured for one player.
+struct PlayerResult {
+    var label = ""
+    var busName = ""
+    var startupMs: [Double] = []
+    var coldStartupMs: Double = .nan
+    var shutdownMs: [Double] = []
+    var shutdownStatuses: [Int32?] = []
+    var idleRSSKB = 0, idleHWMKB = 0
+    var idleCPU: CPUWindow.Result?
+    var openToPlayingMs: Double = .nan
+    var playRSSKB = 0, playHWMKB = 0
+    var playCPU: CPUWindow.Result?
+    var threads = 0
+    var pingBus = Samples([]), pingPlayer = Samples([]), get = Samples([]), getAll = Samples([])
+    /// Get answered by the minimal libdbus responder in the bench process: the two-hop floor.
+    var echoGet = Samples([])
+    var roundTripErrors = 0
+    var playPause = Samples([]), seek = Samples([])
+    var playPauseMissed = 0, seekMissed = 0
+    var concurrency: [ConcurrencyResult] = []
+    var endRSSKB = 0, endHWMKB = 0
+    var notes: [String] = []
+}
+
+struct ConcurrencyResult {
+    let clients: Int
+    let seconds: Double
+    let calls: Int
+    let errors: Int
+    let connectFailures: Int
+    let latency: Samples
+    let playerCPU: CPUWindow.Result
+    let busCPU: CPUWindow.Result
+    var callsPerSecond: Double { Double(calls) / seconds }
+    /// Player CPU per call in µs (schedstat, ns resolution).
+    var playerMicrosPerCall: Double { playerCPU.schedCPUSeconds * 1e6 / Double(max(calls, 1)) }
+    var busMicrosPerCall: Double { busCPU.schedCPUSeconds * 1e6 / Double(max(calls, 1)) }
+}
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data("[bench] \(text)\n".utf8))
+}
+
+/// Runs every measurement for one player on a bus of its own.
+func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: TemporaryDirectory,
+             environment extra: [String: String]) throws -> PlayerResult {
+    var result = PlayerResult()
+    result.label = kind.label
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    var environment = bus.environment
+    environment.merge(extra) { _, new in new }
+    let client = try BusClient(address: bus.address)
+    try watchNames(client)
+    let log = work.appending("\(kind.label)-\(ProcessInfo.processInfo.processIdentifier).log")
+
+    // 5. Start-up: one untimed (cold) run, then `startupRuns` timed ones, each stopped with SIGTERM.
+    progress("\(kind.label): start-up x\(settings.startupRuns + 1)")
+    for run in 0...settings.startupRuns {
+        let player = try launch(kind, file: nil, bus: bus, environment: environment, client: client, log: log)
+        let ms = Double(player.startupNs) / 1e6
+        if run == 0 { result.coldStartupMs = ms } else { result.startupMs.append(ms) }
+        sleepFor(.milliseconds(300))  // let it finish starting before asking it to stop
+        let (status, stopMs) = player.stop()
+        result.shutdownMs.append(stopMs)
+        result.shutdownStatuses.append(status)
+        sleepFor(.milliseconds(100))
+    }
+
+    // 3./4. Idle: nothing loaded.
+    progress("\(kind.label): idle memory and CPU")
+    var player = try launch(kind, file: nil, bus: bus, environment: environment, client: client, log: log)
+    result.busName = player.busName
+    sleepFor(.seconds(2))
+    if let m = ProcStats.memory(player.pid) { (result.idleRSSKB, result.idleHWMKB) = (m.rssKB, m.hwmKB) }
+    let idleWindow = CPUWindow(player.pid)
+    sleepFor(settings.idleCPUWindow)
+    result.idleCPU = idleWindow.finish()
+
+    // Playing: Lectern opens the file over D-Bus; mpv is restarted with the file on its command line.
+    progress("\(kind.label): open and play \(audio.lastPathComponent)")
+    let openStart = ContinuousClock.now
+    switch kind.loading {
+    case .openURI:
+        let reply = try client.call(BusClient.methodCall(player.busName, "/org/mpris/MediaPlayer2",
+                                                         "org.mpris.MediaPlayer2.Player", "OpenUri",
+                                                         [.string(audio.absoluteString)]))
+        let type = dbus_message_get_type(reply)
+        let error = type == 3 ? MessageReader(reply).strings().first ?? "?" : nil
+        dbus_message_unref(reply)
+        if let error { throw BenchFailure("OpenUri failed: \(error)") }
+    case .commandLine:
+        _ = player.stop()
+        player = try launch(kind, file: audio, bus: bus, environment: environment, client: client, log: log)
+    }
+    defer { _ = player.stop() }
+    guard waitForStatus(client, player, "Playing", timeout: .seconds(10)) else {
+        throw BenchFailure("\(kind.label) is not Playing 10 s after loading \(audio.path):\n\(player.logTail)")
+    }
+    let playingSince = ContinuousClock.now
+    result.openToPlayingMs = Double((playingSince - openStart).components.attoseconds) / 1e15
+        + Double((playingSince - openStart).components.seconds) * 1e3
+    let rest = settings.playSettle - (ContinuousClock.now - playingSince)
+    if rest > .zero { sleepFor(rest) }
+    if let m = ProcStats.memory(player.pid) { (result.playRSSKB, result.playHWMKB) = (m.rssKB, m.hwmKB) }
+    progress("\(kind.label): CPU while playing, \(settings.cpuWindow)")
+    let playWindow = CPUWindow(player.pid)
+    sleepFor(settings.cpuWindow)
+    result.playCPU = playWindow.finish()
+    result.threads = ProcStats.threadCount(player.pid)
+
+    // 1. Round trips: warm-up for each kind of call, then the kinds in rotation, in blocks, so that a drift of
+    // the machine over the run (the players keep playing) touches every series alike.
+    progress("\(kind.label): round trips, \(settings.warmup) + \(settings.roundTrips) each, interleaved")
+    let name = player.busName
+    let path = "/org/mpris/MediaPlayer2"
+    let playerInterface = "org.mpris.MediaPlayer2.Player"
+    let echo: Subprocess?
+    do { echo = try EchoResponder.start(address: bus.address, environment: environment) } catch {
+        echo = nil
+        result.notes.append("\(error)")
+    }
+    defer {
+        echo?.kill()
+        _ = echo?.waitForExit(timeout: .seconds(5))
+    }
+    var makers: [() -> OpaquePointer] = [
+        { BusClient.methodCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping") },
+        { BusClient.methodCall(name, path, "org.freedesktop.DBus.Peer", "Ping") },
+        { BusClient.methodCall(name, path, "org.freedesktop.DBus.Properties", "Get",
+                               [.string(playerInterface), .string("PlaybackStatus")]) },
+        { BusClient.methodCall(name, path, "org.freedesktop.DBus.Properties", "GetAll", [.string(playerInterface)]) },
+    ]
+    if echo != nil {
+        makers.append({ BusClient.methodCall(EchoResponder.name, path, "org.freedesktop.DBus.Properties", "Get",
+                                             [.string(playerInterface), .string("PlaybackStatus")]) })
+    }
+    var errors = 0
+    var values = [[UInt64]](repeating: [], count: makers.count)
+    for (index, make) in makers.enumerated() {
+        values[index].reserveCapacity(settings.roundTrips)
+        for _ in 0..<settings.warmup where !client.timedCall(make()).ok { errors += 1 }
+    }
+    let blocks = 10
+    for block in 0..<blocks {
+        let size = settings.roundTrips / blocks + (block < settings.roundTrips % blocks ? 1 : 0)
+        for (index, make) in makers.enumerated() {
+            for _ in 0..<size {
+                let (ns, ok) = client.timedCall(make())
+                if !ok { errors += 1 }
+                values[index].append(ns)
+            }
+        }
+    }
+    result.pingBus = Samples(values[0])
+    result.pingPlayer = Samples(values[1])
+    result.get = Samples(values[2])
+    result.getAll = Samples(values[3])
+    if echo != nil { result.echoGet = Samples(values[4]) }
+    result.roundTripErrors = errors
+
+    // 2. PlayPause -> PropertiesChanged(PlaybackStatus), Seek -> Seeked.
+    progress("\(kind.label): PlayPause -> PropertiesChanged, Seek -> Seeked, \(settings.signalIterations) each")
+    let changedRule = "type='signal',sender='\(player.owner)',path='\(path)',"
+        + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
+    try client.addMatch(changedRule)
+    var status = "Playing"
+    var latencies: [UInt64] = []
+    for i in 0..<(settings.signalIterations + 4) {
+        let expected = status == "Playing" ? "Paused" : "Playing"
+        client.drain()
+        let start = DispatchTime.now().uptimeNanoseconds
+        client.send(BusClient.methodCall(name, path, playerInterface, "PlayPause"))
+        let arrived = client.waitFor(timeout: .seconds(2)) { message in
+            let reader = MessageReader(message)
+            return reader.isSignal("org.freedesktop.DBus.Properties", "PropertiesChanged")
+                && reader.changedString("PlaybackStatus") == expected
+        }
+        if let arrived {
+            if i >= 4 { latencies.append(arrived - start) }
+            status = expected
+        } else {
+            result.playPauseMissed += 1
+            status = (try? client.getProperty(name, interface: playerInterface, "PlaybackStatus")) ?? status
+        }
+        sleepFor(settings.signalPause)
+    }
+    result.playPause = Samples(latencies)
+    client.removeMatch(changedRule)
+    if status != "Playing" {
+        client.send(BusClient.methodCall(name, path, playerInterface, "Play"))
+        _ = waitForStatus(client, player, "Playing", timeout: .seconds(5))
+    }
+
+    let seekedRule = "type='signal',sender='\(player.owner)',path='\(path)',interface='\(playerInterface)',member='Seeked'"
+    try client.addMatch(seekedRule)
+    latencies = []
+    for i in 0..<(settings.signalIterations + 4) {
+        client.drain()
+        let offset: Int64 = i % 2 == 0 ? 1_000_000 : -1_000_000
+        let start = DispatchTime.now().uptimeNanoseconds
+        client.send(BusClient.methodCall(name, path, playerInterface, "Seek", [.int64(offset)]))
+        let arrived = client.waitFor(timeout: .seconds(2)) { MessageReader($0).isSignal(playerInterface, "Seeked") }
+        if let arrived {
+            if i >= 4 { latencies.append(arrived - start) }
+        } else {
+            result.seekMissed += 1
+        }
+        sleepFor(settings.signalPause)
+    }
+    result.seek = Samples(latencies)
+    client.removeMatch(seekedRule)
+
+    // 6. Concurrent clients.
+    for clients in settings.concurrency {
+        progress("\(kind.label): \(clients) concurrent clients calling Get for \(settings.concurrencyWindow)")
+        result.concurrency.append(concurrentGets(address: bus.address, destination: name, clients: clients,
+                                                 window: settings.concurrencyWindow, playerPID: player.pid,
+                                                 busPID: bus.pid))
+    }
+    if let m = ProcStats.memory(player.pid) { (result.endRSSKB, result.endHWMKB) = (m.rssKB, m.hwmKB) }
+    if !player.process.isRunning { result.notes.append("\(kind.label) exited during the run:\n\(player.logTail)") }
+    return result
+}
+
+/// Shared state of one concurrency run. Each thread owns its connection; only this box is shared.
+private final class ConcurrencyBox: @unchecked Sendable {
+    let lock = NSLock()
+    let ready = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    var deadline: UInt64 = 0
+    var latencies: [UInt64] = []
+    var calls = 0
+    var errors = 0
+    var connectFailures = 0
+}
+
+func concurrentGets(address: String, destination: String, clients: Int, window: Duration, playerPID: pid_t,
+                    busPID: pid_t) -> ConcurrencyResult {
+    let box = ConcurrencyBox()
+    for index in 0..<clients {
+        let thread = Thread {
+            let client = try? BusClient(address: address)
+            box.ready.signal()
+            box.go.wait()
+            guard let client else {
+                box.lock.withLock { box.connectFailures += 1 }
+                box.done.signal()
+                return
+            }
+            let deadline = box.lock.withLock { box.deadline }
+            var local: [UInt64] = []
+            local.reserveCapacity(100_000)
+            var errors = 0
+            while DispatchTime.now().uptimeNanoseconds < deadline {
+                let message = BusClient.methodCall(destination, "/org/mpris/MediaPlayer2",
+                                                   "org.freedesktop.DBus.Properties", "Get",
+                                                   [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
+                let (ns, ok) = client.timedCall(message, timeoutMs: 5000)
+                local.append(ns)
+                if !ok { errors += 1 }
+            }
+            box.lock.withLock {
+                box.latencies += local
+                box.calls += local.count
+                box.errors += errors
+            }
+            box.done.signal()
+        }
+        thread.name = "bench-client-\(index)"
+        thread.start()
+    }
+    for _ in 0..<clients { box.ready.wait() }
+    let playerCPU = CPUWindow(playerPID)
+    let busCPU = CPUWindow(busPID)
+    let start = DispatchTime.now().uptimeNanoseconds
+    let windowNs = UInt64(window.components.seconds) * 1_000_000_000 + UInt64(window.components.attoseconds / 1_000_000_000)
+    box.lock.withLock { box.deadline = start + windowNs }
+    for _ in 0..<clients { box.go.signal() }
+    for _ in 0..<clients { box.done.wait() }
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let playerResult = playerCPU.finish()
+    let busResult = busCPU.finish()
+    return box.lock.withLock {
+        ConcurrencyResult(clients: clients, seconds: seconds, calls: box.calls, errors: box.errors,
+                          connectFailures: box.connectFailures, latency: Samples(box.latencies),
+                          playerCPU: playerResult, busCPU: busResult)
+    }
+}

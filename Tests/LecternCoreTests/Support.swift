@@ -1,0 +1,97 @@
+import Foundation
+import LecternCore
+import Synchronization
+import Testing
+
+/// Everything the observer was told, in order.
+final class EventLog: Sendable {
+    private let events = Mutex<[PlayerEvent]>([])
+
+    func append(_ event: PlayerEvent) { events.withLock { $0.append(event) } }
+    func clear() { events.withLock { $0.removeAll() } }
+
+    var all: [PlayerEvent] { events.withLock { $0 } }
+    var count: Int { events.withLock { $0.count } }
+    var states: [PlayerState] {
+        all.compactMap { if case .stateChanged(let state) = $0 { state } else { nil } }
+    }
+    var seeks: [Duration] {
+        all.compactMap { if case .seeked(let position) = $0 { position } else { nil } }
+    }
+    var lastState: PlayerState? { states.last }
+}
+
+/// Polls `condition` until it holds; records an issue after `timeout`.
+@discardableResult
+func waitUntil(_ what: String, timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+               _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now >= deadline {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+            return false
+        }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return true
+}
+
+/// A player wired to a fake engine, a manual tick clock and an event log, with its `run()` loop going.
+struct Harness: Sendable {
+    let engine: FakeEngine
+    let player: Player
+    let log: EventLog
+    let tickClock: ManualClock
+
+    /// Hands `event` to the player as if the engine had reported it, and returns once it is handled.
+    func send(_ event: EngineEvent, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await player.handle(event)
+    }
+
+    /// Finishes the engine's current stream and waits for the player to handle the resulting event.
+    @discardableResult
+    func finish(sourceLocation: SourceLocation = #_sourceLocation) async -> EngineEvent {
+        let event = engine.finishWithoutEmitting()
+        await player.handle(event)
+        return event
+    }
+
+    func ready(_ duration: Duration? = nil, sourceLocation: SourceLocation = #_sourceLocation) async {
+        let url = engine.currentURL ?? URL(fileURLWithPath: "/nothing-loaded")
+        await send(.ready(url, duration: duration), sourceLocation: sourceLocation)
+    }
+
+    /// Waits for whatever the actor is doing to finish.
+    func settle() async { _ = await player.snapshot }
+
+    /// Forgets the calls and events so far.
+    func reset() {
+        engine.clearCalls()
+        log.clear()
+    }
+
+    var positionClock: PositionClock { player.positionClock.value }
+}
+
+func withHarness(_ body: (Harness) async throws -> Void) async rethrows {
+    let engine = FakeEngine()
+    let log = EventLog()
+    let tickClock = ManualClock()
+    let player = Player(engine: engine, tickClock: tickClock, observer: { log.append($0) })
+    let run = Task { await player.run() }
+    defer { run.cancel() }
+    try await body(Harness(engine: engine, player: player, log: log, tickClock: tickClock))
+    run.cancel()
+    await run.value
+}
+
+func fileURL(_ index: Int) -> URL { URL(filePath: "/books/part\(index).mp3") }
+
+/// `count` items (ids 100+i, which the player replaces), each `duration` long unless nil.
+func makeItems(_ count: Int, duration: Duration? = .seconds(100)) -> [MediaItem] {
+    (0..<count).map { MediaItem(id: 100 + $0, url: fileURL($0), title: "Part \($0)", duration: duration) }
+}
+
+extension PlayerError {
+    var isInvalidValue: Bool { if case .invalidValue = self { true } else { false } }
+}
