@@ -18,18 +18,21 @@ let package = Package(
                        providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-pbutils-1.0",
                        providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
         // GLib/GStreamer macros and variadic functions Swift cannot call.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
 
         // Typed D-Bus over libdbus: values, names, connection, exported objects, client calls. Knows no MPRIS.
         .target(name: "DBus", dependencies: ["CDBus"]),
+        // PulseAudio's sinks, ports and default sink as Swift events, from libpulse's threaded main loop.
+        .target(name: "PulseAudio", dependencies: ["CPulse"]),
         // Typed GStreamer: a playbin wrapper, its bus as Swift events, media discovery. Knows no books.
         .target(name: "GStreamer", dependencies: ["CGStreamer", "CGStreamerShims"]),
         // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log"),
+            "DBus", "GStreamer", "PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -48,6 +51,7 @@ let package = Package(
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
+        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -27,6 +27,8 @@ public actor Player {
     /// Whether the engine has prerolled the current item.
     private var engineReady = false
     private var nextItemID = 1
+    /// Set when the output went away while playing; any command since clears it (see `resumeForReturnedOutput`).
+    private var pausedForLostOutput = false
     /// The last snapshot the observer was given: nothing is published twice.
     private var published: PlayerState?
 
@@ -78,6 +80,7 @@ public actor Player {
 
     /// Replaces the queue and makes `items[startIndex]` current at `position`, playing or paused.
     public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true) {
+        pausedForLostOutput = false
         guard !items.isEmpty else { return }
         state.queue = items.map { item in
             var copy = item
@@ -104,6 +107,7 @@ public actor Player {
 
     /// Playing stays playing; paused resumes; stopped starts the current item from its beginning.
     public func play() {
+        pausedForLostOutput = false
         guard state.currentIndex != nil else { return }
         switch state.status {
         case .playing:
@@ -120,6 +124,7 @@ public actor Player {
     }
 
     public func pause() {
+        pausedForLostOutput = false
         guard state.status == .playing else { return }
         state.status = .paused
         engine.pause()
@@ -133,6 +138,7 @@ public actor Player {
     }
 
     public func stop() {
+        pausedForLostOutput = false
         guard state.currentIndex != nil, state.status != .stopped else { return }
         state.status = .stopped
         engine.stop()
@@ -143,11 +149,13 @@ public actor Player {
 
     /// Moves to the next item in play order; paused or stopped stays so.
     public func next() {
+        pausedForLostOutput = false
         guard let target = nextOrderPosition(wrapping: state.loop == .playlist) else { return }
         go(to: target)
     }
 
     public func previous() {
+        pausedForLostOutput = false
         guard let target = previousOrderPosition() else { return }
         go(to: target)
     }
@@ -155,6 +163,7 @@ public actor Player {
     /// Relative seek; below 0 clamps to 0; past the end acts as `next()` (or stops at the last item).
     /// Ignored while stopped: nothing is loaded, and Play starts from the beginning.
     public func seek(by offset: Duration) {
+        pausedForLostOutput = false
         guard state.currentIndex != nil, state.status != .stopped else { return }
         let target = max(.zero, position + offset)
         if let duration = state.current?.duration, target >= duration {
@@ -166,12 +175,14 @@ public actor Player {
 
     /// Absolute seek within the item `itemID`; ignored when that is not the current item, out of range, or stopped.
     public func setPosition(itemID: Int, to target: Duration) {
+        pausedForLostOutput = false
         guard let current = state.current, current.id == itemID, target >= .zero, state.status != .stopped else { return }
         if let duration = current.duration, target > duration { return }
         seekWithinItem(to: target)
     }
 
     public func setVolume(_ volume: Double) throws(PlayerError) {
+        pausedForLostOutput = false
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
         let clamped = min(max(0, volume), 10)
         guard clamped != state.volume else { return }
@@ -182,6 +193,7 @@ public actor Player {
 
     /// Clamped to [minimumRate, maximumRate]; 0 pauses and keeps the rate.
     public func setRate(_ rate: Double) throws(PlayerError) {
+        pausedForLostOutput = false
         guard rate.isFinite else { throw .invalidValue("rate must be a finite number, not \(rate)") }
         if rate == 0 { pause(); return }
         let clamped = min(max(PlayerState.minimumRate, rate), PlayerState.maximumRate)
@@ -193,6 +205,7 @@ public actor Player {
     }
 
     public func setLoop(_ loop: LoopMode) {
+        pausedForLostOutput = false
         guard loop != state.loop else { return }
         state.loop = loop
         updateNext()
@@ -200,12 +213,37 @@ public actor Player {
     }
 
     public func setShuffle(_ shuffle: Bool) {
+        pausedForLostOutput = false
         guard shuffle != state.shuffle else { return }
         state.shuffle = shuffle
         if let current = state.currentIndex { rebuildOrder(keeping: current) }
         updateNext()
         publish()
     }
+
+    // MARK: - Output changes
+
+    /// Pauses because the output in use went away; returns whether it did (it was playing). The pause is
+    /// remembered until any command arrives.
+    @discardableResult
+    public func pauseForLostOutput() -> Bool {
+        guard state.status == .playing else { return false }
+        pause()
+        pausedForLostOutput = true
+        return true
+    }
+
+    /// Resumes after the output came back, only when the pause was `pauseForLostOutput`'s and no command
+    /// came since; returns whether it resumed.
+    @discardableResult
+    public func resumeForReturnedOutput() -> Bool {
+        guard pausedForLostOutput, state.status == .paused else { return false }
+        play()
+        return true
+    }
+
+    /// Whether the current pause is the lost output's doing (and nothing happened since).
+    public var isPausedForLostOutput: Bool { pausedForLostOutput }
 
     // MARK: - Engine events
 
@@ -241,6 +279,7 @@ public actor Player {
         case .endOfStream:
             endOfQueue()
         case .failed(let message):
+            pausedForLostOutput = false
             logger.error("playback failed", metadata: ["error": "\(message)"])
             state.lastError = message
             state.status = .stopped
