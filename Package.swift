@@ -26,13 +26,15 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // PulseAudio's sinks, ports and default sink as Swift events, from libpulse's threaded main loop.
         .target(name: "PulseAudio", dependencies: ["CPulse"]),
+        // Chapters of MP4/M4B files (Nero `chpl` atom, QuickTime chapter track), read from the file itself.
+        .target(name: "MP4"),
         // Typed GStreamer: a playbin wrapper, its bus as Swift events, media discovery. Knows no books.
         .target(name: "GStreamer", dependencies: ["CGStreamer", "CGStreamerShims"]),
         // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log"),
+            "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -49,6 +51,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
+        .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
         .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport"]),
