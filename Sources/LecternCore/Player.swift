@@ -296,12 +296,18 @@ public actor Player {
 
     // MARK: - Internals
 
+    /// The stream ended without continuing gaplessly: normally at the end of the queue, but also when the
+    /// engine asked for the next stream before the player could name it (files shorter than the engine's
+    /// look-ahead). Then the next item is loaded, with a short gap rather than a stop.
     private func endOfQueue() {
         switch state.loop {
         case .track:
             load(orderPosition: orderPosition, at: .zero, announce: true)
         case .playlist where !order.isEmpty:
-            load(orderPosition: 0, at: .zero, announce: orderPosition == 0)
+            let next = nextOrderPosition(wrapping: true) ?? 0
+            load(orderPosition: next, at: .zero, announce: next == orderPosition)
+        case .none where nextOrderPosition(wrapping: false) != nil:
+            load(orderPosition: orderPosition + 1, at: .zero)
         default:
             state.status = .stopped
             engine.stop()

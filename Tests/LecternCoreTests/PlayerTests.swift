@@ -593,6 +593,23 @@ import Testing
         }
     }
 
+    /// The engine wanted the next stream before the player named it (a very short file): the stream ends
+    /// in the middle of the queue. Playback goes on with the next item, not a stop.
+    @Test func endOfStreamInTheMiddleLoadsTheNextItem() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(1))
+            h.reset()
+
+            await h.send(.endOfStream)
+            #expect(h.engine.calls == [.load(fileURL(1), at: .zero), .setNext(fileURL(2))])
+            #expect(h.log.lastState?.currentIndex == 1)
+            #expect(h.log.lastState?.status == .playing)
+            await h.ready(.seconds(1))
+            #expect(h.engine.calls.last == .play)
+        }
+    }
+
     @Test func loopTrackContinuesWithTheSameItem() async {
         await withHarness { h in
             await h.player.open(makeItems(3))

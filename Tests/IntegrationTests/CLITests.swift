@@ -1,0 +1,114 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+
+extension Integration {
+    /// The `lectern` command-line client against a real daemon.
+    @Suite struct CLI {
+        @Test func withoutADaemonCommandsSayItIsNotRunning() async throws {
+            let bus = try PrivateBus()
+            defer { bus.stop() }
+            for command in [["status"], ["status", "--json"], ["pause"], ["volume"], ["open", "/tmp"]] {
+                let result = try await DaemonFixture.runLectern(command, environment: bus.environment)
+                #expect(result.status != 0, "lectern \(command.joined(separator: " ")) exited 0")
+                #expect(result.stderr.contains("not running"), "lectern \(command.joined(separator: " ")): \(result.stderr)")
+                for crash in ["Fatal error", "Stack dump", "backtrace", "Segmentation"] {
+                    #expect(!result.stderr.contains(crash), "lectern \(command.joined(separator: " ")): \(result.stderr)")
+                }
+                #expect(result.stderr.split(separator: "\n").count <= 3, "a short message, not a trace: \(result.stderr)")
+            }
+        }
+
+        @Test func commandsDriveTheDaemon() async throws {
+            try await DaemonFixture.with { d in
+                var r = try await d.lectern("status")
+                #expect(r.status == 0 && r.stdout.contains("Stopped"), "lectern status with nothing loaded: \(r)")
+                r = try await d.lectern("status", "--json")
+                let empty = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+                #expect(empty?["status"] as? String == "Stopped", "\(r.stdout)")
+
+                r = try await d.lectern("open", d.media.mp3Book.path)
+                #expect(r.status == 0, "lectern open: \(r)")
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                #expect(try await d.waitForURL(endingWith: "/mp3book/01.mp3")?.hasSuffix("/mp3book/01.mp3") == true)
+
+                r = try await d.lectern("status")
+                #expect(r.status == 0)
+                #expect(r.stdout.contains("Chapter One"), "lectern status:\n\(r.stdout)")
+                #expect(r.stdout.contains("Playing"), "lectern status:\n\(r.stdout)")
+
+                r = try await d.lectern("status", "--json")
+                #expect(r.status == 0)
+                let json = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any]
+                #expect(json?["status"] as? String == "Playing", "\(r.stdout)")
+                #expect(json?["title"] as? String == "Chapter One", "\(r.stdout)")
+                #expect((json?["position"] as? Double).map { $0 >= 0 && $0 < 20 } == true, "\(r.stdout)")
+                #expect((json?["duration"] as? Double).map { abs($0 - 20) < 0.5 } == true, "\(r.stdout)")
+
+                #expect(try await d.lectern("pause").status == 0)
+                #expect(try await d.waitForStatus("Paused") == "Paused")
+                #expect(try await d.lectern("toggle").status == 0)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                #expect(try await d.lectern("toggle").status == 0)
+                #expect(try await d.waitForStatus("Paused") == "Paused")
+                #expect(try await d.lectern("status").stdout.contains("Paused"))
+
+                var mark = d.signals.mark
+                #expect(try await d.lectern("position", "2").status == 0)
+                #expect(await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition == 2_000_000)
+                #expect(near(try await d.position(), 2_000_000, within: 250_000))
+
+                mark = d.signals.mark
+                r = try await d.lectern("seek", "+1")
+                #expect(r.status == 0, "lectern seek +1: \(r)")
+                #expect(near(await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition, 3_000_000, within: 250_000))
+                #expect(near(try await d.position(), 3_000_000, within: 250_000))
+                mark = d.signals.mark
+                r = try await d.lectern("seek", "-1")
+                #expect(r.status == 0, "lectern seek -1: \(r)")
+                #expect(near(await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition, 2_000_000, within: 250_000))
+                #expect(near(try await d.position(), 2_000_000, within: 250_000))
+
+                #expect(try await d.lectern("volume", "0.5").status == 0)
+                #expect(try await d.get("Volume") == .double(0.5))
+                r = try await d.lectern("volume")
+                #expect(r.stdout == "0.50", "lectern volume: \(r)")
+
+                #expect(try await d.lectern("next").status == 0)
+                #expect(try await d.waitForURL(endingWith: "/mp3book/02.mp3")?.hasSuffix("/mp3book/02.mp3") == true)
+                #expect(try await d.status() == "Paused")
+                // Its tags were read in the background after the folder was opened.
+                #expect(try await d.waitForProperty("Metadata") {
+                    $0.stringKeyedDictionary?["xesam:title"] == .string("Chapter Two")
+                }.stringKeyedDictionary?["xesam:title"] == .string("Chapter Two"))
+                #expect(try await d.lectern("status").stdout.contains("Chapter Two"))
+
+                #expect(try await d.lectern("stop").status == 0)
+                #expect(try await d.waitForStatus("Stopped") == "Stopped")
+                #expect(try await d.lectern("status").stdout.contains("Stopped"))
+            }
+        }
+
+        @Test func badArgumentsFailWithoutTouchingPlayback() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openPaused(d.media.mp3Book)
+                let mark = d.signals.mark
+                for command in [["seek", "5"], ["seek", "+abc"], ["position", "999"], ["position", "abc"],
+                                ["volume", "nan"], ["open", d.directory.appending("missing").path]] {
+                    let r = try await DaemonFixture.runLectern(command, environment: d.environment)
+                    #expect(r.status != 0, "lectern \(command.joined(separator: " ")) exited 0")
+                    #expect(!r.stderr.isEmpty, "lectern \(command.joined(separator: " ")) says nothing")
+                    #expect(!r.stderr.contains("Fatal error"), "\(r.stderr)")
+                }
+                try await d.signals.barrier()
+                #expect(d.signals.seeked(since: mark).isEmpty)
+                for property in ["PlaybackStatus", "Volume", "Rate"] {
+                    #expect(d.signals.values(of: property, since: mark).isEmpty, "\(property) changed")
+                }
+                #expect(try await d.currentURL()?.hasSuffix("/mp3book/01.mp3") == true)
+                #expect(try await d.status() == "Paused")
+            }
+        }
+    }
+}

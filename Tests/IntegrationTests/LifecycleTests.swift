@@ -1,0 +1,98 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Integration {
+    /// One instance per bus, and clean exits.
+    @Suite struct Lifecycle {
+        @Test func aSecondDaemonOnTheSameBusExitsWithStatus2AndTheFirstKeepsWorking() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openURI(d.media.long)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                let mprisOwner = try await d.nameOwner(MPRIS.busName)
+                let lecternOwner = try await d.nameOwner(MPRIS.lecternName)
+
+                let second = try d.launchAnotherDaemon()
+                let status = await second.waitForExit(timeout: .seconds(15))
+                if status == nil { second.kill() }
+                let stderr = await second.readAll(.stderr, timeout: .seconds(2))
+                #expect(status == 2, "second lecternd: \(second.termination.map { "\($0)" } ?? "still running"); stderr:\n\(stderr)")
+                #expect(stderr.contains("already running"), "stderr:\n\(stderr)")
+                #expect(!stderr.contains("Fatal error"), "stderr:\n\(stderr)")
+
+                // The first one still owns both names and answers.
+                #expect(try await d.nameOwner(MPRIS.busName) == mprisOwner)
+                #expect(try await d.nameOwner(MPRIS.lecternName) == lecternOwner)
+                #expect(!(try await d.nameHasOwner(MPRIS.busName + ".instance\(second.pid)")))
+                #expect(d.daemon.isRunning)
+                #expect(try await d.getAll(MPRIS.root)["Identity"] == .string("Lectern"))
+                #expect(try await d.playerctl("status").stdout == "Playing")
+                #expect(try await d.playerctl("pause").status == 0)
+                #expect(try await d.waitForStatus("Paused") == "Paused")
+            }
+        }
+
+        @Test(arguments: [SIGTERM, SIGINT])
+        func aSignalWhilePlayingExits0AndReleasesBothNames(signal: Int32) async throws {
+            try await DaemonFixture.with { d in
+                try await d.openURI(d.media.book)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                try await d.waitForPosition(atLeast: 100_000)
+                #expect(try await d.nameHasOwner(MPRIS.lecternName))
+
+                d.daemon.signal(signal)
+                let status = await d.daemon.waitForExit(timeout: .seconds(15))
+                #expect(status == 0, "lecternd on signal \(signal): \(d.daemon.termination.map { "\($0)" } ?? "did not exit"):\n\(d.log)")
+                #expect(d.daemon.termination == .exited(0))
+                #expect(!(try await d.nameHasOwner(MPRIS.busName)))
+                #expect(!(try await d.nameHasOwner(MPRIS.lecternName)))
+                #expect(!d.log.contains("Fatal error"), "\(d.log)")
+            }
+        }
+
+        @Test func quitMakesTheDaemonExit() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openURI(d.media.long)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+
+                try await d.call("Quit", interface: MPRIS.root)
+                let status = await d.daemon.waitForExit(timeout: .seconds(15))
+                #expect(status == 0, "lecternd after Quit: \(d.daemon.termination.map { "\($0)" } ?? "still running"):\n\(d.log)")
+                #expect(!(try await d.nameHasOwner(MPRIS.busName)))
+                #expect(!(try await d.nameHasOwner(MPRIS.lecternName)))
+            }
+        }
+
+        @Test func theDaemonExitsWhenTheBusGoesAway() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openURI(d.media.long)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                d.bus.stop()
+                let status = await d.daemon.waitForExit(timeout: .seconds(15))
+                #expect(status != nil, "lecternd still runs 15 s after its bus went away:\n\(d.log)")
+                #expect(!d.log.contains("Fatal error"), "\(d.log)")
+            }
+        }
+
+        @Test func aDaemonCanStartAgainAfterTheFirstOneStopped() async throws {
+            try await DaemonFixture.with { d in
+                #expect(await d.stopDaemon() == 0)
+                let again = try d.launchAnotherDaemon()
+                var owned = false
+                for _ in 0..<1000 where !owned {
+                    owned = try await d.nameHasOwner(MPRIS.busName)
+                    if !owned { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                #expect(owned, "a new lecternd must take the names once the first has gone")
+                #expect(try await d.nameHasOwner(MPRIS.lecternName))
+                again.terminate()
+                #expect(await again.waitForExit(timeout: .seconds(15)) == 0)
+                if again.isRunning { again.kill() }
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+
+extension Integration {
+    /// Seek, SetPosition and the Seeked signal.
+    @Suite struct Seeking {
+        @Test func playerctlPositionSeeksAbsoluteAndRelative() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openPaused(d.media.long)
+
+                var mark = d.signals.mark
+                #expect(try await d.playerctl("position", "2").status == 0)
+                var seeked = await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition
+                #expect(near(seeked, 2_000_000, within: 1_000), "Seeked \(String(describing: seeked))")
+                #expect(near(try await d.position(), 2_000_000, within: 250_000))
+                let shown = try await d.playerctl("position").stdout
+                #expect(abs((Double(shown) ?? -1) - 2) <= 0.25, "playerctl position: \(shown)")
+
+                mark = d.signals.mark
+                #expect(try await d.playerctl("position", "1+").status == 0)
+                seeked = await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition
+                #expect(near(seeked, 3_000_000, within: 250_000), "Seeked after 1+: \(String(describing: seeked))")
+                #expect(near(try await d.position(), 3_000_000, within: 250_000))
+
+                mark = d.signals.mark
+                #expect(try await d.playerctl("position", "1-").status == 0)
+                seeked = await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition
+                #expect(near(seeked, 2_000_000, within: 250_000), "Seeked after 1-: \(String(describing: seeked))")
+                #expect(near(try await d.position(), 2_000_000, within: 250_000))
+
+                // Below 0 clamps to 0.
+                mark = d.signals.mark
+                try await d.call("Seek", [.int64(-10_000_000)])
+                seeked = await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition
+                #expect(seeked == 0, "Seek before the start: Seeked \(String(describing: seeked))")
+                #expect(near(try await d.position(), 0, within: 100_000))
+                #expect(try await d.status() == "Paused", "seeking does not change the status")
+
+                // Exactly one Seeked for each seek.
+                try await d.signals.barrier()
+                #expect(d.signals.seeked(since: mark).count == 1)
+            }
+        }
+
+        @Test func seekingWhilePlayingKeepsPlayingWithoutStatusFlicker() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openURI(d.media.long)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                try await d.waitForPosition(atLeast: 100_000)
+                let mark = d.signals.mark
+                try await d.call("Seek", [.int64(10_000_000)])
+                try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(30_000_000)])
+                try await d.call("Seek", [.int64(-5_000_000)])
+                #expect(await d.signals.waitFor(since: mark) { _ in d.signals.seeked(since: mark).count == 3 } != nil)
+                let seeked = d.signals.seeked(since: mark)
+                #expect(seeked.count == 3 && near(seeked[1], 30_000_000, within: 1_000), "Seeked \(seeked)")
+                #expect(seeked.count == 3 && near(seeked[2], 25_000_000, within: 1_500_000), "Seeked \(seeked)")
+                #expect(try await d.waitForPosition(atLeast: (seeked.last ?? 25_000_000) + 200_000) >= 25_000_000)
+                try await d.signals.barrier()
+                let statuses = d.signals.values(of: "PlaybackStatus", since: mark)
+                #expect(statuses.isEmpty, "seeking while playing announced \(statuses)")
+                #expect(try await d.status() == "Playing")
+            }
+        }
+
+        @Test func seekPastTheEndMovesToTheNextFile() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openPaused(d.media.book)
+                try await d.call("Seek", [.int64(10_000_000)])
+                #expect(try await d.waitForURL(endingWith: "/book/2.ogg")?.hasSuffix("/book/2.ogg") == true)
+                #expect(near(try await d.position(), 0, within: 300_000))
+                #expect(try await d.status() == "Paused")
+            }
+        }
+
+        @Test func setPositionIsIgnoredForAStaleTrackOrOutOfRange() async throws {
+            try await DaemonFixture.with { d in
+                try await d.openPaused(d.media.long)
+                let stale = try #require(try await d.trackID())
+                // Opening again makes a new queue: the old id is no longer current.
+                try await d.openPaused(d.media.long)
+                let current = try #require(try await d.trackID())
+                #expect(current != stale, "a re-opened file must get a new track id")
+                let length = try #require(try await d.metadata()["mpris:length"]?.int64)
+
+                var mark = d.signals.mark
+                try await d.call("SetPosition", [.objectPath(current), .int64(5_000_000)])
+                let seeked = await d.signals.waitFor(since: mark) { $0.seekedPosition != nil }?.seekedPosition
+                #expect(seeked == 5_000_000)
+                #expect(near(try await d.position(), 5_000_000, within: 250_000))
+                let before = try await d.position()
+
+                mark = d.signals.mark
+                let ignored: [(ObjectPath, Int64)] = [
+                    (stale, 1_000_000),
+                    (ObjectPath("/org/lectern/Lectern1/track/999999")!, 1_000_000),
+                    (ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!, 1_000_000),
+                    (ObjectPath("/not/a/track")!, 1_000_000),
+                    (current, -1_000_000),
+                    (current, length + 1_000_000),
+                    (current, .max),
+                ]
+                for (track, position) in ignored {
+                    // Ignored, not refused: no error either.
+                    try await d.call("SetPosition", [.objectPath(track), .int64(position)])
+                }
+                try await d.signals.barrier()
+                #expect(d.signals.seeked(since: mark).isEmpty, "ignored SetPosition calls sent Seeked \(d.signals.seeked(since: mark))")
+                #expect(near(try await d.position(), before, within: 50_000))
+                #expect(try await d.trackID() == current)
+                #expect(try await d.status() == "Paused")
+            }
+        }
+    }
+}
