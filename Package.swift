@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // C libraries, as pkg-config finds them.
@@ -32,12 +33,14 @@ let package = Package(
         .target(name: "GStreamer", dependencies: ["CGStreamer", "CGStreamerShims"]),
         // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
+        .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", .product(name: "Logging", package: "swift-log"),
+            "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", "LecternLibrary", .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "lecternd", dependencies: [
-            "LecternDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "LecternDaemon", "LecternCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "lectern", dependencies: [
@@ -51,10 +54,11 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
+        .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
-        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport"]),
+        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport", "lecternd"]),
     ],
     swiftLanguageModes: [.v6]
 )

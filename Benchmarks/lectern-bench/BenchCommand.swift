@@ -9,10 +9,14 @@ enum BenchCommand {
     static let usage = """
         usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--no-concurrency]
                              [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
-                             [--signal-iterations N] [--startup-runs N]
+                             [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
+                             [--no-renice]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --audio      the file both players play; generated (about 10 minutes of Vorbis) if it doesn't exist
           --json       also write the results as JSON here
+          --wait-for-quiet  wait up to this long (default 180 s; 0: don't) for the machine to be idle first
+          --no-renice  don't run at nice -20 (by default this tool, and so the bus, the players and the threads it
+                       starts, which inherit it, run at nice -20 when allowed, to shield them from other work)
         The Markdown table goes to stdout, progress to stderr. Always exits 0: it is a measurement.
 
         """
@@ -25,6 +29,8 @@ enum BenchCommand {
         var skipMPV = false
         var audioPath: String?
         var jsonPath: String?
+        var quietLimit: Duration = .seconds(180)
+        var nice: Int32? = -20
 
         if arguments.count == 3, arguments[1] == "--serve-echo" { EchoResponder.serve(address: arguments[2]) }
         var args = arguments.dropFirst().makeIterator()
@@ -52,6 +58,8 @@ enum BenchCommand {
             case "--no-concurrency": settings.concurrency = []
             case "--audio": audioPath = value(arg)
             case "--json": jsonPath = value(arg)
+            case "--wait-for-quiet": quietLimit = .seconds(int(arg))
+            case "--no-renice": nice = nil
             case "--round-trips": settings.roundTrips = max(1, int(arg))
             case "--warmup": settings.warmup = int(arg)
             case "--signal-iterations": settings.signalIterations = max(2, int(arg) / 2 * 2)
@@ -65,6 +73,15 @@ enum BenchCommand {
             }
         }
 
+        // Before any thread or child exists, so that all of them inherit it (Linux nice is per thread).
+        var machine: [String: String] = [:]
+        if let nice {
+            errno = 0
+            let done = setpriority(__priority_which_t(0), 0, nice) == 0  // PRIO_PROCESS, this thread
+            machine["nice"] = done ? "\(nice) (tool, bus, players, reference)" : "0 (setpriority failed: errno \(errno))"
+        } else {
+            machine["nice"] = "not changed (--no-renice)"
+        }
         _ = dbus_threads_init_default()
         var notes: [String] = []
         let work: TemporaryDirectory
@@ -89,6 +106,16 @@ enum BenchCommand {
                 return
             }
         }
+
+        // Other work on the machine skews everything: wait for it to be quiet, and record how busy it was.
+        if quietLimit > .zero {
+            progress("waiting up to \(quietLimit) for the machine to be quiet (all CPUs < 15 % busy for 3 s)")
+            let (busy, quiet) = MachineCPU.waitUntilQuiet(limit: quietLimit)
+            machine["quiet at start"] = quiet ? "yes" : String(format: "NO: still %.0f %% busy after waiting", busy)
+            if !quiet { notes.append("the machine was busy when the run started (other processes): figures are skewed") }
+        }
+        machine["load average at start"] = MachineCPU.loadAverage
+        let machineStart = MachineCPU()
 
         // GStreamer alone, for reference.
         progress("gst-launch-1.0 playbin alone: memory and CPU")
@@ -128,8 +155,13 @@ enum BenchCommand {
             notes.append("mpv: not measured (mpv: \(mpvPath ?? "not found"), mpv-mpris plugin: \(mpvScript ?? "not found"))")
         }
 
+        let busy = MachineCPU().busyPercent(since: machineStart)
+        machine["all-CPU busy during the run (this tool, the players, dbus-daemon and anything else)"]
+            = String(format: "%.1f %%", busy)
+        machine["load average at end"] = MachineCPU.loadAverage
         let report = Report(lectern: lecternResult, mpv: mpvResult, reference: reference, settings: settings)
-        let environment = describeEnvironment(lecternd: lecternd, mpv: mpvPath, script: mpvScript, audio: audio)
+        var environment = describeEnvironment(lecternd: lecternd, mpv: mpvPath, script: mpvScript, audio: audio)
+        environment.merge(machine) { _, new in new }
         print("")
         for key in environment.keys.sorted() { print("- \(key): \(environment[key]!)") }
         print("")

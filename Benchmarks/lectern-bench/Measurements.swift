@@ -63,17 +63,26 @@ enum ProcStats {
         return u + s
     }
 
-    /// The sum of every live thread's run time in ns (/proc/PID/task/*/schedstat, first field): a finer
-    /// cross-check of `cpuTicks` (threads that exit between two readings are missed).
-    static func schedNanoseconds(_ pid: pid_t) -> UInt64? {
+    /// Every live thread's run time in ns (/proc/PID/task/*/schedstat, first field), by thread id: a finer
+    /// cross-check of `cpuTicks`.
+    static func schedNanoseconds(_ pid: pid_t) -> [String: UInt64]? {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
-        var total: UInt64 = 0
+        var result: [String: UInt64] = [:]
         for task in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8),
                   let first = text.split(separator: " ").first, let ns = UInt64(first) else { continue }
-            total += ns
+            result[task] = ns
         }
-        return total
+        return result
+    }
+
+    /// Run time between two `schedNanoseconds` readings: threads seen at both ends count their difference,
+    /// threads born in between all of theirs; threads that ended in between are missed.
+    static func schedDelta(from start: [String: UInt64], to end: [String: UInt64]) -> UInt64 {
+        end.reduce(0) { sum, entry in
+            let before = start[entry.key] ?? 0
+            return sum + (entry.value >= before ? entry.value - before : 0)
+        }
     }
 
     static func threadCount(_ pid: pid_t) -> Int {
@@ -85,13 +94,13 @@ enum ProcStats {
 struct CPUWindow {
     let pid: pid_t
     let startTicks: Int
-    let startSched: UInt64
+    let startSched: [String: UInt64]
     let start: ContinuousClock.Instant
 
     init(_ pid: pid_t) {
         self.pid = pid
         startTicks = ProcStats.cpuTicks(pid) ?? 0
-        startSched = ProcStats.schedNanoseconds(pid) ?? 0
+        startSched = ProcStats.schedNanoseconds(pid) ?? [:]
         start = .now
     }
 
@@ -105,10 +114,53 @@ struct CPUWindow {
 
     func finish() -> Result {
         let ticks = ProcStats.cpuTicks(pid) ?? startTicks
-        let sched = ProcStats.schedNanoseconds(pid) ?? startSched
+        let sched = ProcStats.schedDelta(from: startSched, to: ProcStats.schedNanoseconds(pid) ?? startSched)
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         return Result(seconds: seconds, cpuSeconds: Double(ticks - startTicks) / ProcStats.ticksPerSecond,
-                      schedCPUSeconds: sched >= startSched ? Double(sched - startSched) / 1e9 : .nan)
+                      schedCPUSeconds: Double(sched) / 1e9)
+    }
+}
+
+/// Whole-machine CPU use from /proc/stat: other work on the machine skews every figure here, so the report
+/// says how busy the machine was.
+struct MachineCPU {
+    let busy: UInt64
+    let total: UInt64
+
+    init() {
+        let line = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8))?.split(separator: "\n").first ?? ""
+        let fields = line.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+        // user nice system idle iowait irq softirq steal ...
+        let idle = fields.count > 4 ? fields[3] + fields[4] : 0
+        total = fields.prefix(8).reduce(0, +)
+        busy = total - idle
+    }
+
+    /// Busy share of all CPUs since `earlier`, in % (100 = every CPU busy).
+    func busyPercent(since earlier: MachineCPU) -> Double {
+        guard total > earlier.total else { return 0 }
+        return Double(busy - earlier.busy) / Double(total - earlier.total) * 100
+    }
+
+    static var loadAverage: String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")
+            .split(separator: " ").prefix(3).joined(separator: " ")
+    }
+
+    /// Waits until the machine has been quiet (all-CPU busy under `threshold` %) for `quietFor`, at most
+    /// `limit`; returns the busy % of the last window and whether it got quiet.
+    static func waitUntilQuiet(threshold: Double = 15, quietFor: Int = 3, limit: Duration) -> (Double, Bool) {
+        let deadline = ContinuousClock.now + limit
+        var quietWindows = 0
+        var last = 0.0
+        while ContinuousClock.now < deadline {
+            let before = MachineCPU()
+            sleepFor(.seconds(1))
+            last = MachineCPU().busyPercent(since: before)
+            quietWindows = last < threshold ? quietWindows + 1 : 0
+            if quietWindows >= quietFor { return (last, true) }
+        }
+        return (last, false)
     }
 }

@@ -61,7 +61,7 @@ struct Report {
                      cell(l) { triple($0.pingPlayer) }, cell(m) { triple($0.pingPlayer) }, floorRatio(\.pingPlayer), "—"])
         rows.append(["Peer.Ping to dbus-daemon (the floor) p50 / p95 / p99, µs, same bus as the player",
                      cell(l) { triple($0.pingBus) }, cell(m) { triple($0.pingBus) }, "floor (one hop)", "—"])
-        rows.append(["Get to a minimal libdbus responder in the bench process (two-hop floor) p50 / p95 / p99, µs",
+        rows.append(["Get to a minimal libdbus responder process (two-hop floor) p50 / p95 / p99, µs",
                      cell(l) { triple($0.echoGet) }, cell(m) { triple($0.echoGet) }, floorRatio(\.echoGet), "—"])
 
         func signalCell(_ s: Samples, _ missed: Int) -> String {

@@ -92,3 +92,7 @@ bool lectern_gst_post_application(void *element, const char *name, const char *f
 uint64_t lectern_gst_clock_time_none(void) {
     return GST_CLOCK_TIME_NONE;
 }
+
+bool lectern_gst_object_has_property(void *object, const char *property) {
+    return g_object_class_find_property(G_OBJECT_GET_CLASS(object), property) != NULL;
+}

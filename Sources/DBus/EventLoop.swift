@@ -87,7 +87,10 @@ final class EventLoop: Sendable {
         return pthread_equal(id, pthread_self()) != 0
     }
 
+    /// Makes the loop thread re-read its watches, timeouts and queue. From the loop thread itself there
+    /// is nothing to do: it re-reads them before it polls again (this saves a write and a read per reply).
     func wake() {
+        if isLoopThread { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)  // a full pipe already means "wake up"
     }

@@ -1,7 +1,7 @@
 import CGStreamer
 import Foundation
 
-/// Reads duration, tags and cover art from a media file (GstDiscoverer).
+/// Reads duration, tags, cover art and chapters (the TOC) from a media file (GstDiscoverer).
 ///
 /// ```swift
 /// do {
@@ -114,8 +114,9 @@ public enum Discoverer {
     private static func mediaInfo(_ info: OpaquePointer) -> MediaInfo {
         let tags = TagLists(info)
         defer { tags.release() }
+        let duration = Duration(gstClockTime: gst_discoverer_info_get_duration(info)).flatMap { $0 > .zero ? $0 : nil }
         return MediaInfo(
-            duration: Duration(gstClockTime: gst_discoverer_info_get_duration(info)).flatMap { $0 > .zero ? $0 : nil },
+            duration: duration,
             title: tags.string("title"),
             artists: tags.strings("artist"),
             album: tags.string("album"),
@@ -124,8 +125,75 @@ public enum Discoverer {
             trackNumber: tags.number("track-number"),
             discNumber: tags.number("album-disc-number"),
             hasAudio: true,
-            cover: tags.image("image") ?? tags.image("preview-image")
+            cover: tags.image("image") ?? tags.image("preview-image"),
+            chapters: chapters(info, duration: duration)
         )
+    }
+
+    // MARK: Chapters, from the table of contents
+
+    /// The chapters of the discoverer's TOC, in time order, each ending where the file says, else where the next
+    /// one starts, else (the last one) at `duration`.
+    private static func chapters(_ info: OpaquePointer, duration: Duration?) -> [MediaInfo.Chapter] {
+        // Borrowed: the TOC belongs to `info`, which outlives this call.
+        guard let toc = gst_discoverer_info_get_toc(info) else { return [] }
+        var chapters = tocChapters(gst_toc_get_entries(toc), depth: 0)
+            .enumerated()
+            .sorted { ($0.element.start, $0.offset) < ($1.element.start, $1.offset) }
+            .map(\.element)
+        for index in chapters.indices where chapters[index].end == nil {
+            let next = index + 1 < chapters.count ? chapters[index + 1].start : duration
+            chapters[index].end = next.flatMap { $0 >= chapters[index].start ? $0 : nil }
+        }
+        return chapters
+    }
+
+    /// The first level of chapter (or track, as FLAC cue sheets give them) entries in `list`; when there is
+    /// none, those inside the first alternative (edition, version, angle) or title that holds any. Sub-chapters
+    /// are not listed: their parent covers them.
+    private static func tocChapters(_ list: UnsafeMutablePointer<GList>?, depth: Int) -> [MediaInfo.Chapter] {
+        let entries = tocEntries(list)
+        let sequence = entries.filter {
+            let type = gst_toc_entry_get_entry_type($0)
+            return type == GST_TOC_ENTRY_TYPE_CHAPTER || type == GST_TOC_ENTRY_TYPE_TRACK
+        }
+        if !sequence.isEmpty {
+            return sequence.map(tocChapter)
+        }
+        guard depth < 8 else { return [] }  // real TOCs nest two or three levels
+        for entry in entries {
+            let inner = tocChapters(gst_toc_entry_get_sub_entries(entry), depth: depth + 1)
+            if !inner.isEmpty { return inner }
+        }
+        return []
+    }
+
+    /// The entries of a GList owned by the TOC (not new references).
+    private static func tocEntries(_ list: UnsafeMutablePointer<GList>?) -> [OpaquePointer] {
+        var entries: [OpaquePointer] = []
+        var node = list
+        while let current = node {
+            if let data = current.pointee.data { entries.append(OpaquePointer(data)) }
+            node = current.pointee.next
+        }
+        return entries
+    }
+
+    private static func tocChapter(_ entry: OpaquePointer) -> MediaInfo.Chapter {
+        var start: gint64 = -1
+        var stop: gint64 = -1
+        let hasTimes = gst_toc_entry_get_start_stop_times(entry, &start, &stop) != 0
+        var title = ""
+        if let tags = gst_toc_entry_get_tags(entry) {  // borrowed
+            var value: UnsafePointer<gchar>?
+            if gst_tag_list_peek_string_index(tags, "title", 0, &value) != 0, let value {
+                title = String(cString: value).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        }
+        // Times are nanoseconds; -1 (GST_CLOCK_TIME_NONE as gint64) means unknown.
+        let startTime: Duration = hasTimes && start >= 0 ? .nanoseconds(start) : .zero
+        let stopTime: Duration? = hasTimes && stop >= 0 ? .nanoseconds(stop) : nil
+        return MediaInfo.Chapter(title: title, start: startTime, end: stopTime.flatMap { $0 >= startTime ? $0 : nil })
     }
 }
 

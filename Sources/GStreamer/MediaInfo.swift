@@ -1,10 +1,10 @@
 import Foundation
 
-/// What a media file says about itself: duration, tags and embedded cover art.
+/// What a media file says about itself: duration, tags, embedded cover art and chapters.
 ///
 /// ```swift
-/// let info = try Discoverer.discover(URL(fileURLWithPath: "/books/dune/01.m4b"))
-/// print(info.title ?? "untitled", info.duration ?? .zero)
+/// let info = try Discoverer.discover(URL(fileURLWithPath: "/books/dune/01.mka"))
+/// print(info.title ?? "untitled", info.duration ?? .zero, info.chapters.map(\.title))
 /// ```
 public struct MediaInfo: Sendable, Equatable {
     /// Embedded picture bytes (e.g. a PNG or JPEG) and their MIME type ("image/jpeg").
@@ -15,6 +15,26 @@ public struct MediaInfo: Sendable, Equatable {
         public init(data: Data, mimeType: String) {
             self.data = data
             self.mimeType = mimeType
+        }
+    }
+
+    /// One entry of the file's table of contents (a Matroska chapter, a FLAC cue sheet track).
+    ///
+    /// ```swift
+    /// let chapter = MediaInfo.Chapter(title: "Prologue", start: .zero, end: .seconds(312))
+    /// ```
+    public struct Chapter: Sendable, Equatable {
+        /// The chapter's "title" tag; empty when the file gives none.
+        public var title: String
+        public var start: Duration
+        /// As the file says, else the next chapter's start, else (the last one) the file's duration; nil if none
+        /// of these is known.
+        public var end: Duration?
+
+        public init(title: String, start: Duration, end: Duration? = nil) {
+            self.title = title
+            self.start = start
+            self.end = end
         }
     }
 
@@ -33,11 +53,15 @@ public struct MediaInfo: Sendable, Equatable {
     public var hasAudio: Bool
     /// The "image" tag (else "preview-image"), when the file embeds one.
     public var cover: CoverImage?
+    /// The chapters of the file's table of contents, in time order; empty when it has none. GStreamer 1.22
+    /// gives Matroska (MKA/MKV) chapters and FLAC cue sheets this way, but not MP4/M4B chapters (qtdemux does not
+    /// read them): the MP4 module reads those.
+    public var chapters: [Chapter]
 
     public init(
         duration: Duration? = nil, title: String? = nil, artists: [String] = [], album: String? = nil,
         albumArtist: String? = nil, genre: String? = nil, trackNumber: Int? = nil, discNumber: Int? = nil,
-        hasAudio: Bool = true, cover: CoverImage? = nil
+        hasAudio: Bool = true, cover: CoverImage? = nil, chapters: [Chapter] = []
     ) {
         self.duration = duration
         self.title = title
@@ -49,6 +73,7 @@ public struct MediaInfo: Sendable, Equatable {
         self.discNumber = discNumber
         self.hasAudio = hasAudio
         self.cover = cover
+        self.chapters = chapters
     }
 }
 

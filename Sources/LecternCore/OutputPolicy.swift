@@ -44,7 +44,8 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
         case resume
     }
 
-    /// A pause the route caused, waiting for its output to come back.
+    /// A pause the route caused, waiting for its output to come back (kept in every mode but `off`, so that the
+    /// return is recognised; only `pauseAndResume` resumes).
     public struct PendingResume: Sendable, Hashable {
         public var output: String
         public var reason: LossReason
@@ -52,7 +53,7 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
     }
 
     public var mode: Mode {
-        didSet { if mode != .pauseAndResume { pending = nil } }
+        didSet { if mode == .off { pending = nil } }
     }
     /// How long after the loss a return still resumes.
     public var resumeWindow: Duration
@@ -72,16 +73,16 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
             guard mode != .off, playing else { return .nothing }
             // The same loss seen twice (the device monitor and libpulse both report a removal): act once.
             if let pending, pending.output == output, pending.reason == reason { return .nothing }
-            if mode == .pauseAndResume { pending = PendingResume(output: output, reason: reason, since: now) }
+            pending = PendingResume(output: output, reason: reason, since: now)
             return .pause
         case .returned(let output, let untouched):
             guard let pending, pending.output == output, pending.reason != .serverLost else { return .nothing }
             self.pending = nil
-            return untouched ? .resume : .nothing
+            return untouched && mode == .pauseAndResume ? .resume : .nothing
         case .serverReturned(let untouched):
             guard let pending, pending.reason == .serverLost else { return .nothing }
             self.pending = nil
-            return untouched ? .resume : .nothing
+            return untouched && mode == .pauseAndResume ? .resume : .nothing
         case .other:
             return .nothing
         }

@@ -78,10 +78,20 @@ public actor Player {
 
     // MARK: - Commands
 
-    /// Replaces the queue and makes `items[startIndex]` current at `position`, playing or paused.
-    public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true) {
+    /// Replaces the queue and makes `items[startIndex]` current at `position`, playing or paused; with
+    /// `settings`, those are applied first, and clients see one change.
+    public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true,
+                     settings: PlaybackSettings? = nil) {
         pausedForLostOutput = false
         guard !items.isEmpty else { return }
+        if let settings {
+            state.volume = settings.volume.isFinite ? min(max(0, settings.volume), 10) : 1
+            state.rate = settings.rate.isFinite ? min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate) : 1
+            state.shuffle = settings.shuffle
+            state.loop = settings.loop
+            engine.setVolume(state.volume)
+            engine.setRate(state.rate)
+        }
         state.queue = items.map { item in
             var copy = item
             copy.id = nextItemID
@@ -114,9 +124,9 @@ public actor Player {
             return
         case .paused:
             state.status = .playing
-            if engineReady { engine.play() }
             anchorClock()
             publish()
+            if engineReady { engine.play() }
         case .stopped:
             state.status = .playing
             load(orderPosition: orderPosition, at: .zero)
@@ -126,10 +136,11 @@ public actor Player {
     public func pause() {
         pausedForLostOutput = false
         guard state.status == .playing else { return }
+        // Clients hear of it first; the pipeline's state change may take a buffer's time.
         state.status = .paused
-        engine.pause()
         anchorClock()
         publish()
+        engine.pause()
     }
 
     public func playPause() throws(PlayerError) {
@@ -139,12 +150,14 @@ public actor Player {
 
     public func stop() {
         pausedForLostOutput = false
-        guard state.currentIndex != nil, state.status != .stopped else { return }
+        guard let item = state.current, state.status != .stopped else { return }
+        let stoppedAt = position
         state.status = .stopped
         engine.stop()
         engineReady = false
         positionClock.set(PositionClock(anchor: .zero))
         publish()
+        observer(.stopped(itemID: item.id, at: stoppedAt))
     }
 
     /// Moves to the next item in play order; paused or stopped stays so.
@@ -343,9 +356,9 @@ public actor Player {
     }
 
     private func seekWithinItem(to target: Duration) {
-        engine.seek(to: target)
         positionClock.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
-        observer(.seeked(target))
+        observer(.seeked(target))  // before the flushing seek, which may wait for the sink
+        engine.seek(to: target)
     }
 
     private func setCurrentDuration(_ duration: Duration) {

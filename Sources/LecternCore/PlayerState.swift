@@ -10,6 +10,20 @@ public enum LoopMode: String, Sendable, Equatable, CaseIterable {
     case none = "None", track = "Track", playlist = "Playlist"
 }
 
+/// Volume, rate, shuffle and loop together: a book's settings, applied in one step when it is opened.
+public struct PlaybackSettings: Sendable, Equatable {
+    public var volume: Double
+    public var rate: Double
+    public var shuffle: Bool
+    public var loop: LoopMode
+    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none) {
+        self.volume = volume
+        self.rate = rate
+        self.shuffle = shuffle
+        self.loop = loop
+    }
+}
+
 /// A snapshot of everything a client can see of the player, published after every change.
 public struct PlayerState: Sendable, Equatable {
     public var status: PlaybackStatus = .stopped
@@ -61,6 +75,9 @@ public enum PlayerEvent: Sendable, Equatable {
     case stateChanged(PlayerState)
     /// The position jumped (not by playing): seek, set position, a load at a saved position.
     case seeked(Duration)
+    /// A stop was asked for while the item was at this position (the position then reads 0): where to
+    /// resume a book from.
+    case stopped(itemID: Int, at: Duration)
 }
 
 /// Why a command was refused. Nothing changed.

@@ -9,7 +9,8 @@ struct Lectern: AsyncParsableCommand {
         commandName: "lectern",
         abstract: "Control lecternd, the Lectern audiobook and music player daemon.",
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
-                      Seek.self, Position.self, Volume.self])
+                      Seek.self, Position.self, Volume.self,
+                      Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self])
 }
 
 struct BusOptions: ParsableArguments {
@@ -50,9 +51,19 @@ struct Status: AsyncParsableCommand {
 }
 
 struct Play: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Play (resumes where it was paused).")
+    static let configuration = CommandConfiguration(abstract: "Play (resumes where it was paused), or play a book of the library, where it was left.")
     @OptionGroup var bus: BusOptions
-    func run() async throws { try await Daemon.connect(bus).player("Play") }
+    @Argument(help: "A book: its id or (part of) its title.") var book: String?
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        guard let book else {
+            try await daemon.player("Play")
+            return
+        }
+        let id = try await daemon.resolveBook(book)
+        try await daemon.library("ActivateBook", [.int64(id), .boolean(true)])
+    }
 }
 
 struct Pause: AsyncParsableCommand {
@@ -188,7 +199,12 @@ struct Daemon {
     }
 
     @discardableResult
-    private func call(_ destination: String, _ path: String, _ interface: String, _ member: String,
+    func library(_ method: String, _ arguments: [DBusValue] = [], interface: String = "org.lectern.Library1") async throws -> [DBusValue] {
+        try await call(Self.busName, "/org/lectern/Lectern1", interface, method, arguments)
+    }
+
+    @discardableResult
+    func call(_ destination: String, _ path: String, _ interface: String, _ member: String,
                       _ arguments: [DBusValue]) async throws -> [DBusValue] {
         do {
             return try await connection.call(destination, path: path, interface: interface, member: member, arguments,

@@ -19,6 +19,7 @@ enum MPRIS {
     static let path = "/org/mpris/MediaPlayer2"
     static let root = "org.mpris.MediaPlayer2"
     static let player = "org.mpris.MediaPlayer2.Player"
+    static let playlists = "org.mpris.MediaPlayer2.Playlists"
     static let properties = "org.freedesktop.DBus.Properties"
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let peer = "org.freedesktop.DBus.Peer"
@@ -328,7 +329,7 @@ final class DaemonFixture: Sendable {
         let withCanControl = all.filter { $0.isPropertiesChanged && $0.changed["CanControl"] != nil }
         #expect(withCanControl.isEmpty, "PropertiesChanged carried CanControl: \(withCanControl)", sourceLocation: sourceLocation)
         let foreign = all.filter { s in
-            s.path == MPRIS.path && !(s.isPropertiesChanged && [MPRIS.root, MPRIS.player].contains(s.changedInterface ?? ""))
+            s.path == MPRIS.path && !(s.isPropertiesChanged && [MPRIS.root, MPRIS.player, MPRIS.playlists].contains(s.changedInterface ?? ""))
                 && !(s.interface == MPRIS.player && s.member == "Seeked")
         }
         #expect(foreign.isEmpty, "unexpected signals on \(MPRIS.path): \(foreign)", sourceLocation: sourceLocation)

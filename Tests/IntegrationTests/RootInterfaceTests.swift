@@ -60,7 +60,7 @@ extension Integration {
             try await DaemonFixture.with { d in
                 let xml = try await d.call("Introspect", interface: MPRIS.introspectable).first?.string ?? ""
                 let node = try IntrospectedNode(xml: xml)
-                #expect(Set(node.interfaces.keys) == [MPRIS.root, MPRIS.player, MPRIS.properties, MPRIS.introspectable, MPRIS.peer],
+                #expect(Set(node.interfaces.keys) == [MPRIS.root, MPRIS.player, MPRIS.playlists, MPRIS.properties, MPRIS.introspectable, MPRIS.peer],
                         "interfaces on \(MPRIS.path): \(node.interfaces.keys.sorted())")
 
                 let player = node.interfaces[MPRIS.player]

@@ -3,7 +3,9 @@ import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
+import LecternLibrary
 import Logging
+import Synchronization
 
 /// How `lecternd` was asked to run.
 public struct DaemonOptions: Sendable {
@@ -13,11 +15,21 @@ public struct DaemonOptions: Sendable {
     public var busAddress: String?
     /// Where embedded covers are written; default `$XDG_CACHE_HOME/lectern/covers`.
     public var cacheDirectory: URL
+    /// The library database; default `$XDG_DATA_HOME/lectern/library.sqlite`.
+    public var databasePath: String
+    /// What to do when the output in use goes away (and comes back).
+    public var outputPolicy: OutputPolicyMode
+    /// How long after losing its output a returning output still resumes playback.
+    public var resumeWindow: Duration
 
-    public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil) {
+    public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
+                outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60)) {
+        self.databasePath = databasePath ?? XDG.dataHome.appendingPathComponent("lectern/library.sqlite").path
         self.audioSink = audioSink
         self.busAddress = busAddress
         self.cacheDirectory = cacheDirectory ?? XDG.cacheHome.appendingPathComponent("lectern")
+        self.outputPolicy = outputPolicy
+        self.resumeWindow = resumeWindow
     }
 }
 
@@ -37,8 +49,14 @@ public enum Daemon {
     /// Lectern's own name; owning it is what makes an instance the one instance on a bus.
     public static let busName = "org.lectern.Lectern1"
     public static let mprisName = "org.mpris.MediaPlayer2.lectern"
+    /// Lectern's own object, carrying its own interfaces (org.lectern.*).
+    public static let objectPath = ObjectPath("/org/lectern/Lectern1")!
 
     public static func run(_ options: DaemonOptions, logger: Logger) async throws {
+        // First, so that a SIGTERM at any time after start-up (e.g. right after the names appear) is a clean stop.
+        let (quitRequests, quit) = AsyncStream.makeStream(of: String.self)
+        let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { quit.yield("signal \($0)") }
+        defer { signals.cancel() }
         GStreamer.initialize()
         let connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
         defer { connection.close() }
@@ -53,12 +71,35 @@ public enum Daemon {
             throw DaemonError.alreadyRunning("\(busName) is owned by \(owner ?? "another process")")
         }
 
+        let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
         let engine = try GStreamerEngine(audioSink: options.audioSink)
         let mpris = MPRISService()
-        let player = Player(engine: engine, logger: logger, observer: mpris.handle)
+        let (bookEvents, bookEventSink) = AsyncStream.makeStream(of: PlayerEvent.self)
+        let player = Player(engine: engine, logger: logger) { event in
+            mpris.handle(event)
+            bookEventSink.yield(event)
+        }
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), logger: logger)
-        let (quitRequests, quit) = AsyncStream.makeStream(of: String.self)
-        try await mpris.export(on: connection, player: player, opener: opener, quit: { quit.yield("Quit") })
+        let libraryService = Mutex<LibraryService?>(nil)
+        let session = BookSession(library: library, player: player, events: bookEvents, logger: logger) { book in
+            libraryService.withLock { $0 }?.currentBookChanged(book)
+            mpris.currentBookChanged(book)
+        }
+        let service = LibraryService(library: library, session: session,
+                                     importer: Importer(library: library, opener: opener, logger: logger), logger: logger)
+        libraryService.withLock { $0 = service }
+        try await mpris.export(on: connection, player: player, opener: opener, library: library, session: session,
+                               quit: { quit.yield("Quit") })
+
+        // Lectern's own object: each feature adds its interface to this list; exported once, here.
+        let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
+                                          logger: logger)
+        let lecternInterfaces: [Interface] = service.interfaces + [outputWatcher.makeInterface()]
+        let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
+        lecternObject.update(LibraryService.libraryInterface, ["CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus)])
+        service.object.withLock { $0 = lecternObject }
+        await outputWatcher.publish(on: lecternObject)
+        await session.restore()
 
         var mprisName = Self.mprisName
         if try await connection.requestName(mprisName) != .primaryOwner {
@@ -68,23 +109,42 @@ public enum Daemon {
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",
                                                  "sink": "\(options.audioSink ?? "autoaudiosink")"])
 
-        let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { quit.yield("signal \($0)") }
-        defer { signals.cancel() }
 
         await withTaskGroup(of: String.self) { group in
             group.addTask { await connection.serveCalls(); return "the bus connection closed" }
             group.addTask { await player.run(); return "the player stopped" }
+            group.addTask { await session.run(); return "the book session stopped" }
+            group.addTask { await outputWatcher.run(); return "the output watcher stopped" }
             group.addTask {
                 for await reason in quitRequests { return reason }
                 return "cancelled"
             }
             let reason = await group.next() ?? "?"
             logger.info("lecternd stopping", metadata: ["reason": "\(reason)"])
+            await session.savePosition()
             await player.stop()
             try? await connection.releaseName(mprisName)
             try? await connection.releaseName(busName)
             group.cancelAll()
         }
+    }
+}
+
+/// Opens the library; when it can't be (unreadable, read-only folder), playback still works on an
+/// in-memory library, and the status says why.
+private func openLibrary(_ path: String, logger: Logger) -> (Library, String) {
+    do {
+        let library = try Library(path: path)
+        if let aside = library.movedAsideCorruptFile {
+            logger.error("the library database was corrupt: moved it aside and started a new one",
+                         metadata: ["corrupt": "\(aside)", "path": "\(path)"])
+            return (library, "recreated: the corrupt database was moved to \(aside)")
+        }
+        return (library, "ok")
+    } catch {
+        logger.error("cannot open the library database; nothing will be remembered", metadata: ["path": "\(path)", "error": "\(error)"])
+        guard let memory = try? Library() else { preconditionFailure("SQLite cannot open an in-memory database") }
+        return (memory, "unavailable: \(error)")
     }
 }
 

@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import LecternCore
+import LecternLibrary
 import Synchronization
 
 /// The MPRIS 2.2 face of the player on `/org/mpris/MediaPlayer2`: the root and Player interfaces
@@ -16,8 +17,15 @@ public final class MPRISService: Sendable {
     static let trackPathPrefix = "/org/lectern/Lectern1/track/"
 
     let object = Mutex<ExportedObject?>(nil)
+    private let library = Mutex<Library?>(nil)
 
     public init() {}
+
+    /// The current book changed: it is the active playlist.
+    func currentBookChanged(_ book: Book?) {
+        guard let object = object.withLock({ $0 }), let library = library.withLock({ $0 }) else { return }
+        object.update(MPRISPlaylists.name, MPRISPlaylists.properties(library: library, current: book))
+    }
 
     /// Feed the player's events here (the player's observer).
     public func handle(_ event: PlayerEvent) {
@@ -27,14 +35,17 @@ public final class MPRISService: Sendable {
             object.update(Self.playerInterface, Self.playerProperties(state))
         case .seeked(let position):
             try? object.emit(Self.playerInterface, "Seeked", [.int64(position.microseconds)])
+        case .stopped:
+            break
         }
     }
 
     /// Exports the object on `connection` with the player's current state as the initial property values.
-    public func export(on connection: BusConnection, player: Player, opener: MediaOpener,
-                       quit: @escaping @Sendable () -> Void) async throws {
+    func export(on connection: BusConnection, player: Player, opener: MediaOpener, library: Library,
+                session: BookSession, quit: @escaping @Sendable () -> Void) async throws {
         let interfaces = [Self.root(quit: quit, schemes: opener.supportedSchemes, mimeTypes: opener.supportedMimeTypes),
-                          Self.player(player, opener: opener)]
+                          Self.player(player, opener: opener, session: session),
+                          MPRISPlaylists.interface(library: library, session: session)]
         let exported = try connection.export(Self.path, interfaces: interfaces)
         exported.update(Self.rootInterface, [
             "CanQuit": .boolean(true), "CanRaise": .boolean(false), "HasTrackList": .boolean(false),
@@ -43,7 +54,9 @@ public final class MPRISService: Sendable {
             "SupportedMimeTypes": .strings(opener.supportedMimeTypes),
         ])
         exported.update(Self.playerInterface, Self.playerProperties(await player.snapshot))
+        exported.update(MPRISPlaylists.name, MPRISPlaylists.properties(library: library, current: nil))
         object.withLock { $0 = exported }
+        self.library.withLock { $0 = library }
     }
 
     // MARK: - Declarations
@@ -65,7 +78,7 @@ public final class MPRISService: Sendable {
             ])
     }
 
-    static func player(_ player: Player, opener: MediaOpener) -> Interface {
+    static func player(_ player: Player, opener: MediaOpener, session: BookSession) -> Interface {
         Interface(playerInterface,
             methods: [
                 Method("Next") { _ in await player.next(); return [] },
@@ -89,6 +102,7 @@ public final class MPRISService: Sendable {
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
                     let items = try await opener.open(call.arguments[0].string ?? "")
+                    await session.detach()  // files opened by URI are not a book of the library
                     await player.open(items)
                     opener.discoverRemaining(items.dropFirst(), into: player)
                     return []
@@ -168,13 +182,5 @@ public final class MPRISService: Sendable {
     static func trackID(_ path: ObjectPath) -> Int? {
         guard path.rawValue.hasPrefix(trackPathPrefix) else { return nil }
         return Int(path.rawValue.dropFirst(trackPathPrefix.count))
-    }
-}
-
-extension Duration {
-    /// Whole microseconds, the unit of MPRIS positions.
-    var microseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     }
 }

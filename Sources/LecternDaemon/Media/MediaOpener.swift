@@ -68,7 +68,7 @@ public final class MediaOpener: Sendable {
         }
     }
 
-    private func discover(_ url: URL) async throws -> MediaInfo {
+    func discover(_ url: URL) async throws -> MediaInfo {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 do { continuation.resume(returning: try Discoverer.discover(url)) } catch { continuation.resume(throwing: error) }

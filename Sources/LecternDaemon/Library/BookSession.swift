@@ -1,0 +1,188 @@
+import Foundation
+import LecternCore
+import LecternLibrary
+import Logging
+
+/// The current book, between the library and the player: activating a book loads its files at the saved
+/// position with its settings; while it plays, the position is saved every second and at every pause,
+/// seek, stop, book change and shutdown, only when it changed; settings changed by clients are saved
+/// to the book.
+///
+/// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
+/// (`record`), and the database is written here, never on the player or the D-Bus thread.
+actor BookSession {
+    let library: Library
+    let player: Player
+    let logger: Logger
+    /// Told when the current book changes (the MPRIS Playlists face follows it).
+    let bookChanged: @Sendable (Book?) -> Void
+
+    private(set) var book: Book?
+    /// The current book's files by URL, to map the player's items back to them.
+    private var files: [URL: BookFile] = [:]
+    private var lastSettings: BookSettings?
+    private var status: PlaybackStatus = .stopped
+    private var currentURL: URL?
+    private var itemURLs: [Int: URL] = [:]
+
+    private let events: AsyncStream<PlayerEvent>
+
+    /// `events`: the player's events, yielded by its observer (which must not wait).
+    init(library: Library, player: Player, events: AsyncStream<PlayerEvent>, logger: Logger,
+         bookChanged: @escaping @Sendable (Book?) -> Void) {
+        self.library = library
+        self.player = player
+        self.events = events
+        self.logger = logger
+        self.bookChanged = bookChanged
+    }
+
+    /// Handles player events and saves the position every second while playing, until cancelled.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [events] in
+                for await event in events { await self.handle(event) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    await self.tick()
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: - Activating
+
+    /// Makes `bookId` current: its available files, at its saved position (from the start when it was
+    /// finished), with its settings; playing or paused.
+    func activate(_ bookId: Int64, play: Bool) async throws {
+        savePosition()
+        var book = try library.book(bookId)
+        let available = try library.files(of: bookId).filter { $0.available && FileManager.default.fileExists(atPath: $0.path) }
+        guard !available.isEmpty else { throw LibraryError.invalidArgument("none of the files of “\(book.title)” can be found") }
+        var startIndex = available.firstIndex { $0.id == book.positionFileId } ?? 0
+        var offset = startIndex == 0 && book.positionFileId != available.first?.id ? 0 : book.positionOffset
+        if book.finished {
+            startIndex = 0
+            offset = 0
+            try library.setFinished(bookId, false)
+            book.finished = false
+        }
+        let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
+        let items = available.map { file in
+            MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
+                      album: book.title, albumArtists: book.author.map { [$0] } ?? [],
+                      trackNumber: Int(file.position) + 1, genre: file.genre,
+                      duration: file.duration.map { .microseconds($0) }, artURL: cover)
+        }
+        files = Dictionary(uniqueKeysWithValues: available.map { (URL(fileURLWithPath: $0.path), $0) })
+        self.book = book
+        lastSettings = book.settings
+        let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
+                                        loop: LoopMode(rawValue: book.loop) ?? .none)
+        await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings)
+        try library.setCurrentBook(bookId)
+        try library.markPlayed(bookId)
+        bookChanged(book)
+    }
+
+    /// Applies new settings of the current book to the player.
+    func apply(_ settings: BookSettings) async throws {
+        lastSettings = settings
+        try await player.setVolume(settings.volume)
+        try await player.setRate(settings.speed)
+        await player.setShuffle(settings.shuffle)
+        await player.setLoop(LoopMode(rawValue: settings.loop) ?? .none)
+    }
+
+    /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
+    func restore() async {
+        do {
+            guard let id = try library.currentBook() else { return }
+            try await activate(id, play: false)
+            logger.info("resumed the current book", metadata: ["book": "\(id)"])
+        } catch {
+            logger.warning("could not resume the last book", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Forgets the current book (e.g. a client opened files that are not a book).
+    func detach() {
+        savePosition()
+        guard book != nil else { return }
+        book = nil
+        files = [:]
+        try? library.setCurrentBook(nil)
+        bookChanged(nil)
+    }
+
+    /// The current book and where it is: for bookmarks.
+    func currentPlace() -> (book: Book, file: BookFile, offset: Int64)? {
+        guard let book, let url = currentURL, let file = files[url] else { return nil }
+        return (book, file, player.positionClock.position().microseconds)
+    }
+
+    /// Moves to a place in the current book (a file of it and an offset).
+    func jump(toFile fileId: Int64, offset: Int64) async throws {
+        guard let index = try library.files(of: book?.id ?? -1).filter({ files[URL(fileURLWithPath: $0.path)] != nil })
+            .firstIndex(where: { $0.id == fileId }) else {
+            throw LibraryError.notFound("that file is not available in the current book")
+        }
+        let snapshot = await player.snapshot
+        await player.open(snapshot.queue, startAt: index, position: .microseconds(offset), play: snapshot.status == .playing)
+    }
+
+    // MARK: - Events
+
+    private func handle(_ event: PlayerEvent) {
+        switch event {
+        case .stateChanged(let state):
+            for item in state.queue where itemURLs[item.id] == nil { itemURLs[item.id] = item.url }
+            let previousURL = currentURL
+            let previousStatus = status
+            currentURL = state.current?.url
+            status = state.status
+            guard let url = currentURL, files[url] != nil else { return }  // not (yet) this book's queue
+            saveSettings(state)
+            if previousStatus != status && status != .stopped || previousURL != currentURL {
+                savePosition()
+            }
+        case .seeked:
+            savePosition()
+        case .stopped(let itemID, let position):
+            if let url = itemURLs[itemID] { savePosition(url: url, offset: position.microseconds) }
+        }
+    }
+
+    private func tick() {
+        if status == .playing { savePosition() }
+    }
+
+    /// Saves the player's position in the current book (a no-op when nothing changed).
+    func savePosition() {
+        guard status != .stopped, let url = currentURL else { return }
+        savePosition(url: url, offset: player.positionClock.position().microseconds)
+    }
+
+    private func savePosition(url: URL, offset: Int64) {
+        guard let book, let bookId = book.id, let fileId = files[url]?.id else { return }
+        do {
+            try library.savePosition(of: bookId, file: fileId, offset: offset)
+        } catch {
+            logger.error("cannot save the position", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
+    }
+
+    private func saveSettings(_ state: PlayerState) {
+        guard let bookId = book?.id else { return }
+        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: state.loop.rawValue)
+        guard settings != lastSettings else { return }
+        lastSettings = settings
+        do { try library.setSettings(of: bookId, settings) } catch {
+            logger.error("cannot save the book's settings", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,423 @@
+import Foundation
+import GRDB
+
+/// The library: one SQLite database (WAL, via a GRDB `DatabasePool`) and every operation on it, each in
+/// one transaction that either completes or changes nothing.
+///
+/// ```swift
+/// let library = try Library(path: dataDirectory + "/library.sqlite")
+/// let shelf = try library.createShelf(named: "Discworld", in: nil)
+/// ```
+public final class Library: Sendable {
+    let writer: any DatabaseWriter
+    /// Set when the file at the path was corrupt and had to be moved aside: where it went.
+    public let movedAsideCorruptFile: String?
+
+    /// Opens (creating and migrating) the database at `path`. A corrupt file is moved aside to
+    /// `path.corrupt-<date>` and a new library starts; ``movedAsideCorruptFile`` says so.
+    public init(path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        do {
+            writer = try Self.open(path)
+            movedAsideCorruptFile = nil
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
+            let aside = path + ".corrupt-" + ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+            try FileManager.default.moveItem(atPath: path, toPath: aside)
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix) }
+            writer = try Self.open(path)
+            movedAsideCorruptFile = aside
+        }
+    }
+
+    /// An in-memory library, for tests.
+    public init() throws {
+        let queue = try DatabaseQueue(configuration: Self.configuration)
+        try Schema.migrator.migrate(queue)
+        writer = queue
+        movedAsideCorruptFile = nil
+    }
+
+    private static var configuration: Configuration {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        return config
+    }
+
+    private static func open(_ path: String) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try pool.read { db in
+            // Reading the schema finds a corrupt or foreign file now rather than at the first query.
+            _ = try Row.fetchAll(db, sql: "SELECT name FROM sqlite_master")
+        }
+        try Schema.migrator.migrate(pool)
+        return pool
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound.
+    public func integrityCheck() throws -> String {
+        try writer.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    // MARK: - Transactions
+
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try writer.write(body)
+        } catch let error as LibraryError {
+            throw error
+        } catch let error as DatabaseError {
+            throw Self.translate(error)
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try writer.read(body)
+        } catch let error as LibraryError {
+            throw error
+        } catch let error as DatabaseError {
+            throw Self.translate(error)
+        }
+    }
+
+    static func translate(_ error: DatabaseError) -> LibraryError {
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT:
+            if error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+                return .invalidArgument("that name is already taken there")
+            }
+            return .invalidArgument(error.message ?? "not allowed")
+        case .SQLITE_READONLY, .SQLITE_FULL, .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_PERM:
+            return .unavailable("the library can't be written: \(error.message ?? "\(error.resultCode)")")
+        default:
+            return .unavailable("database error: \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    static func checkName(_ name: String, _ what: String) throws -> String {
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw LibraryError.invalidArgument("\(what) can't be empty") }
+        guard trimmed.count <= Limits.name else { throw LibraryError.invalidArgument("\(what) is longer than \(Limits.name) characters") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else { throw LibraryError.invalidArgument("\(what) contains a NUL character") }
+        return trimmed
+    }
+
+    static func checkNote(_ note: String) throws {
+        guard note.count <= Limits.note else { throw LibraryError.invalidArgument("the note is longer than \(Limits.note) characters") }
+    }
+
+    // MARK: - Shelves
+
+    public func shelves(in parent: Int64?) throws -> [Shelf] {
+        try read { db in
+            try Shelf.filter(Column("parentId") == parent).order(Column("name").collating(.localizedCaseInsensitiveCompare)).fetchAll(db)
+        }
+    }
+
+    public func allShelves() throws -> [Shelf] {
+        try read { db in try Shelf.order(Column("name")).fetchAll(db) }
+    }
+
+    public func shelf(_ id: Int64) throws -> Shelf {
+        try read { db in try Self.existingShelf(db, id) }
+    }
+
+    static func existingShelf(_ db: Database, _ id: Int64) throws -> Shelf {
+        guard let shelf = try Shelf.fetchOne(db, key: id) else { throw LibraryError.notFound("no shelf \(id)") }
+        return shelf
+    }
+
+    public func createShelf(named name: String, in parent: Int64?) throws -> Shelf {
+        let name = try Self.checkName(name, "a shelf's name")
+        return try write { db in
+            if let parent { _ = try Self.existingShelf(db, parent) }
+            var shelf = Shelf(id: nil, parentId: parent, name: name)
+            try shelf.insert(db)
+            return shelf
+        }
+    }
+
+    /// The shelf at a `/`-separated path of names from the top ("Series/Discworld"), created as needed.
+    public func shelf(atPath path: String) throws -> Int64? {
+        let names = try path.split(separator: "/").map { try Self.checkName(String($0), "a shelf's name") }
+        guard !names.isEmpty else { return nil }
+        return try write { db in
+            var parent: Int64? = nil
+            for name in names {
+                if let existing = try Shelf.filter(Column("parentId") == parent && Column("name") == name).fetchOne(db) {
+                    parent = existing.id
+                } else {
+                    var shelf = Shelf(id: nil, parentId: parent, name: name)
+                    try shelf.insert(db)
+                    parent = shelf.id
+                }
+            }
+            return parent
+        }
+    }
+
+    public func renameShelf(_ id: Int64, to name: String) throws {
+        let name = try Self.checkName(name, "a shelf's name")
+        try write { db in
+            var shelf = try Self.existingShelf(db, id)
+            shelf.name = name
+            try shelf.update(db)
+        }
+    }
+
+    /// Moves a shelf under `parent` (nil = top level); never into itself or its descendants.
+    public func moveShelf(_ id: Int64, to parent: Int64?) throws {
+        try write { db in
+            var shelf = try Self.existingShelf(db, id)
+            if let parent {
+                _ = try Self.existingShelf(db, parent)
+                let descendants = try Self.descendantShelves(db, of: id)
+                guard parent != id, !descendants.contains(parent) else {
+                    throw LibraryError.invalidArgument("a shelf can't be moved into itself or one of its own shelves")
+                }
+            }
+            shelf.parentId = parent
+            try shelf.update(db)
+        }
+    }
+
+    /// Deletes a shelf; one that holds books or shelves only when `recursive` (its books go too).
+    public func deleteShelf(_ id: Int64, recursive: Bool) throws {
+        try write { db in
+            _ = try Self.existingShelf(db, id)
+            let shelves = try Self.descendantShelves(db, of: id) + [id]
+            let books = try Book.filter(shelves.contains(Column("shelfId"))).fetchCount(db)
+            guard recursive || (shelves.count == 1 && books == 0) else {
+                throw LibraryError.invalidArgument("the shelf is not empty (\(shelves.count - 1) shelves, \(books) books): delete it recursively")
+            }
+            try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
+            try Shelf.deleteOne(db, key: id)
+        }
+    }
+
+    static func descendantShelves(_ db: Database, of id: Int64) throws -> [Int64] {
+        try Int64.fetchAll(db, sql: """
+            WITH RECURSIVE below(id) AS (SELECT id FROM shelf WHERE parentId = ?
+                                         UNION ALL SELECT shelf.id FROM shelf JOIN below ON shelf.parentId = below.id)
+            SELECT id FROM below
+            """, arguments: [id])
+    }
+
+    // MARK: - Books
+
+    /// The books on a shelf (nil = top level), and on the shelves below it when `recursive`.
+    public func books(in shelf: Int64?, recursive: Bool) throws -> [Book] {
+        try read { db in
+            var request = Book.all()
+            if let shelf {
+                _ = try Self.existingShelf(db, shelf)
+                let shelves = recursive ? try Self.descendantShelves(db, of: shelf) + [shelf] : [shelf]
+                request = request.filter(shelves.contains(Column("shelfId")))
+            } else if !recursive {
+                request = request.filter(Column("shelfId") == nil)
+            }
+            return try request.order(Column("title").collating(.localizedCaseInsensitiveCompare)).fetchAll(db)
+        }
+    }
+
+    public func book(_ id: Int64) throws -> Book {
+        try read { db in try Self.existingBook(db, id) }
+    }
+
+    static func existingBook(_ db: Database, _ id: Int64) throws -> Book {
+        guard let book = try Book.fetchOne(db, key: id) else { throw LibraryError.notFound("no book \(id)") }
+        return book
+    }
+
+    /// The book's files in their order.
+    public func files(of book: Int64) throws -> [BookFile] {
+        try read { db in
+            _ = try Self.existingBook(db, book)
+            return try BookFile.filter(Column("bookId") == book).order(Column("position")).fetchAll(db)
+        }
+    }
+
+    /// The book's chapters, by file id, in order.
+    public func chapters(of book: Int64) throws -> [Int64: [Chapter]] {
+        try read { db in
+            let chapters = try Chapter.fetchAll(db, sql: """
+                SELECT chapter.* FROM chapter JOIN bookFile ON bookFile.id = chapter.fileId
+                WHERE bookFile.bookId = ? ORDER BY chapter.fileId, chapter.position
+                """, arguments: [book])
+            return Dictionary(grouping: chapters, by: \.fileId)
+        }
+    }
+
+    public func renameBook(_ id: Int64, to title: String) throws {
+        let title = try Self.checkName(title, "a book's title")
+        try updateBook(id) { $0.title = title }
+    }
+
+    public func moveBook(_ id: Int64, to shelf: Int64?) throws {
+        try write { db in
+            if let shelf { _ = try Self.existingShelf(db, shelf) }
+            var book = try Self.existingBook(db, id)
+            book.shelfId = shelf
+            book.modifiedAt = Date()
+            try book.update(db)
+        }
+    }
+
+    public func deleteBook(_ id: Int64) throws {
+        try write { db in
+            _ = try Self.existingBook(db, id)
+            try Book.deleteOne(db, key: id)
+            try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(id)])
+        }
+    }
+
+    /// Puts the book's files in the order of `fileIds`, which must name each of its files once.
+    public func reorderFiles(of book: Int64, _ fileIds: [Int64]) throws {
+        try write { db in
+            _ = try Self.existingBook(db, book)
+            let current = try Int64.fetchAll(db, sql: "SELECT id FROM bookFile WHERE bookId = ?", arguments: [book])
+            guard Set(current) == Set(fileIds), current.count == fileIds.count else {
+                throw LibraryError.invalidArgument("the new order must name each of the book's \(current.count) files exactly once")
+            }
+            for (index, file) in fileIds.enumerated() {
+                try db.execute(sql: "UPDATE bookFile SET position = ? WHERE id = ?", arguments: [-1 - index, file])
+            }
+            try db.execute(sql: "UPDATE bookFile SET position = -1 - position WHERE bookId = ?", arguments: [book])
+            try touch(db, book)
+        }
+    }
+
+    public func setSettings(of book: Int64, _ settings: BookSettings) throws {
+        guard settings.volume.isFinite, (0...10).contains(settings.volume) else {
+            throw LibraryError.invalidArgument("volume must be between 0 and 10")
+        }
+        guard settings.speed.isFinite, (0.5...3).contains(settings.speed) else {
+            throw LibraryError.invalidArgument("speed must be between 0.5 and 3")
+        }
+        guard ["None", "Track", "Playlist"].contains(settings.loop) else {
+            throw LibraryError.invalidArgument("loop must be None, Track or Playlist")
+        }
+        try updateBook(book, touching: false) { $0.settings = settings }
+    }
+
+    public func setNote(of book: Int64, _ note: String) throws {
+        try Self.checkNote(note)
+        try updateBook(book) { $0.note = note }
+    }
+
+    public func setFinished(_ book: Int64, _ finished: Bool) throws {
+        try updateBook(book, touching: false) { $0.finished = finished }
+    }
+
+    private func updateBook(_ id: Int64, touching: Bool = true, _ change: (inout Book) -> Void) throws {
+        try write { db in
+            var book = try Self.existingBook(db, id)
+            let before = book
+            change(&book)
+            guard book != before else { return }
+            if touching { book.modifiedAt = Date() }
+            try book.update(db)
+        }
+    }
+
+    private func touch(_ db: Database, _ book: Int64) throws {
+        try db.execute(sql: "UPDATE book SET modifiedAt = ? WHERE id = ?", arguments: [Date(), book])
+    }
+
+    // MARK: - Positions
+
+    /// Saves where the book is; returns false (and writes nothing) when it is already saved there.
+    @discardableResult
+    public func savePosition(of book: Int64, file: Int64, offset: Int64) throws -> Bool {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE book SET positionFileId = ?, positionOffset = ?
+                WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
+                """, arguments: [file, max(0, offset), book, file, max(0, offset)])
+            return db.changesCount > 0
+        }
+    }
+
+    public func markPlayed(_ book: Int64, at date: Date = Date()) throws {
+        try write { db in try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book]) }
+    }
+
+    /// The book that was current when the daemon last ran.
+    public func currentBook() throws -> Int64? {
+        try read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'currentBook'").flatMap { Int64($0) }
+        }
+    }
+
+    public func setCurrentBook(_ book: Int64?) throws {
+        try write { db in
+            if let book {
+                try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])
+            } else {
+                try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook'")
+            }
+        }
+    }
+
+    // MARK: - Bookmarks
+
+    public func bookmarks(of book: Int64) throws -> [Bookmark] {
+        try read { db in
+            _ = try Self.existingBook(db, book)
+            return try Bookmark.fetchAll(db, sql: """
+                SELECT bookmark.* FROM bookmark JOIN bookFile ON bookFile.id = bookmark.fileId
+                WHERE bookmark.bookId = ? ORDER BY bookFile.position, bookmark.offset, bookmark.id
+                """, arguments: [book])
+        }
+    }
+
+    public func bookmark(_ id: Int64) throws -> Bookmark {
+        try read { db in
+            guard let bookmark = try Bookmark.fetchOne(db, key: id) else { throw LibraryError.notFound("no bookmark \(id)") }
+            return bookmark
+        }
+    }
+
+    public func addBookmark(to book: Int64, file: Int64, offset: Int64, title: String, note: String = "",
+                            kind: Bookmark.Kind = .user) throws -> Bookmark {
+        let title = try Self.checkName(title, "a bookmark's title")
+        try Self.checkNote(note)
+        guard offset >= 0 else { throw LibraryError.invalidArgument("a bookmark's offset can't be negative") }
+        return try write { db in
+            _ = try Self.existingBook(db, book)
+            guard try BookFile.filter(Column("id") == file && Column("bookId") == book).fetchCount(db) == 1 else {
+                throw LibraryError.notFound("book \(book) has no file \(file)")
+            }
+            var bookmark = Bookmark(id: nil, bookId: book, fileId: file, offset: offset, title: title, note: note,
+                                    createdAt: Date(), kind: kind)
+            try bookmark.insert(db)
+            return bookmark
+        }
+    }
+
+    public func renameBookmark(_ id: Int64, to title: String) throws {
+        let title = try Self.checkName(title, "a bookmark's title")
+        try updateBookmark(id) { $0.title = title }
+    }
+
+    public func setBookmarkNote(_ id: Int64, _ note: String) throws {
+        try Self.checkNote(note)
+        try updateBookmark(id) { $0.note = note }
+    }
+
+    public func deleteBookmark(_ id: Int64) throws {
+        try write { db in
+            guard try Bookmark.deleteOne(db, key: id) else { throw LibraryError.notFound("no bookmark \(id)") }
+        }
+    }
+
+    private func updateBookmark(_ id: Int64, _ change: (inout Bookmark) -> Void) throws {
+        try write { db in
+            guard var bookmark = try Bookmark.fetchOne(db, key: id) else { throw LibraryError.notFound("no bookmark \(id)") }
+            change(&bookmark)
+            try bookmark.update(db)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+
+/// Predicates on the library, combined with AND; each a case-insensitive substring.
+public struct LibraryQuery: Sendable, Equatable {
+    public var title: String?
+    public var author: String?
+    public var album: String?
+    public var composer: String?
+    public var genre: String?
+
+    public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil) {
+        self.title = title
+        self.author = author
+        self.album = album
+        self.composer = composer
+        self.genre = genre
+    }
+
+    public enum Property: String, Sendable, CaseIterable { case title, author, album, composer, genre }
+}
+
+/// The orderings of MPRIS Playlists, over books.
+public enum BookOrder: String, Sendable, CaseIterable {
+    case alphabetical = "Alphabetical", created = "Created", modified = "Modified", played = "Played", user = "User"
+}
+
+/// Totals of a book's files.
+public struct BookTotals: Sendable, Equatable {
+    public var files: Int
+    public var available: Int
+    /// Microseconds, over the files whose duration is known.
+    public var duration: Int64
+
+    public init(files: Int, available: Int, duration: Int64) {
+        self.files = files
+        self.available = available
+        self.duration = duration
+    }
+}
+
+extension Library {
+    /// `LIKE` pattern for a case-insensitive substring match, with the wildcards in `text` escaped.
+    static func pattern(_ text: String) -> String {
+        "%" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_") + "%"
+    }
+
+    static func whereClause(_ query: LibraryQuery) -> (String, StatementArguments) {
+        var clauses: [String] = []
+        var arguments: StatementArguments = []
+        func fileHas(_ condition: String, _ values: [String]) {
+            clauses.append("EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (\(condition)))")
+            for value in values { _ = arguments.append(contentsOf: [value]) }
+        }
+        if let title = query.title {
+            clauses.append("b.title LIKE ? ESCAPE '\\'")
+            _ = arguments.append(contentsOf: [pattern(title)])
+        }
+        if let author = query.author {
+            let p = pattern(author)
+            clauses.append("(b.author LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (f.artist LIKE ? ESCAPE '\\' OR f.albumArtist LIKE ? ESCAPE '\\')))")
+            _ = arguments.append(contentsOf: [p, p, p])
+        }
+        if let album = query.album { fileHas("f.album LIKE ? ESCAPE '\\'", [pattern(album)]) }
+        if let composer = query.composer { fileHas("f.composer LIKE ? ESCAPE '\\'", [pattern(composer)]) }
+        if let genre = query.genre { fileHas("f.genre LIKE ? ESCAPE '\\'", [pattern(genre)]) }
+        return (clauses.isEmpty ? "1" : clauses.joined(separator: " AND "), arguments)
+    }
+
+    /// The books matching every predicate, by title.
+    public func find(_ query: LibraryQuery) throws -> [Book] {
+        let (condition, arguments) = Self.whereClause(query)
+        return try read { db in
+            try Book.fetchAll(db, sql: "SELECT b.* FROM book b WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id",
+                              arguments: arguments)
+        }
+    }
+
+    /// The values of `property` among the matching books, each with how many books have it.
+    public func group(_ query: LibraryQuery, by property: LibraryQuery.Property) throws -> [(value: String, books: Int)] {
+        let (condition, arguments) = Self.whereClause(query)
+        let sql: String
+        switch property {
+        case .title, .author:
+            sql = "SELECT b.\(property.rawValue) AS v, count(*) FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE"
+        case .album, .composer, .genre:
+            sql = """
+                SELECT f.\(property.rawValue) AS v, count(DISTINCT b.id) FROM book b JOIN bookFile f ON f.bookId = b.id
+                WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
+                """
+        }
+        return try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { (value: $0[0], books: $0[1]) }
+        }
+    }
+
+    public func randomBook(_ query: LibraryQuery) throws -> Book? {
+        let (condition, arguments) = Self.whereClause(query)
+        return try read { db in
+            try Book.fetchOne(db, sql: "SELECT b.* FROM book b WHERE \(condition) ORDER BY random() LIMIT 1", arguments: arguments)
+        }
+    }
+
+    /// A random available file of the matching books.
+    public func randomFile(_ query: LibraryQuery) throws -> BookFile? {
+        let (condition, arguments) = Self.whereClause(query)
+        return try read { db in
+            try BookFile.fetchOne(db, sql: """
+                SELECT f.* FROM bookFile f JOIN book b ON b.id = f.bookId WHERE \(condition) AND f.available
+                ORDER BY random() LIMIT 1
+                """, arguments: arguments)
+        }
+    }
+
+    // MARK: - Pages, for MPRIS Playlists
+
+    public func bookCount() throws -> Int {
+        try read { db in try Book.fetchCount(db) }
+    }
+
+    /// A page of books in one of the MPRIS orderings.
+    public func books(ordered order: BookOrder, reversed: Bool, offset: Int, limit: Int) throws -> [Book] {
+        let direction = reversed ? "DESC" : "ASC"
+        let key: String = switch order {
+        case .alphabetical: "title COLLATE NOCASE \(direction), id \(direction)"
+        case .created: "addedAt \(direction), id \(direction)"
+        case .modified: "modifiedAt \(direction), id \(direction)"
+        case .played: "lastPlayedAt IS NULL \(reversed ? "ASC" : "DESC"), lastPlayedAt \(direction), id \(direction)"
+        case .user: "userOrder \(direction), id \(direction)"
+        }
+        return try read { db in
+            try Book.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(key) LIMIT ? OFFSET ?",
+                              arguments: [max(0, limit), max(0, offset)])
+        }
+    }
+
+    /// Files and total duration of each of `books`.
+    public func totals(of books: [Int64]) throws -> [Int64: BookTotals] {
+        guard !books.isEmpty else { return [:] }
+        return try read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
+                WHERE bookId IN (\(books.map { _ in "?" }.joined(separator: ","))) GROUP BY bookId
+                """, arguments: StatementArguments(books))
+            return Dictionary(uniqueKeysWithValues: rows.map {
+                ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))
+            })
+        }
+    }
+}

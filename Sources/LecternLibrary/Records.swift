@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+
+/// A shelf holds books and other shelves, nested to any depth. `parentId` nil = top level.
+public struct Shelf: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
+    public var id: Int64?
+    public var parentId: Int64?
+    public var name: String
+    public static let databaseTableName = "shelf"
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+/// Per-book playback settings, restored whenever the book is activated.
+public struct BookSettings: Codable, Sendable, Equatable {
+    public var volume: Double = 1
+    public var speed: Double = 1
+    public var shuffle = false
+    /// "None", "Track" or "Playlist" (the MPRIS LoopStatus values).
+    public var loop = "None"
+    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: String = "None") {
+        self.volume = volume
+        self.speed = speed
+        self.shuffle = shuffle
+        self.loop = loop
+    }
+}
+
+/// A book: an ordered list of files with a resume position, settings and bookmarks.
+public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
+    public var id: Int64?
+    public var shelfId: Int64?
+    public var title: String
+    public var author: String?
+    public var narrator: String?
+    /// A cover image file (cached embedded art, or an image beside the files).
+    public var coverPath: String?
+    /// The folder it was imported from and the album tag that picked it out (mixed folders); the pair
+    /// identifies the book when the folder is imported again.
+    public var sourcePath: String?
+    public var albumKey: String
+    public var addedAt: Date
+    public var modifiedAt: Date
+    public var lastPlayedAt: Date?
+    public var finished: Bool
+    /// The book's scratchpad.
+    public var note: String
+    public var volume: Double
+    public var speed: Double
+    public var shuffle: Bool
+    public var loop: String
+    /// The resume position: a file of this book and an offset in it, in microseconds.
+    public var positionFileId: Int64?
+    public var positionOffset: Int64
+    /// Where the user put it in "User" order.
+    public var userOrder: Int64
+
+    public static let databaseTableName = "book"
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    public var settings: BookSettings {
+        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop) }
+        set { volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop }
+    }
+}
+
+/// One audio file of a book, with its tags.
+public struct BookFile: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
+    public var id: Int64?
+    public var bookId: Int64
+    public var path: String
+    /// The file's place in the book (0-based), in the user's order.
+    public var position: Int64
+    /// Microseconds; nil when unknown.
+    public var duration: Int64?
+    public var title: String?
+    public var artist: String?
+    public var album: String?
+    public var albumArtist: String?
+    public var composer: String?
+    public var genre: String?
+    public var trackNumber: Int64?
+    public var discNumber: Int64?
+    /// False once the file is gone from disk; kept with its bookmarks until the book is deleted.
+    public var available: Bool
+
+    public static let databaseTableName = "bookFile"
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+/// A chapter inside a file (a file without chapters is one chapter, implied).
+public struct Chapter: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
+    public var id: Int64?
+    public var fileId: Int64
+    public var position: Int64
+    public var title: String
+    /// Microseconds from the start of the file.
+    public var start: Int64
+    public var end: Int64?
+
+    public static let databaseTableName = "chapter"
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+/// A named place in a book, with a note.
+public struct Bookmark: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
+    public enum Kind: String, Codable, Sendable { case user, sleepTimer, unplug }
+    public var id: Int64?
+    public var bookId: Int64
+    public var fileId: Int64
+    /// Microseconds from the start of the file.
+    public var offset: Int64
+    public var title: String
+    public var note: String
+    public var createdAt: Date
+    public var kind: Kind
+
+    public static let databaseTableName = "bookmark"
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Synchronization
+
+/// A connection to the sound server that comes back: connects, reports what happens, and when the server dies
+/// or isn't there, tries again with exponential backoff, until the task running ``run(_:)`` is cancelled.
+///
+/// ```swift
+/// let client = PulseClient(applicationName: "lectern")
+/// await client.run { event in
+///     switch event {
+///     case .connected(let info): print("default sink", info.defaultSinkName ?? "-")
+///     case .object(let change): ...          // then ask: try await client.connection?.sink(index: change.index)
+///     case .disconnected(let why): ...
+///     case .connectFailed: break
+///     }
+/// }
+/// ```
+public final class PulseClient: Sendable {
+    /// What ``run(_:)`` reports, in order.
+    public enum Event: Sendable, Hashable {
+        /// A connection is ready (the first, or again after `.disconnected`); ``connection`` is set.
+        case connected(PulseServerInfo)
+        /// A connection attempt failed; `attempt` counts from 1 since the last time it was connected.
+        case connectFailed(String, attempt: Int)
+        /// A sink, sink input or the server's defaults changed.
+        case object(PulseObjectEvent)
+        /// The connection went away (the server died); reconnecting follows.
+        case disconnected(String)
+    }
+
+    /// Delays between connection attempts: `initial`, doubling up to `maximum`.
+    public struct Backoff: Sendable, Hashable {
+        public var initial: Duration
+        public var maximum: Duration
+        public init(initial: Duration = .milliseconds(100), maximum: Duration = .seconds(3)) {
+            self.initial = initial
+            self.maximum = maximum
+        }
+        func delay(attempt: Int) -> Duration {
+            var delay = initial
+            for _ in 1..<max(attempt, 1) where delay < maximum { delay *= 2 }
+            return min(delay, maximum)
+        }
+    }
+
+    public let server: String?
+    public let applicationName: String
+    public let backoff: Backoff
+    private let current = Mutex<PulseConnection?>(nil)
+
+    /// - Parameter server: a server address; nil for libpulse's default (`PULSE_SERVER`, else the user's socket).
+    public init(server: String? = nil, applicationName: String, backoff: Backoff = Backoff()) {
+        self.server = server
+        self.applicationName = applicationName
+        self.backoff = backoff
+    }
+
+    /// The connection that is ready now, for queries; nil between connections.
+    public var connection: PulseConnection? {
+        current.withLock { connection in connection?.isConnected == true ? connection : nil }
+    }
+
+    /// Connects, hands every event to `handler` (one at a time, in order), and reconnects, until cancelled.
+    public func run(_ handler: @Sendable (Event) async -> Void) async {
+        var attempt = 0
+        while !Task.isCancelled {
+            let connection: PulseConnection
+            do {
+                connection = try await PulseConnection.connect(server: server, applicationName: applicationName)
+                let info = try await connection.serverInfo()
+                attempt = 0
+                current.withLock { $0 = connection }
+                await handler(.connected(info))
+            } catch {
+                attempt += 1
+                await handler(.connectFailed("\(error)", attempt: attempt))
+                do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { break }
+                continue
+            }
+            for await event in connection.events {
+                switch event {
+                case .object(let change): await handler(.object(change))
+                case .disconnected(let reason): await handler(.disconnected(reason))
+                }
+            }
+            current.withLock { $0 = nil }
+            if !connection.isConnected, Task.isCancelled == false {
+                // The events ended because the server went away, not because we were cancelled.
+                attempt = 1
+                do { try await Task.sleep(for: backoff.initial) } catch { break }
+            }
+        }
+        current.withLock { $0 = nil }
+    }
+}

@@ -1,0 +1,403 @@
+import ArgumentParser
+import DBus
+import Foundation
+
+// The library commands: import, shelves, books, bookmarks, find. They call org.lectern.Library1 and
+// org.lectern.Bookmarks1 on /org/lectern/Lectern1 (documented in dbus/org.lectern.Library1.xml).
+
+struct Import: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Import a folder (or file) into the library: one book per album, subfolders walked.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "The folder or file.") var path: String
+    @Option(help: "The shelf to put the books on, as a path: \"Series/Discworld\" (created as needed).") var shelf: String?
+    @Flag(help: "Print the imported books as JSON.") var json = false
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+        let signals = try await daemon.connection.signals(MatchRule(interface: "org.lectern.Library1", path: "/org/lectern/Lectern1"))
+        let job = try await daemon.library("Import", [.string(absolute), .string(shelf ?? "")]).first?.int64 ?? 0
+        let showProgress = isatty(STDERR_FILENO) != 0
+        for await signal in signals where signal.arguments.first?.int64 == job {
+            if signal.member == "ImportProgress", showProgress {
+                let done = signal.arguments[1].int64 ?? 0, total = max(1, signal.arguments[2].int64 ?? 1)
+                let width = 30, filled = Int(done) * width / Int(total)
+                FileHandle.standardError.write(Data("\r[\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] \(done)/\(total)".utf8))
+            } else if signal.member == "ImportFinished" {
+                if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
+                if let error = signal.arguments[2].string, !error.isEmpty { throw CLIError("import failed: \(error)") }
+                let ids = signal.arguments[1].elements?.compactMap(\.int64) ?? []
+                var books: [[String: DBusValue]] = []
+                for id in ids { books.append(try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]) }
+                if json { print(JSON.encode(books.map(JSON.book))) } else {
+                    print("imported \(ids.count) book\(ids.count == 1 ? "" : "s")")
+                    for book in books { print(Format.bookLine(book)) }
+                }
+                return
+            }
+        }
+        throw CLIError("the daemon went away during the import")
+    }
+}
+
+// MARK: - Shelves
+
+struct ShelfCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "shelf", abstract: "List and arrange shelves.",
+        subcommands: [List.self, Create.self, Rename.self, Move.self, Delete.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the shelves as a tree.")
+        @OptionGroup var bus: BusOptions
+        @Flag var json = false
+        func run() async throws {
+            let shelves = try await Daemon.connect(bus).allShelves()
+            if json { print(JSON.encode(shelves.map(JSON.shelf))); return }
+            func show(_ parent: Int64, _ depth: Int) {
+                for shelf in shelves.filter({ $0["parent"]?.int64 == parent }).sorted(by: { ($0["name"]?.string ?? "") < ($1["name"]?.string ?? "") }) {
+                    print(String(repeating: "  ", count: depth) + "\(shelf["name"]?.string ?? "")  [\(shelf["id"]?.int64 ?? 0)]")
+                    show(shelf["id"]?.int64 ?? 0, depth + 1)
+                }
+            }
+            if shelves.isEmpty { print("no shelves") } else { show(0, 0) }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a shelf.")
+        @OptionGroup var bus: BusOptions
+        @Argument var name: String
+        @Option(name: .customLong("in"), help: "The parent shelf (id or path); default: the top level.") var parent: String?
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let parentID = try await daemon.resolveShelf(optional: parent)
+            let id = try await daemon.library("CreateShelf", [.string(name), .int64(parentID)]).first?.int64 ?? 0
+            print(id)
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The shelf (id or path).") var shelf: String
+        @Argument var name: String
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            try await daemon.library("RenameShelf", [.int64(try await daemon.resolveShelf(shelf)), .string(name)])
+        }
+    }
+
+    struct Move: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The shelf (id or path).") var shelf: String
+        @Option(help: "The new parent (id or path); omit for the top level.") var to: String?
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let id = try await daemon.resolveShelf(shelf)
+            let parent = try await daemon.resolveShelf(optional: to)
+            try await daemon.library("MoveShelf", [.int64(id), .int64(parent)])
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The shelf (id or path).") var shelf: String
+        @Flag(help: "Also delete its shelves and books.") var recursive = false
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            try await daemon.library("DeleteShelf", [.int64(try await daemon.resolveShelf(shelf)), .boolean(recursive)])
+        }
+    }
+}
+
+// MARK: - Books
+
+struct BookCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "book", abstract: "List, show and arrange books.",
+        subcommands: [List.self, Show.self, Rename.self, Move.self, Delete.self, Order.self])
+
+    struct List: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Option(help: "Only this shelf (id or path).") var shelf: String?
+        @Flag(help: "Include the shelves below it.") var recursive = false
+        @Flag var json = false
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let shelfID = try await daemon.resolveShelf(optional: shelf)
+            let books = try await daemon.books(shelf: shelfID, recursive: shelf == nil ? true : recursive)
+            if json { print(JSON.encode(books.map(JSON.book))) } else if books.isEmpty { print("no books") } else {
+                for book in books { print(Format.bookLine(book)) }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The book (id or title).") var book: String
+        @Flag var json = false
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let details = try await daemon.library("GetBook", [.int64(try await daemon.resolveBook(book))]).first?.stringKeyedDictionary ?? [:]
+            if json { print(JSON.encode(JSON.book(details))); return }
+            print(Format.bookLine(details))
+            for file in details["file_list"]?.elements ?? [] {
+                let f = file.stringKeyedDictionary ?? [:]
+                let mark = f["available"]?.bool == false ? " (missing)" : ""
+                print("  \((f["index"]?.int64 ?? 0) + 1). [\(f["id"]?.int64 ?? 0)] \(f["title"]?.string ?? (f["path"]?.string ?? ""))  \(Seconds.format(f["duration"]?.int64 ?? 0))\(mark)")
+                for chapter in f["chapters"]?.elements ?? [] {
+                    let c = chapter.stringKeyedDictionary ?? [:]
+                    print("       \(Seconds.format(c["start"]?.int64 ?? 0))  \(c["title"]?.string ?? "")")
+                }
+            }
+            if let note = details["note"]?.string, !note.isEmpty { print("note: \(note)") }
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var book: String
+        @Argument var title: String
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            try await daemon.library("RenameBook", [.int64(try await daemon.resolveBook(book)), .string(title)])
+        }
+    }
+
+    struct Move: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var book: String
+        @Option(help: "The shelf (id or path); omit for the top level.") var to: String?
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let id = try await daemon.resolveBook(book)
+            let shelf = try await daemon.resolveShelf(optional: to)
+            try await daemon.library("MoveBook", [.int64(id), .int64(shelf)])
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var book: String
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            try await daemon.library("DeleteBook", [.int64(try await daemon.resolveBook(book))])
+        }
+    }
+
+    struct Order: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Put a book's files in a new order: every file id, once.")
+        @OptionGroup var bus: BusOptions
+        @Argument var book: String
+        @Argument(help: "File ids in the new order (see `lectern book show`).") var files: [Int64]
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            try await daemon.library("ReorderFiles", [.int64(try await daemon.resolveBook(book)), .array(.int64, files.map(DBusValue.int64))])
+        }
+    }
+}
+
+// MARK: - Bookmarks
+
+struct BookmarkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "bookmark", abstract: "Named places in books, with notes.",
+        subcommands: [Add.self, List.self, Rename.self, Note.self, Delete.self, Jump.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Bookmark where the current book is (or another book's saved place).")
+        @OptionGroup var bus: BusOptions
+        @Argument var title: String?
+        @Option var note: String?
+        @Option(help: "The book (id or title); default: the current one.") var book: String?
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let bookID = try await daemon.resolveBookOrCurrent(book)
+            let id = try await daemon.library("AddBookmark", [.int64(bookID), .string(title ?? ""), .string(note ?? "")],
+                                              interface: "org.lectern.Bookmarks1").first?.int64 ?? 0
+            print(id)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Option(help: "The book (id or title); default: the current one.") var book: String?
+        @Flag var json = false
+        func run() async throws {
+            let daemon = try await Daemon.connect(bus)
+            let bookID = try await daemon.resolveBookOrCurrent(book)
+            let marks = try await daemon.library("ListBookmarks", [.int64(bookID)], interface: "org.lectern.Bookmarks1")
+                .first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+            if json { print(JSON.encode(marks.map(JSON.plain))); return }
+            if marks.isEmpty { print("no bookmarks") }
+            for mark in marks {
+                let note = mark["note"]?.string ?? ""
+                print("[\(mark["id"]?.int64 ?? 0)] \(Seconds.format(mark["offset"]?.int64 ?? 0)) \(mark["title"]?.string ?? "")\(note.isEmpty ? "" : " — " + note)")
+            }
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var id: Int64
+        @Argument var title: String
+        func run() async throws {
+            try await Daemon.connect(bus).library("RenameBookmark", [.int64(id), .string(title)], interface: "org.lectern.Bookmarks1")
+        }
+    }
+
+    struct Note: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var id: Int64
+        @Argument var note: String
+        func run() async throws {
+            try await Daemon.connect(bus).library("SetBookmarkNote", [.int64(id), .string(note)], interface: "org.lectern.Bookmarks1")
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var id: Int64
+        func run() async throws {
+            try await Daemon.connect(bus).library("DeleteBookmark", [.int64(id)], interface: "org.lectern.Bookmarks1")
+        }
+    }
+
+    struct Jump: AsyncParsableCommand {
+        @OptionGroup var bus: BusOptions
+        @Argument var id: Int64
+        func run() async throws {
+            try await Daemon.connect(bus).library("JumpToBookmark", [.int64(id)], interface: "org.lectern.Bookmarks1")
+        }
+    }
+}
+
+// MARK: - Find
+
+struct Find: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Find books: every option given must match (case-insensitive substrings).")
+    @OptionGroup var bus: BusOptions
+    @Option var title: String?
+    @Option var author: String?
+    @Option var album: String?
+    @Option var composer: String?
+    @Option var genre: String?
+    @Option(help: "Group the matches by title, author, album, composer or genre.") var groupBy: String?
+    @Option(help: "Pick one at random: book or file.") var random: String?
+    @Flag var json = false
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        var query: [String: DBusValue] = [:]
+        for (key, value) in [("title", title), ("author", author), ("album", album), ("composer", composer), ("genre", genre)] {
+            if let value { query[key] = .string(value) }
+        }
+        if let groupBy {
+            let groups = try await daemon.library("Group", [.vardict(query), .string(groupBy)]).first?.elements ?? []
+            let rows = groups.compactMap(\.fields).map { (value: $0[0].string ?? "", books: $0[1].int64 ?? 0) }
+            if json { print(JSON.encode(rows.map { ["value": $0.value, "books": $0.books] as [String: Any] })) } else {
+                for row in rows { print("\(row.value)  (\(row.books))") }
+            }
+            return
+        }
+        if let random {
+            let found = try await daemon.library("Random", [.vardict(query), .string(random)]).first?.stringKeyedDictionary ?? [:]
+            if json { print(JSON.encode(random == "book" ? JSON.book(found) : JSON.plain(found))) } else {
+                print(random == "book" ? Format.bookLine(found) : (found["path"]?.string ?? ""))
+            }
+            return
+        }
+        let books = try await daemon.library("Find", [.vardict(query)]).first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+        if json { print(JSON.encode(books.map(JSON.book))) } else if books.isEmpty { print("nothing matches") } else {
+            for book in books { print(Format.bookLine(book)) }
+        }
+    }
+}
+
+// MARK: - Resolving names, formatting
+
+extension Daemon {
+    func allShelves() async throws -> [[String: DBusValue]] {
+        try await library("ListAllShelves").first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+    }
+
+    func books(shelf: Int64, recursive: Bool) async throws -> [[String: DBusValue]] {
+        try await library("ListBooks", [.int64(shelf), .boolean(recursive)]).first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+    }
+
+    /// `resolveShelf`, or 0 (the top level) for nil.
+    func resolveShelf(optional text: String?) async throws -> Int64 {
+        guard let text else { return 0 }
+        return try await resolveShelf(text)
+    }
+
+    /// A shelf by id, or by its path of names from the top ("Series/Discworld").
+    func resolveShelf(_ text: String) async throws -> Int64 {
+        if let id = Int64(text) { return id }
+        let shelves = try await allShelves()
+        var parent: Int64 = 0
+        for name in text.split(separator: "/").map(String.init) {
+            guard let next = shelves.first(where: { $0["parent"]?.int64 == parent && $0["name"]?.string == name }) else {
+                throw CLIError("no shelf \"\(text)\"")
+            }
+            parent = next["id"]?.int64 ?? 0
+        }
+        return parent
+    }
+
+    /// A book by id, exact title, or a title fragment that matches one book only.
+    func resolveBook(_ text: String) async throws -> Int64 {
+        if let id = Int64(text) { return id }
+        let books = try await self.books(shelf: 0, recursive: true)
+        let lower = text.lowercased()
+        if let exact = books.first(where: { ($0["title"]?.string ?? "").lowercased() == lower }) { return exact["id"]?.int64 ?? 0 }
+        let matches = books.filter { ($0["title"]?.string ?? "").lowercased().contains(lower) }
+        guard matches.count == 1 else {
+            throw CLIError(matches.isEmpty ? "no book matches \"\(text)\"" : "\"\(text)\" matches \(matches.count) books: " +
+                           matches.prefix(5).map { "[\($0["id"]?.int64 ?? 0)] \($0["title"]?.string ?? "")" }.joined(separator: ", "))
+        }
+        return matches[0]["id"]?.int64 ?? 0
+    }
+
+    func resolveBookOrCurrent(_ text: String?) async throws -> Int64 {
+        if let text { return try await resolveBook(text) }
+        let current = try await call(Self.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                                     [.string("org.lectern.Library1"), .string("CurrentBook")]).first?.int64 ?? 0
+        guard current != 0 else { throw CLIError("no book is current: name one with --book") }
+        return current
+    }
+}
+
+enum Format {
+    static func bookLine(_ book: [String: DBusValue]) -> String {
+        let author = book["author"]?.string ?? ""
+        let files = book["files"]?.int64 ?? 0
+        return "[\(book["id"]?.int64 ?? 0)] \(book["title"]?.string ?? "")\(author.isEmpty ? "" : " — " + author)  "
+            + "(\(files) file\(files == 1 ? "" : "s"), \(Seconds.format(book["duration"]?.int64 ?? 0)))"
+            + (book["finished"]?.bool == true ? "  finished" : "")
+    }
+}
+
+enum JSON {
+    static func plain(_ map: [String: DBusValue]) -> [String: Any] { map.mapValues(value) }
+    static func book(_ map: [String: DBusValue]) -> [String: Any] { plain(map) }
+    static func shelf(_ map: [String: DBusValue]) -> [String: Any] { plain(map) }
+
+    static func value(_ v: DBusValue) -> Any {
+        switch v.unwrapped {
+        case .string(let s): return s
+        case .boolean(let b): return b
+        case .double(let d): return d.isFinite ? d : 0
+        case .objectPath(let p): return p.rawValue
+        case .array(_, let items): return items.map(value)
+        case .dictionary(_, _, let entries):
+            var out: [String: Any] = [:]
+            for entry in entries { out[entry.key.string ?? "\(entry.key)"] = value(entry.value) }
+            return out
+        case .structure(let fields): return fields.map(value)
+        default: return v.int64 ?? "\(v)"
+        }
+    }
+
+    static func encode(_ object: Any) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Benchmarks a RELEASE lecternd against mpv + mpv-mpris on private D-Bus buses (method: docs/benchmarks.md).
+#
+#   scripts/bench.sh [lectern-bench options...]    e.g. scripts/bench.sh --no-mpv --round-trips 1000
+#
+# Installs the runtime packages and mpv + mpv-mpris when missing (idempotent), builds `-c release` into
+# .build-bench, runs .build-bench/release/lectern-bench with that lecternd, and prints the Markdown table.
+# The JSON goes to .build-bench/bench-results/<UTC time>.json; the audio file both players play is kept in
+# .build-bench/bench-audio/. Exits non-zero only if something could not be installed or built: the
+# benchmark itself is a measurement and always exits 0.
+# LECTERN_SKIP_DEPS=1 skips the package installation.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
+    scripts/install-deps.sh --build --run
+    # mpv and its MPRIS plugin, for the comparison. Not fatal: the tool measures Lectern alone without them.
+    bench_pkgs=(mpv mpv-mpris)
+    installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null \
+        | awk '$2 == "installed" { printf "%s ", $1 }') "
+    missing=()
+    for p in "${bench_pkgs[@]}"; do
+        [[ "$installed" == *" $p "* ]] || missing+=("$p")
+    done
+    if (( ${#missing[@]} > 0 )); then
+        as_root=(env DEBIAN_FRONTEND=noninteractive)
+        [[ $(id -u) -eq 0 ]] || as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
+        echo "bench: installing ${missing[*]}" >&2
+        if ! { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
+                "${missing[@]}"; } >&2; then
+            echo "bench: could not install ${missing[*]}; measuring Lectern alone" >&2
+        fi
+    fi
+fi
+
+scratch=.build-bench
+swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lecternd >&2
+swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lectern-bench >&2
+bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
+
+mkdir -p "$scratch/bench-results" "$scratch/bench-audio"
+json="$scratch/bench-results/$(date -u +%Y%m%dT%H%M%SZ).json"
+"$bin/lectern-bench" --lecternd "$bin/lecternd" --audio "$scratch/bench-audio/long.ogg" --json "$json" "$@"
+echo "JSON: $json" >&2
