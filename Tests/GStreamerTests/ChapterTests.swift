@@ -1,0 +1,126 @@
+import Foundation
+import GStreamer
+import Synchronization
+import Testing
+import TestSupport
+
+/// Files with chapters for the discoverer's TOC, made once per test process.
+final class ChapterFixtures: Sendable {
+    static let titles = ["Chapter 1", "Chapitre 2 — L’été", "Three"]
+    static let starts: [Duration] = [.zero, .seconds(10), .milliseconds(20_500)]
+    static let ends: [Duration] = [.seconds(10), .milliseconds(20_500), .seconds(30)]
+
+    enum File: String, CaseIterable, Sendable {
+        /// Vorbis in Matroska, three chapters.
+        case mkaVorbis = "book-vorbis.mka"
+        /// FLAC in Matroska, the same chapters.
+        case mkaFLAC = "book-flac.mka"
+        /// AAC in M4B with a QuickTime chapter track and a chpl (ffmpeg writes both).
+        case m4b = "book.m4b"
+        /// FLAC with the chapters as CHAPTERxxx Vorbis comments (what ffmpeg writes into FLAC).
+        case flacComments = "book-comments.flac"
+        /// FLAC with a CUESHEET metadata block (three tracks at the chapter starts, no titles).
+        case flacCueSheet = "book-cue.flac"
+        /// Ogg Vorbis without chapters.
+        case plain = "plain.ogg"
+    }
+
+    let directory: TemporaryDirectory
+
+    func url(_ file: File) -> URL { directory.appending(file.rawValue) }
+
+    private static let instance = Mutex<Result<ChapterFixtures, any Error>?>(nil)
+
+    static func shared() throws -> ChapterFixtures {
+        try instance.withLock { cached in
+            if let cached { return try cached.get() }
+            let result = Result { try ChapterFixtures() }
+            cached = result
+            return try result.get()
+        }
+    }
+
+    private init() throws {
+        directory = try TemporaryDirectory(prefix: "lectern-chapter-fixtures")
+        var metadata = ";FFMETADATA1\ntitle=A Book\n"
+        let bounds = [0, 10_000, 20_500, 30_000]
+        for (index, title) in Self.titles.enumerated() {
+            metadata += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(bounds[index])\nEND=\(bounds[index + 1])\ntitle=\(title)\n"
+        }
+        let chapters = directory.appending("chapters.txt")
+        try metadata.write(to: chapters, atomically: true, encoding: .utf8)
+        let input = ["-f", "lavfi", "-i", "sine=frequency=440:duration=30", "-i", chapters.path,
+                     "-map_metadata", "1", "-map_chapters", "1"]
+        try AudioFiles.ffmpeg(input + ["-c:a", "libvorbis", url(.mkaVorbis).path])
+        try AudioFiles.ffmpeg(input + ["-c:a", "flac", url(.mkaFLAC).path])
+        try AudioFiles.ffmpeg(input + ["-c:a", "aac", url(.m4b).path])
+        try AudioFiles.ffmpeg(input + ["-c:a", "flac", url(.flacComments).path])
+        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=30", "-c:a", "flac",
+                               url(.flacCueSheet).path])
+        let flac = try Data(contentsOf: url(.flacCueSheet))
+        try Self.insertCueSheet(into: flac, sampleRate: 44_100, starts: [0, 441_000, 904_050], totalSamples: 1_323_000)
+            .write(to: url(.flacCueSheet))
+        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-c:a", "libvorbis", url(.plain).path])
+    }
+
+    struct UnexpectedLayout: Error {}
+
+    /// `flac` with a CUESHEET block (non-CD: one index point per track, lead-out track 255) after STREAMINFO.
+    static func insertCueSheet(into flac: Data, sampleRate: Int, starts: [UInt64], totalSamples: UInt64) throws -> Data {
+        func u64(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) } }
+        var sheet = [UInt8](repeating: 0, count: 128) + u64(0) + [0] + [UInt8](repeating: 0, count: 258)
+        sheet.append(UInt8(starts.count + 1))
+        for (index, start) in starts.enumerated() {
+            sheet += u64(start) + [UInt8(index + 1)] + [UInt8](repeating: 0x30, count: 12) + [0]
+                + [UInt8](repeating: 0, count: 13) + [1] + u64(0) + [1, 0, 0, 0]
+        }
+        sheet += u64(totalSamples) + [255] + [UInt8](repeating: 0, count: 12) + [0] + [UInt8](repeating: 0, count: 13) + [0]
+        let bytes = [UInt8](flac)
+        guard bytes.count > 42, Array(bytes[0..<4]) == Array("fLaC".utf8), bytes[4] & 0x7F == 0, bytes[4] & 0x80 == 0 else {
+            throw UnexpectedLayout()
+        }
+        let streamInfoEnd = 4 + 4 + 34
+        let header: [UInt8] = [5, UInt8(sheet.count >> 16), UInt8((sheet.count >> 8) & 0xFF), UInt8(sheet.count & 0xFF)]
+        return Data(bytes[0..<streamInfoEnd] + header + sheet + bytes[streamInfoEnd...])
+    }
+}
+
+@Suite("Chapters from the discoverer's TOC")
+struct ChapterTests {
+    let files: ChapterFixtures
+
+    init() throws {
+        files = try ChapterFixtures.shared()
+    }
+
+    @Test("Matroska chapters: titles, starts and ends", arguments: [ChapterFixtures.File.mkaVorbis, .mkaFLAC])
+    func matroska(file: ChapterFixtures.File) throws {
+        let info = try Discoverer.discover(files.url(file))
+        #expect(info.chapters.map(\.title) == ChapterFixtures.titles)
+        for (index, chapter) in info.chapters.enumerated() where index < 3 {
+            expectClose(chapter.start, ChapterFixtures.starts[index], within: .milliseconds(1))
+            expectClose(chapter.end, ChapterFixtures.ends[index], within: .milliseconds(1))
+        }
+    }
+
+    @Test("a FLAC cue sheet comes through as tracks, without titles")
+    func flacCueSheet() throws {
+        let info = try Discoverer.discover(files.url(.flacCueSheet))
+        #expect(info.chapters.map(\.title) == ["", "", ""])
+        let expected: [Duration] = [.zero, .seconds(10), .milliseconds(20_500), .seconds(30)]
+        for (index, chapter) in info.chapters.enumerated() where index < 3 {
+            expectClose(chapter.start, expected[index], within: .milliseconds(1))
+            expectClose(chapter.end, expected[index + 1], within: .milliseconds(1))
+        }
+    }
+
+    /// Facts of GStreamer 1.22 the daemon relies on: MP4 chapters need the MP4 module; ffmpeg's FLAC chapters
+    /// (CHAPTERxxx comments) are not a TOC.
+    @Test("no TOC for M4B chapters, FLAC chapter comments, or a file without chapters",
+          arguments: [ChapterFixtures.File.m4b, .flacComments, .plain])
+    func noTOC(file: ChapterFixtures.File) throws {
+        let info = try Discoverer.discover(files.url(file))
+        #expect(info.hasAudio)
+        #expect(info.chapters == [])
+    }
+}
