@@ -48,7 +48,7 @@ let package = Package(
         ]),
 
         // Benchmarks, run on demand (scripts/bench.sh), never by the tests.
-        .executableTarget(name: "lectern-bench", dependencies: ["CDBus", "TestSupport"], path: "Benchmarks/lectern-bench"),
+        .executableTarget(name: "lectern-bench", dependencies: ["CDBus", "TestSupport", "LecternLibrary", .product(name: "GRDB", package: "GRDB.swift")], path: "Benchmarks/lectern-bench"),
 
         // Tests: helpers to start a private bus, spawn processes and make audio files.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

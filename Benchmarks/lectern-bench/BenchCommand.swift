@@ -10,13 +10,19 @@ enum BenchCommand {
         usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--no-concurrency]
                              [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
-                             [--no-renice]
+                             [--no-renice] [--library | --library-only] [--library-calls N] [--library-books N]
+                             [--import-files N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --audio      the file both players play; generated (about 10 minutes of Vorbis) if it doesn't exist
           --json       also write the results as JSON here
           --wait-for-quiet  wait up to this long (default 180 s; 0: don't) for the machine to be idle first
           --no-renice  don't run at nice -20 (by default this tool, and so the bus, the players and the threads it
                        starts, which inherit it, run at nice -20 when allowed, to shield them from other work)
+          --library    also run the library benchmarks (Lectern alone): import rate, and calls on a big library
+          --library-only  only the library benchmarks (no player comparison)
+          --library-calls N  timed calls per library series (default 200, after 20 warm-up calls)
+          --library-books N  books in the big library (default 10000, 10 files each, on 100 shelves)
+          --import-files N   files generated for the import benchmark (default 1000, in 50 folders)
         The Markdown table goes to stdout, progress to stderr. Always exits 0: it is a measurement.
 
         """
@@ -31,6 +37,8 @@ enum BenchCommand {
         var jsonPath: String?
         var quietLimit: Duration = .seconds(180)
         var nice: Int32? = -20
+        var library: (run: Bool, only: Bool) = (false, false)
+        var librarySettings = LibrarySettings()
 
         if arguments.count == 3, arguments[1] == "--serve-echo" { EchoResponder.serve(address: arguments[2]) }
         var args = arguments.dropFirst().makeIterator()
@@ -60,6 +68,11 @@ enum BenchCommand {
             case "--json": jsonPath = value(arg)
             case "--wait-for-quiet": quietLimit = .seconds(int(arg))
             case "--no-renice": nice = nil
+            case "--library": library.run = true
+            case "--library-only": library = (true, true)
+            case "--library-calls": librarySettings.calls = max(1, int(arg))
+            case "--library-books": librarySettings.books = max(100, int(arg))
+            case "--import-files": librarySettings.importFiles = max(1, int(arg))
             case "--round-trips": settings.roundTrips = max(1, int(arg))
             case "--warmup": settings.warmup = int(arg)
             case "--signal-iterations": settings.signalIterations = max(2, int(arg) / 2 * 2)
@@ -92,7 +105,7 @@ enum BenchCommand {
 
         // The audio file both players play.
         let audio = URL(fileURLWithPath: audioPath ?? work.appending("long.ogg").path)
-        if !FileManager.default.fileExists(atPath: audio.path) {
+        if !library.only, !FileManager.default.fileExists(atPath: audio.path) {
             progress("generating \(audio.path) (26000 buffers ≈ 10 min of Vorbis)")
             do {
                 try FileManager.default.createDirectory(at: audio.deletingLastPathComponent(),
@@ -116,6 +129,12 @@ enum BenchCommand {
         }
         machine["load average at start"] = MachineCPU.loadAverage
         let machineStart = MachineCPU()
+
+        if library.only {
+            runLibraryOnly(lecternd: lecternd, settings: librarySettings, work: work, machine: machine,
+                           machineStart: machineStart, notes: notes, jsonPath: jsonPath)
+            return
+        }
 
         // GStreamer alone, for reference.
         progress("gst-launch-1.0 playbin alone: memory and CPU")
@@ -167,9 +186,51 @@ enum BenchCommand {
         print("")
         print(report.markdown)
         for note in notes + (lecternResult?.notes ?? []) + (mpvResult?.notes ?? []) { print("Note: \(note)") }
+        var libraryJSON: [String: Any]?
+        if library.run {
+            let result = libraryRun(lecternd: lecternd, settings: librarySettings, work: work)
+            print("")
+            print(LibraryReport.markdown(result, settings: librarySettings))
+            libraryJSON = LibraryReport.json(result)
+        }
         if let jsonPath {
             do {
-                try report.jsonData(environment: environment).write(to: URL(fileURLWithPath: jsonPath))
+                try report.jsonData(environment: environment, library: libraryJSON).write(to: URL(fileURLWithPath: jsonPath))
+                progress("JSON written to \(jsonPath)")
+            } catch {
+                print("Note: cannot write \(jsonPath): \(error)")
+            }
+        }
+    }
+
+    static func libraryRun(lecternd: String, settings: LibrarySettings, work: TemporaryDirectory) -> LibraryResult {
+        guard FileManager.default.isExecutableFile(atPath: lecternd) else {
+            return LibraryResult(notes: ["library: no lecternd at \(lecternd)"])
+        }
+        return measureLibrary(lecternd: lecternd, settings: settings, work: work)
+    }
+
+    /// `--library-only`: the library section alone, with the same description of the machine.
+    static func runLibraryOnly(lecternd: String, settings: LibrarySettings, work: TemporaryDirectory,
+                               machine: [String: String], machineStart: MachineCPU, notes: [String], jsonPath: String?) {
+        let result = libraryRun(lecternd: lecternd, settings: settings, work: work)
+        var environment = machine
+        environment["all-CPU busy during the run (this tool, lecternd, dbus-daemon and anything else)"]
+            = String(format: "%.1f %%", MachineCPU().busyPercent(since: machineStart))
+        environment["load average at end"] = MachineCPU.loadAverage
+        environment["date"] = ISO8601DateFormatter().string(from: Date())
+        environment["cpus"] = "\(ProcessInfo.processInfo.activeProcessorCount) online"
+        environment["lecternd"] = lecternd
+        print("")
+        for key in environment.keys.sorted() { print("- \(key): \(environment[key]!)") }
+        print("")
+        print(LibraryReport.markdown(result, settings: settings))
+        for note in notes { print("Note: \(note)") }
+        if let jsonPath {
+            let root: [String: Any] = ["environment": environment, "library": LibraryReport.json(result)]
+            do {
+                try JSONSerialization.data(withJSONObject: Report.sanitized(root), options: [.prettyPrinted, .sortedKeys])
+                    .write(to: URL(fileURLWithPath: jsonPath))
                 progress("JSON written to \(jsonPath)")
             } catch {
                 print("Note: cannot write \(jsonPath): \(error)")

@@ -51,6 +51,17 @@ final class BusClient {
     enum Argument {
         case string(String)
         case int64(Int64)
+        case uint32(UInt32)
+        case bool(Bool)
+        /// a{sv} whose values are all strings (a library query).
+        case stringVardict([(String, String)])
+    }
+
+    private static func appendString(_ iter: inout DBusMessageIter, _ s: String) {
+        s.withCString { cString in
+            var pointer: UnsafePointer<CChar>? = cString
+            _ = dbus_message_iter_append_basic(&iter, typeCode("s"), &pointer)
+        }
     }
 
     /// A new method call with `arguments` appended (the caller unrefs it, or `call` does).
@@ -64,13 +75,30 @@ final class BusClient {
         for argument in arguments {
             switch argument {
             case .string(let s):
-                s.withCString { cString in
-                    var pointer: UnsafePointer<CChar>? = cString
-                    _ = dbus_message_iter_append_basic(&iter, typeCode("s"), &pointer)
-                }
+                appendString(&iter, s)
             case .int64(let value):
                 var v = value
                 _ = dbus_message_iter_append_basic(&iter, typeCode("x"), &v)
+            case .uint32(let value):
+                var v = value
+                _ = dbus_message_iter_append_basic(&iter, typeCode("u"), &v)
+            case .bool(let value):
+                var v: dbus_bool_t = value ? 1 : 0
+                _ = dbus_message_iter_append_basic(&iter, typeCode("b"), &v)
+            case .stringVardict(let pairs):
+                var array = DBusMessageIter()
+                _ = dbus_message_iter_open_container(&iter, typeCode("a"), "{sv}", &array)
+                for (key, value) in pairs {
+                    var entry = DBusMessageIter()
+                    _ = dbus_message_iter_open_container(&array, typeCode("e"), nil, &entry)
+                    appendString(&entry, key)
+                    var variant = DBusMessageIter()
+                    _ = dbus_message_iter_open_container(&entry, typeCode("v"), "s", &variant)
+                    appendString(&variant, value)
+                    _ = dbus_message_iter_close_container(&entry, &variant)
+                    _ = dbus_message_iter_close_container(&array, &entry)
+                }
+                _ = dbus_message_iter_close_container(&iter, &array)
             }
         }
         return message

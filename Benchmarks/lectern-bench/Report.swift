@@ -166,13 +166,14 @@ struct Report {
         ]
     }
 
-    func jsonData(environment: [String: String]) -> Data {
+    func jsonData(environment: [String: String], library: [String: Any]? = nil) -> Data {
         var root: [String: Any] = ["environment": environment,
                                    "settings": ["roundTrips": settings.roundTrips, "warmup": settings.warmup,
                                                 "signalIterations": settings.signalIterations,
                                                 "startupRuns": settings.startupRuns]]
         if let lectern { root["lectern"] = json(lectern) }
         if let mpv { root["mpv"] = json(mpv) }
+        if let library { root["library"] = library }
         if let reference {
             root["gstLaunchReference"] = ["command": reference.command, "rssKB": reference.rssKB,
                                           "hwmKB": reference.hwmKB, "threads": reference.threads,

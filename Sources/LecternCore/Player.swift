@@ -217,6 +217,25 @@ public actor Player {
         publish()
     }
 
+    /// Volume, rate, shuffle and loop in one step: clients see one change.
+    public func apply(_ settings: PlaybackSettings) throws(PlayerError) {
+        pausedForLostOutput = false
+        guard settings.volume.isFinite, settings.rate.isFinite, settings.rate > 0 else {
+            throw .invalidValue("volume and rate must be finite numbers, and the rate above 0")
+        }
+        let volume = min(max(0, settings.volume), 10)
+        let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
+        if volume != state.volume { state.volume = volume; engine.setVolume(volume) }
+        if rate != state.rate { state.rate = rate; engine.setRate(rate); anchorClock() }
+        state.loop = settings.loop
+        if settings.shuffle != state.shuffle {
+            state.shuffle = settings.shuffle
+            if let current = state.currentIndex { rebuildOrder(keeping: current) }
+        }
+        updateNext()
+        publish()
+    }
+
     public func setLoop(_ loop: LoopMode) {
         pausedForLostOutput = false
         guard loop != state.loop else { return }

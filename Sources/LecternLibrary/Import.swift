@@ -58,7 +58,7 @@ extension Library {
     /// without touching its position, bookmarks, settings, title or shelf (unless `shelf` is given).
     /// Files no longer found are marked unavailable, never deleted. Returns the book's id and whether it is new.
     public func importBook(_ imported: ImportedBook, into shelf: Int64?) throws -> (id: Int64, created: Bool) {
-        let title = try Self.checkName(String(imported.title.prefix(Limits.name)), "a book's title")
+        let title = try Self.checkName(Self.prefix(imported.title, Limits.name), "a book's title")
         guard !imported.files.isEmpty else { throw LibraryError.invalidArgument("a book needs at least one file") }
         return try write { db in
             if let shelf { _ = try Self.existingShelf(db, shelf) }
@@ -97,7 +97,7 @@ extension Library {
                     nextPosition += 1
                 }
                 record.duration = file.duration
-                record.title = file.title.map { String($0.prefix(Limits.name)) }
+                record.title = file.title.map { Self.prefix($0, Limits.name) }
                 record.artist = file.artist
                 record.album = file.album
                 record.albumArtist = file.albumArtist
@@ -110,7 +110,7 @@ extension Library {
                 try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
                 for (index, chapter) in file.chapters.enumerated() {
                     var row = Chapter(id: nil, fileId: record.id!, position: Int64(index),
-                                      title: String(chapter.title.prefix(Limits.name)), start: max(0, chapter.start),
+                                      title: Self.prefix(chapter.title, Limits.name), start: max(0, chapter.start),
                                       end: chapter.end.map { max($0, max(0, chapter.start)) })
                     try row.insert(db)
                 }

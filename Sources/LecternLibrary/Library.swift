@@ -99,20 +99,36 @@ public final class Library: Sendable {
     static func checkName(_ name: String, _ what: String) throws -> String {
         let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw LibraryError.invalidArgument("\(what) can't be empty") }
-        guard trimmed.count <= Limits.name else { throw LibraryError.invalidArgument("\(what) is longer than \(Limits.name) characters") }
+        // Counted as SQLite's length() counts (code points), so the schema's CHECK agrees.
+        guard trimmed.unicodeScalars.count <= Limits.name else {
+            throw LibraryError.invalidArgument("\(what) is longer than \(Limits.name) characters")
+        }
         guard !trimmed.unicodeScalars.contains(where: { $0.value == 0 }) else { throw LibraryError.invalidArgument("\(what) contains a NUL character") }
         return trimmed
     }
 
     static func checkNote(_ note: String) throws {
-        guard note.count <= Limits.note else { throw LibraryError.invalidArgument("the note is longer than \(Limits.note) characters") }
+        guard note.unicodeScalars.count <= Limits.note else {
+            throw LibraryError.invalidArgument("the note is longer than \(Limits.note) characters")
+        }
+        guard !note.unicodeScalars.contains(where: { $0.value == 0 }) else {
+            throw LibraryError.invalidArgument("the note contains a NUL character")
+        }
+    }
+
+    /// `text` cut to `limit` code points (the unit of the schema's length checks).
+    static func prefix(_ text: String, _ limit: Int) -> String {
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: text.unicodeScalars.prefix(limit))
+        return String(scalars)
     }
 
     // MARK: - Shelves
 
     public func shelves(in parent: Int64?) throws -> [Shelf] {
         try read { db in
-            try Shelf.filter(Column("parentId") == parent).order(Column("name").collating(.localizedCaseInsensitiveCompare)).fetchAll(db)
+            if let parent { _ = try Self.existingShelf(db, parent) }
+            return try Shelf.filter(Column("parentId") == parent).order(Column("name").collating(.localizedCaseInsensitiveCompare)).fetchAll(db)
         }
     }
 
@@ -192,8 +208,12 @@ public final class Library: Sendable {
             guard recursive || (shelves.count == 1 && books == 0) else {
                 throw LibraryError.invalidArgument("the shelf is not empty (\(shelves.count - 1) shelves, \(books) books): delete it recursively")
             }
+            let deleted = try Int64.fetchAll(db, Book.select(Column("id")).filter(shelves.contains(Column("shelfId"))))
             try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
             try Shelf.deleteOne(db, key: id)
+            for book in deleted {
+                try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(book)])
+            }
         }
     }
 
@@ -242,6 +262,7 @@ public final class Library: Sendable {
     /// The book's chapters, by file id, in order.
     public func chapters(of book: Int64) throws -> [Int64: [Chapter]] {
         try read { db in
+            _ = try Self.existingBook(db, book)
             let chapters = try Chapter.fetchAll(db, sql: """
                 SELECT chapter.* FROM chapter JOIN bookFile ON bookFile.id = chapter.fileId
                 WHERE bookFile.bookId = ? ORDER BY chapter.fileId, chapter.position
@@ -332,6 +353,7 @@ public final class Library: Sendable {
     @discardableResult
     public func savePosition(of book: Int64, file: Int64, offset: Int64) throws -> Bool {
         try write { db in
+            _ = try Self.existingBook(db, book)
             try db.execute(sql: """
                 UPDATE book SET positionFileId = ?, positionOffset = ?
                 WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
@@ -341,7 +363,10 @@ public final class Library: Sendable {
     }
 
     public func markPlayed(_ book: Int64, at date: Date = Date()) throws {
-        try write { db in try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book]) }
+        try write { db in
+            _ = try Self.existingBook(db, book)
+            try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book])
+        }
     }
 
     /// The book that was current when the daemon last ran.
@@ -354,6 +379,7 @@ public final class Library: Sendable {
     public func setCurrentBook(_ book: Int64?) throws {
         try write { db in
             if let book {
+                _ = try Self.existingBook(db, book)
                 try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])
             } else {
                 try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook'")

@@ -32,14 +32,9 @@ public final class PulseConnection: @unchecked Sendable {
 
     private let mainloop: OpaquePointer   // pa_threaded_mainloop*
     private let context: OpaquePointer    // pa_context*
-    private let continuation: AsyncStream<Event>.Continuation
-    /// Queries waiting for their callback; failed all at once when the context dies (libpulse then cancels
-    /// their operations without calling back).
-    fileprivate let pending = Mutex<[ObjectIdentifier: PendingOperation]>([:])
-    /// Resumed once by the state callback when the context is first ready or fails.
-    fileprivate let readiness = Mutex<CheckedContinuation<Void, any Error>?>(nil)
-    /// Set by the state callback: whether the context reached READY and whether it ended since.
-    fileprivate let phase = Mutex<(ready: Bool, ended: Bool)>((false, false))
+    /// What the callbacks touch. A separate object, so that a callback never holds the last reference to this
+    /// one: deinit must not run on the loop thread (pa_threaded_mainloop_stop from there aborts).
+    private let state: ContextState
 
     private init(applicationName: String) throws(PulseError) {
         guard let mainloop = pa_threaded_mainloop_new() else { throw .connectionFailed("pa_threaded_mainloop_new failed") }
@@ -50,7 +45,9 @@ public final class PulseConnection: @unchecked Sendable {
         }
         self.mainloop = mainloop
         self.context = context
-        (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+        self.events = events
+        state = ContextState(context: context, continuation: continuation)
     }
 
     /// Connects to `server` (nil: libpulse's default, i.e. `PULSE_SERVER` or the per-user socket; never
@@ -70,26 +67,27 @@ public final class PulseConnection: @unchecked Sendable {
     }
 
     private func start(server: String?, timeout: Duration) async throws {
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        let state = self.state
+        let userdata = Unmanaged.passUnretained(state).toOpaque()
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
-            readiness.withLock { $0 = ready }
+            state.readiness.withLock { $0 = ready }
             withLock {
-                pa_context_set_state_callback(context, contextStateCallback, me)
-                pa_context_set_subscribe_callback(context, subscribeCallback, me)
+                pa_context_set_state_callback(context, contextStateCallback, userdata)
+                pa_context_set_subscribe_callback(context, subscribeCallback, userdata)
                 let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
                 if pa_context_connect(context, server, flags, nil) < 0 {
-                    resumeReadiness(with: PulseError.connectionFailed(lastError))
+                    state.resumeReadiness(with: PulseError.connectionFailed(state.lastError))
                 }
             }
             // The loop thread starts after connect, so nothing above races with a callback.
             if pa_threaded_mainloop_start(mainloop) < 0 {
-                resumeReadiness(with: PulseError.connectionFailed("pa_threaded_mainloop_start failed"))
+                state.resumeReadiness(with: PulseError.connectionFailed("pa_threaded_mainloop_start failed"))
             }
             // A server that accepts the socket but never answers: give up after `timeout`.
             let deadline = DispatchTime.now() + .nanoseconds(Int(timeout.components.seconds) * 1_000_000_000
                                                             + Int(timeout.components.attoseconds / 1_000_000_000))
-            DispatchQueue.global().asyncAfter(deadline: deadline) { [weak self] in
-                self?.resumeReadiness(with: PulseError.connectionFailed("no answer within \(timeout)"))
+            DispatchQueue.global().asyncAfter(deadline: deadline) {
+                state.resumeReadiness(with: PulseError.connectionFailed("no answer within \(timeout)"))
             }
         }
         try await subscribe()
@@ -102,14 +100,14 @@ public final class PulseConnection: @unchecked Sendable {
         pa_context_disconnect(context)
         pa_context_unref(context)
         pa_threaded_mainloop_unlock(mainloop)
-        pa_threaded_mainloop_stop(mainloop)
+        pa_threaded_mainloop_stop(mainloop)  // joins the loop thread: no callback runs after this
         pa_threaded_mainloop_free(mainloop)
-        failPending(PulseError.disconnected("closed"))
-        continuation.finish()
+        state.failPending(PulseError.disconnected("closed"))
+        state.continuation.finish()
     }
 
     /// Whether the context is ready now (false once the server went away).
-    public var isConnected: Bool { phase.withLock { $0.ready && !$0.ended } }
+    public var isConnected: Bool { state.phase.withLock { $0.ready && !$0.ended } }
 
     // MARK: - Queries
 
@@ -183,18 +181,18 @@ public final class PulseConnection: @unchecked Sendable {
                            _ start: (OpaquePointer, UnsafeMutableRawPointer) -> OpaquePointer?) async throws(PulseError) -> [Item] {
         do {
             return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[Item], any Error>) in
-                let box = Collect<Item>(connection: self, continuation: continuation)
+                let box = Collect<Item>(owner: state, continuation: continuation)
                 guard isConnected else {
                     box.finish(error: PulseError.notConnected)
                     return
                 }
-                pending.withLock { $0[ObjectIdentifier(box)] = box }
+                state.pending.withLock { $0[ObjectIdentifier(box)] = box }
                 withLock {
                     // The registry keeps the box alive; the callback gets it unretained.
                     if let operation = start(context, Unmanaged.passUnretained(box).toOpaque()) {
                         pa_operation_unref(operation)
                     } else {
-                        box.finish(error: PulseError.requestFailed(lastError))
+                        box.finish(error: PulseError.requestFailed(state.lastError))
                     }
                 }
             }
@@ -213,13 +211,35 @@ public final class PulseConnection: @unchecked Sendable {
         defer { pa_threaded_mainloop_unlock(mainloop) }
         return try body()
     }
+}
+
+/// The part of a ``PulseConnection`` its C callbacks reach (loop thread, lock held): the event stream, pending
+/// queries, readiness. Holds no libpulse reference of its own (`context` is the connection's, used only while it
+/// lives, on the loop thread or with the lock held).
+// @unchecked Sendable: mutable state is behind Mutexes; `context` is only read by libpulse calls made under the
+// loop's lock or on its thread; `continuation` is Sendable.
+final class ContextState: @unchecked Sendable {
+    let context: OpaquePointer
+    let continuation: AsyncStream<PulseConnection.Event>.Continuation
+    /// Queries waiting for their callback; failed all at once when the context dies (libpulse then cancels
+    /// their operations without calling back).
+    let pending = Mutex<[ObjectIdentifier: PendingOperation]>([:])
+    /// Resumed once by the state callback when the context is first ready or fails.
+    let readiness = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+    /// Set by the state callback: whether the context reached READY and whether it ended since.
+    let phase = Mutex<(ready: Bool, ended: Bool)>((false, false))
+
+    init(context: OpaquePointer, continuation: AsyncStream<PulseConnection.Event>.Continuation) {
+        self.context = context
+        self.continuation = continuation
+    }
 
     /// pa_strerror of the context's last error. With the lock held, or on the loop thread.
-    fileprivate var lastError: String {
+    var lastError: String {
         String(cString: pa_strerror(pa_context_errno(context)))
     }
 
-    fileprivate func resumeReadiness(with error: (any Error)?) {
+    func resumeReadiness(with error: (any Error)?) {
         guard let ready = readiness.withLock({ r -> CheckedContinuation<Void, any Error>? in
             defer { r = nil }
             return r
@@ -227,7 +247,7 @@ public final class PulseConnection: @unchecked Sendable {
         if let error { ready.resume(throwing: error) } else { ready.resume() }
     }
 
-    fileprivate func failPending(_ error: PulseError) {
+    func failPending(_ error: PulseError) {
         let boxes = pending.withLock { p -> [PendingOperation] in
             defer { p = [:] }
             return Array(p.values)
@@ -237,7 +257,7 @@ public final class PulseConnection: @unchecked Sendable {
 
     // MARK: - Callbacks' side (loop thread, lock held)
 
-    fileprivate func contextStateChanged() {
+    func contextStateChanged() {
         let state = pa_context_get_state(context)
         switch state {
         case PA_CONTEXT_READY:
@@ -258,7 +278,7 @@ public final class PulseConnection: @unchecked Sendable {
         }
     }
 
-    fileprivate func subscriptionEvent(_ type: pa_subscription_event_type_t, index: UInt32) {
+    func subscriptionEvent(_ type: pa_subscription_event_type_t, index: UInt32) {
         let facilityBits = type.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
         let changeBits = type.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue
         let facility: PulseObjectEvent.Facility
@@ -292,10 +312,10 @@ final class Collect<Item>: PendingOperation, @unchecked Sendable {
     private var items: [Item] = []
     private let lock = NSLock()
     private var continuation: CheckedContinuation<[Item], any Error>?
-    private weak var connection: PulseConnection?
+    private weak var owner: ContextState?
 
-    init(connection: PulseConnection, continuation: CheckedContinuation<[Item], any Error>) {
-        self.connection = connection
+    init(owner: ContextState, continuation: CheckedContinuation<[Item], any Error>) {
+        self.owner = owner
         self.continuation = continuation
     }
 
@@ -308,7 +328,7 @@ final class Collect<Item>: PendingOperation, @unchecked Sendable {
         self.continuation = nil
         lock.unlock()
         guard let continuation else { return }
-        _ = connection?.pending.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+        _ = owner?.pending.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
         if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: items) }
     }
 
@@ -321,8 +341,8 @@ final class Collect<Item>: PendingOperation, @unchecked Sendable {
 
 // MARK: - C callbacks (loop thread): convert, hand on, never block
 
-private func connection(_ userdata: UnsafeMutableRawPointer?) -> PulseConnection? {
-    userdata.map { Unmanaged<PulseConnection>.fromOpaque($0).takeUnretainedValue() }
+private func connection(_ userdata: UnsafeMutableRawPointer?) -> ContextState? {
+    userdata.map { Unmanaged<ContextState>.fromOpaque($0).takeUnretainedValue() }
 }
 
 private func contextStateCallback(_ context: OpaquePointer?, _ userdata: UnsafeMutableRawPointer?) {

@@ -99,16 +99,16 @@ public enum Daemon {
         lecternObject.update(LibraryService.libraryInterface, ["CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus)])
         service.object.withLock { $0 = lecternObject }
         await outputWatcher.publish(on: lecternObject)
-        await session.restore()
 
         var mprisName = Self.mprisName
         if try await connection.requestName(mprisName) != .primaryOwner {
             mprisName += ".instance\(getpid())"
             _ = try await connection.requestName(mprisName)
         }
+        // After the names: clients see the player at once, then the book it resumes (a PropertiesChanged).
+        await session.restore()
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",
                                                  "sink": "\(options.audioSink ?? "autoaudiosink")"])
-
 
         await withTaskGroup(of: String.self) { group in
             group.addTask { await connection.serveCalls(); return "the bus connection closed" }

@@ -20,6 +20,7 @@ actor BookSession {
     private(set) var book: Book?
     /// The current book's files by URL, to map the player's items back to them.
     private var files: [URL: BookFile] = [:]
+    /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
     private var status: PlaybackStatus = .stopped
     private var currentURL: URL?
@@ -80,7 +81,7 @@ actor BookSession {
         }
         files = Dictionary(uniqueKeysWithValues: available.map { (URL(fileURLWithPath: $0.path), $0) })
         self.book = book
-        lastSettings = book.settings
+        lastSettings = nil
         let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
                                         loop: LoopMode(rawValue: book.loop) ?? .none)
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings)
@@ -91,11 +92,8 @@ actor BookSession {
 
     /// Applies new settings of the current book to the player.
     func apply(_ settings: BookSettings) async throws {
-        lastSettings = settings
-        try await player.setVolume(settings.volume)
-        try await player.setRate(settings.speed)
-        await player.setShuffle(settings.shuffle)
-        await player.setLoop(LoopMode(rawValue: settings.loop) ?? .none)
+        try await player.apply(PlaybackSettings(volume: settings.volume, rate: settings.speed, shuffle: settings.shuffle,
+                                                loop: LoopMode(rawValue: settings.loop) ?? .none))
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -176,11 +174,14 @@ actor BookSession {
         }
     }
 
+    /// Saves the settings when the player's changed between two of this book's states (a client set them
+    /// through MPRIS, or SetBookSettings applied them). Comparing with the previous state, not with the
+    /// database, keeps a late event from before a change from writing old values over new ones.
     private func saveSettings(_ state: PlayerState) {
         guard let bookId = book?.id else { return }
         let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: state.loop.rawValue)
-        guard settings != lastSettings else { return }
-        lastSettings = settings
+        defer { lastSettings = settings }
+        guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {
             logger.error("cannot save the book's settings", metadata: ["book": "\(bookId)", "error": "\(error)"])
         }

@@ -76,6 +76,7 @@ final class LibraryService: Sendable {
                     let id = a[0].int64 ?? 0
                     let books = (try? self.library.books(in: id, recursive: true).compactMap(\.id)) ?? []
                     try self.library.deleteShelf(id, recursive: a[1].bool ?? false)
+                    if let current = await self.session.book?.id, books.contains(current) { await self.session.detach() }
                     for book in books { self.emit(Self.libraryInterface, "BookRemoved", [.int64(book)]) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []

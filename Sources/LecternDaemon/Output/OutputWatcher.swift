@@ -206,7 +206,7 @@ public actor OutputWatcher {
         switch change {
         case .removed(let device):
             guard let name = device.internalName, connected, name == currentOutput else { return }
-            await outputLost(name, port: "", reason: .removed)
+            await outputLost(name, port: "", reason: .removed, seenBy: "device monitor")
         case .added(let device):
             guard let name = device.internalName, connected else { return }
             await outputAppeared(name)
@@ -331,7 +331,7 @@ public actor OutputWatcher {
             case (.sink, .remove):
                 guard let gone = sinks.removeValue(forKey: change.index) else { return }
                 if gone.name == currentOutput {
-                    await outputLost(gone.name, port: gone.activePort ?? "", reason: .removed)
+                    await outputLost(gone.name, port: gone.activePort ?? "", reason: .removed, seenBy: "sink removed")
                 }
                 updateCurrentOutput()
             case (.sink, _):
@@ -356,7 +356,7 @@ public actor OutputWatcher {
                     // The server moved our stream because its sink went away (the removal event may come later).
                     sinks[before.index] = nil
                     if before.name == currentOutput {
-                        await outputLost(before.name, port: before.activePort ?? "", reason: .removed)
+                        await outputLost(before.name, port: before.activePort ?? "", reason: .removed, seenBy: "stream moved")
                     }
                 }
                 updateCurrentOutput()
@@ -373,7 +373,7 @@ public actor OutputWatcher {
     private func portsChanged(from old: PulseSink, to new: PulseSink) async {
         if new.name == currentOutput, let port = old.activePort, old.activePortInfo?.availability != .no,
            new.ports.first(where: { $0.name == port })?.availability == .no {
-            await outputLost(new.name, port: port, reason: .portUnavailable)
+            await outputLost(new.name, port: port, reason: .portUnavailable, seenBy: "port unavailable")
             return
         }
         for port in new.ports where port.availability != .no
@@ -385,7 +385,8 @@ public actor OutputWatcher {
     /// How the policy names an output: the sink, or the sink and port for a jack.
     static func outputID(sink: String, port: String) -> String { port.isEmpty ? sink : "\(sink)#\(port)" }
 
-    private func outputLost(_ sink: String, port: String, reason: OutputPolicy<ContinuousClock.Instant>.LossReason) async {
+    private func outputLost(_ sink: String, port: String, reason: OutputPolicy<ContinuousClock.Instant>.LossReason,
+                            seenBy source: String) async {
         let output = reason == .portUnavailable ? Self.outputID(sink: sink, port: port) : sink
         let playing = await player.snapshot.status == .playing
         let decision = policy.handle(.lost(output: output, reason: reason, playing: playing), at: .now)
@@ -396,7 +397,8 @@ public actor OutputWatcher {
         } else {
             policy.forget()
         }
-        logger.info("output lost", metadata: ["sink": "\(sink)", "port": "\(port)", "action": "\(action.rawValue)"])
+        logger.info("output lost", metadata: ["sink": "\(sink)", "port": "\(port)", "action": "\(action.rawValue)",
+                                              "seen-by": "\(source)"])
         record(.outputLost, output: sink, port: port, action: action)
     }
 

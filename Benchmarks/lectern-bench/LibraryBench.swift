@@ -1,0 +1,685 @@
+import CDBus
+import Foundation
+import GRDB
+import LecternLibrary
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The library benchmarks (`--library`, `--library-only`): Lectern alone, since mpv has no library.
+//
+// 1. Import: `importFiles` generated MP3 files in `importFolders` folders (one album tag per folder), imported
+//    over D-Bus into a fresh database; Import → ImportFinished, the daemon's memory and CPU meanwhile, and
+//    MPRIS Gets issued during the import (against Gets on the idle daemon).
+// 2. A big library (`books` books of `filesPerBook` files on 100 shelves in 10 parent shelves), written
+//    directly through LecternLibrary; then lecternd on it: ListBooks, ListShelves, Find, GetPlaylists, each
+//    against the same query run in this process through LecternLibrary and as raw SQL (GRDB rows).
+
+struct LibrarySettings {
+    var calls = 200
+    var warmup = 20
+    /// A series stops early after this long (with at least `minimumCalls` calls).
+    var seriesBudget: Duration = .seconds(30)
+    var minimumCalls = 10
+    /// Warm-up stops early after this long (with at least 2 calls).
+    var warmupBudget: Duration = .seconds(5)
+    var importFiles = 1000
+    var importFolders = 50
+    var books = 10_000
+    var filesPerBook = 10
+    var parentShelves = 10
+    var shelvesPerParent = 10
+    var authors = 1000
+    /// Pause between the Gets issued during an import (and on the idle daemon, for comparison).
+    var getPace: Duration = .milliseconds(10)
+}
+
+struct ImportRun {
+    var seconds = Double.nan
+    var importReplyMs = Double.nan
+    var books = 0
+    var error = ""
+    var progressSignals = 0
+    var cpu: CPUWindow.Result?
+    var peakRSSKB = 0
+    var hwmAfterKB = 0
+    var rssAfterKB = 0
+    var gets = Samples([])
+    var getErrors = 0
+}
+
+struct ImportResult {
+    var files = 0
+    var folders = 0
+    var fileBytes = 0
+    var generateSeconds = Double.nan
+    var startupMs = Double.nan
+    var rssBeforeKB = 0
+    var idleGets = Samples([])
+    var first = ImportRun()
+    var again: ImportRun?
+    var bookCount = 0
+}
+
+struct CallSeries {
+    var name = ""
+    var dbus = Samples([])
+    var errors = 0
+    var replyBytes = 0
+    var items = 0
+    var library: Samples?
+    var raw: Samples?
+}
+
+struct BigLibraryResult {
+    var shelves = 0
+    var books = 0
+    var files = 0
+    var populateSeconds = Double.nan
+    var firstThousandSeconds = Double.nan
+    var lastThousandSeconds = Double.nan
+    var openBytes: (main: Int, wal: Int, shm: Int) = (0, 0, 0)
+    var closedBytes: (main: Int, wal: Int, shm: Int) = (0, 0, 0)
+    var pageSize = 0, pageCount = 0
+    var startupMs = Double.nan
+    var idleRSSKB = 0
+    var endRSSKB = 0, endHWMKB = 0
+    var series: [CallSeries] = []
+}
+
+struct LibraryResult {
+    var importResult: ImportResult?
+    var big: BigLibraryResult?
+    var notes: [String] = []
+}
+
+extension PlayerKind {
+    static func lectern(executable: String, cacheDirectory: URL, database: URL) -> PlayerKind {
+        PlayerKind(label: "Lectern", namePrefix: "org.mpris.MediaPlayer2.lectern", loading: .openURI) { _ in
+            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path,
+                          "--database", database.path])
+        }
+    }
+}
+
+extension MessageReader {
+    /// The number of elements of the first argument, when it is an array.
+    func firstArrayCount() -> Int? {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0,
+              dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("a") else { return nil }
+        return Self.count(&iter)
+    }
+
+    static func count(_ array: inout DBusMessageIter) -> Int {
+        var element = DBusMessageIter()
+        dbus_message_iter_recurse(&array, &element)
+        var n = 0
+        while dbus_message_iter_get_arg_type(&element) != 0 {
+            n += 1
+            guard dbus_message_iter_next(&element) != 0 else { break }
+        }
+        return n
+    }
+
+    func firstUInt32() -> UInt32? {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0,
+              dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("u") else { return nil }
+        var value: UInt32 = 0
+        dbus_message_iter_get_basic(&iter, &value)
+        return value
+    }
+
+    /// ImportFinished(u job, ax books, s error).
+    func importFinished() -> (job: UInt32, books: Int, error: String)? {
+        guard isSignal("org.lectern.Library1", "ImportFinished") else { return nil }
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iter) != 0,
+              dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("u") else { return nil }
+        var job: UInt32 = 0
+        dbus_message_iter_get_basic(&iter, &job)
+        guard dbus_message_iter_next(&iter) != 0, dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("a")
+        else { return nil }
+        let books = Self.count(&iter)
+        guard dbus_message_iter_next(&iter) != 0 else { return nil }
+        return (job, books, Self.basicString(&iter) ?? "")
+    }
+
+    /// The size of the message as it travels on the bus (header and body), bytes.
+    var wireSize: Int {
+        var buffer: UnsafeMutablePointer<CChar>? = nil
+        var length: Int32 = 0
+        guard dbus_message_marshal(message, &buffer, &length) != 0 else { return 0 }
+        dbus_free(buffer)
+        return Int(length)
+    }
+}
+
+private let libraryName = "org.lectern.Lectern1"
+private let libraryPath = "/org/lectern/Lectern1"
+private let libraryInterface = "org.lectern.Library1"
+private let mprisPath = "/org/mpris/MediaPlayer2"
+
+private func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+private func fileSize(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+}
+
+private func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Runs both library benchmarks.
+func measureLibrary(lecternd: String, settings: LibrarySettings, work: TemporaryDirectory) -> LibraryResult {
+    var result = LibraryResult()
+    do {
+        result.importResult = try measureImport(lecternd: lecternd, settings: settings, work: work)
+    } catch {
+        result.notes.append("library import: measurement failed: \(error)")
+    }
+    do {
+        result.big = try measureBigLibrary(lecternd: lecternd, settings: settings, work: work,
+                                           notes: &result.notes)
+    } catch {
+        result.notes.append("big library: measurement failed: \(error)")
+    }
+    return result
+}
+
+// MARK: - 1. Import
+
+private func measureImport(lecternd: String, settings: LibrarySettings, work: TemporaryDirectory) throws -> ImportResult {
+    var result = ImportResult()
+    let folders = max(1, min(settings.importFolders, settings.importFiles))
+    let root = work.appending("import")
+    let templates = work.appending("import-templates")
+    try FileManager.default.createDirectory(at: templates, withIntermediateDirectories: true)
+    progress("library: generating \(settings.importFiles) MP3 files in \(folders) folders")
+    let generateStart = ContinuousClock.now
+    let plain = templates.appendingPathComponent("plain.mp3")
+    try AudioFiles.mp3(plain, seconds: 2)
+    var made = 0
+    for folder in 0..<folders {
+        let count = settings.importFiles / folders + (folder < settings.importFiles % folders ? 1 : 0)
+        guard count > 0 else { continue }
+        let name = String(format: "Book %03d", folder + 1)
+        let tagged = templates.appendingPathComponent("\(folder).mp3")
+        try AudioFiles.ffmpeg(["-i", plain.path, "-c", "copy", "-metadata", "album=\(name)",
+                               "-metadata", "artist=Import Author \(folder % 10)", "-metadata", "title=\(name)",
+                               "-metadata", "genre=Audiobook", tagged.path])
+        let directory = root.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for index in 0..<count {
+            let file = directory.appendingPathComponent(String(format: "%02d - Part %d.mp3", index + 1, index + 1))
+            try FileManager.default.copyItem(at: tagged, to: file)
+            result.fileBytes += fileSize(file.path)
+            made += 1
+        }
+    }
+    result.files = made
+    result.folders = folders
+    result.generateSeconds = seconds(ContinuousClock.now - generateStart)
+
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let client = try BusClient(address: bus.address)
+    try watchNames(client)
+    let cache = work.appending("import-cache")
+    try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+    let kind = PlayerKind.lectern(executable: lecternd, cacheDirectory: cache,
+                                  database: work.appending("import-db/library.sqlite"))
+    let player = try launch(kind, file: nil, bus: bus, environment: bus.environment, client: client,
+                            log: work.appending("lectern-import.log"))
+    defer { _ = player.stop() }
+    result.startupMs = Double(player.startupNs) / 1e6
+    sleepFor(.seconds(1))
+    result.rssBeforeKB = ProcStats.memory(player.pid)?.rssKB ?? 0
+
+    func get() -> OpaquePointer {
+        BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
+                             [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
+    }
+    // Gets on the idle daemon, paced as during the import.
+    for _ in 0..<settings.warmup { _ = client.timedCall(get()) }
+    var idle: [UInt64] = []
+    for _ in 0..<settings.calls {
+        sleepFor(settings.getPace)
+        idle.append(client.timedCall(get()).ns)
+    }
+    result.idleGets = Samples(idle)
+
+    let rule = "type='signal',path='\(libraryPath)',interface='\(libraryInterface)'"
+    try client.addMatch(rule)
+    defer { client.removeMatch(rule) }
+
+    func importOnce(_ label: String) throws -> ImportRun {
+        progress("library: \(label) of \(root.path) (\(made) files), Gets every \(settings.getPace) meanwhile")
+        var run = ImportRun()
+        client.drain()
+        let cpu = CPUWindow(player.pid)
+        let start = now()
+        let reply = try client.call(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Import",
+                                                         [.string(root.path), .string("")]))
+        run.importReplyMs = Double(now() - start) / 1e6
+        let reader = MessageReader(reply)
+        let job = reader.firstUInt32()
+        let failure = dbus_message_get_type(reply) == 3 ? reader.strings().first ?? "?" : nil
+        dbus_message_unref(reply)
+        if let failure { throw BenchFailure("Import failed: \(failure)") }
+        guard let job else { throw BenchFailure("Import: no job number in the reply") }
+
+        var gets: [UInt64] = []
+        var finishedAt: UInt64?
+        var lastSample = UInt64(0)
+        let deadline = start + 600 * 1_000_000_000
+        while finishedAt == nil, now() < deadline {
+            let arrived = client.waitFor(timeout: settings.getPace) { message in
+                let m = MessageReader(message)
+                if m.isSignal(libraryInterface, "ImportProgress") { run.progressSignals += 1 }
+                guard let finished = m.importFinished(), finished.job == job else { return false }
+                run.books = finished.books
+                run.error = finished.error
+                return true
+            }
+            if let arrived {
+                finishedAt = arrived
+                break
+            }
+            if !player.process.isRunning { throw BenchFailure("lecternd exited during the import:\n\(player.logTail)") }
+            let t = now()
+            if t - lastSample >= 50_000_000, let m = ProcStats.memory(player.pid) {
+                run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
+                lastSample = t
+            }
+            let (ns, ok) = client.timedCall(get())
+            gets.append(ns)
+            if !ok { run.getErrors += 1 }
+        }
+        guard let finishedAt else { throw BenchFailure("no ImportFinished within 600 s") }
+        run.seconds = Double(finishedAt - start) / 1e9
+        run.cpu = cpu.finish()
+        if let m = ProcStats.memory(player.pid) {
+            run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
+            (run.rssAfterKB, run.hwmAfterKB) = (m.rssKB, m.hwmKB)
+        }
+        run.gets = Samples(gets)
+        return run
+    }
+
+    result.first = try importOnce("import")
+    result.again = try importOnce("import again (same folder, nothing changed)")
+    let listReply = try client.call(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks",
+                                                         [.int64(0), .bool(true)]))
+    result.bookCount = MessageReader(listReply).firstArrayCount() ?? 0
+    dbus_message_unref(listReply)
+    return result
+}
+
+// MARK: - 2. Big library
+
+/// A small deterministic generator (SplitMix64), so that every run builds the same library.
+private struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
+}
+
+private let adjectives = ["Silent", "broken", "Golden", "Last", "hidden", "Élan of the", "Distant", "Crimson", "über",
+                          "Winter", "Burning", "Lost", "Quiet", "Iron", "Seventh", "Pale", "Wandering", "Hollow",
+                          "Bright", "Forgotten", "Northern", "Glass", "Secret", "Final", "Endless"]
+private let nouns = ["River", "Kingdom", "Garden", "Machine", "Harbour", "Orchard", "Library", "Voyage", "Empire",
+                     "Lighthouse", "Mountain", "Station", "Archive", "Cathedral", "Forest", "Signal", "Island",
+                     "Clockwork", "Citadel", "Meadow", "Tide", "Compass", "Lantern", "Bridge", "Desert"]
+
+private func authorName(_ index: Int) -> String { String(format: "Author %04d", index) }
+
+/// Writes the big library through LecternLibrary; returns the ids of the leaf shelves.
+private func populate(_ path: URL, settings: LibrarySettings, into result: inout BigLibraryResult) throws -> [Int64] {
+    let library = try Library(path: path.path)
+    var leaves: [Int64] = []
+    let start = ContinuousClock.now
+    for p in 0..<settings.parentShelves {
+        for s in 0..<settings.shelvesPerParent {
+            guard let id = try library.shelf(atPath: String(format: "Parent %02d/Shelf %02d-%02d", p, p, s)) else {
+                throw BenchFailure("shelf(atPath:) returned nil")
+            }
+            leaves.append(id)
+        }
+    }
+    result.shelves = settings.parentShelves * (settings.shelvesPerParent + 1)
+    var random = SplitMix(state: 2026_11_21)
+    var lap = ContinuousClock.now
+    for i in 0..<settings.books {
+        let shelfIndex = i % leaves.count
+        let author = authorName(i % settings.authors)
+        let title = "\(random.pick(adjectives)) \(random.pick(nouns)) \(random.next() % 1000)"
+        let folder = String(format: "/srv/bench-library/Parent %02d/Shelf %02d/%05d %@", shelfIndex / settings.shelvesPerParent,
+                            shelfIndex % settings.shelvesPerParent, i, title)
+        let files = (0..<settings.filesPerBook).map { n in
+            ImportedBook.File(path: folder + String(format: "/%02d.mp3", n + 1),
+                              duration: 1_200_000_000 + Int64(random.next() % 600_000_000),
+                              title: "\(title), part \(n + 1)", artist: author, album: title, albumArtist: author,
+                              genre: "Audiobook", trackNumber: Int64(n + 1))
+        }
+        let book = ImportedBook(sourcePath: folder, albumKey: title, title: title, author: author, coverPath: nil,
+                                files: files)
+        _ = try library.importBook(book, into: leaves[shelfIndex])
+        if (i + 1) % 1000 == 0 || i + 1 == settings.books {
+            let t = ContinuousClock.now
+            let lapSeconds = seconds(t - lap)
+            if i + 1 == 1000 { result.firstThousandSeconds = lapSeconds }
+            result.lastThousandSeconds = lapSeconds
+            lap = t
+            progress(String(format: "library: %d books written (last 1000: %.1f s)", i + 1, lapSeconds))
+        }
+    }
+    result.populateSeconds = seconds(ContinuousClock.now - start)
+    result.books = settings.books
+    result.files = settings.books * settings.filesPerBook
+    result.openBytes = (fileSize(path.path), fileSize(path.path + "-wal"), fileSize(path.path + "-shm"))
+    return leaves
+}
+
+private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work: TemporaryDirectory,
+                               notes: inout [String]) throws -> BigLibraryResult {
+    var result = BigLibraryResult()
+    let database = work.appending("big-db/library.sqlite")
+    progress("library: writing \(settings.books) books × \(settings.filesPerBook) files through LecternLibrary")
+    let leaves = try populate(database, settings: settings, into: &result)  // the Library is closed on return
+    result.closedBytes = (fileSize(database.path), fileSize(database.path + "-wal"), fileSize(database.path + "-shm"))
+
+    // References in this process: the same LecternLibrary calls, and the same SQL as raw rows.
+    let library = try Library(path: database.path)
+    let raw = try DatabaseQueue(path: database.path)
+    try raw.read { db in
+        result.pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+        result.pageCount = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+    }
+
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let client = try BusClient(address: bus.address)
+    try watchNames(client)
+    let cache = work.appending("big-cache")
+    try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+    let kind = PlayerKind.lectern(executable: lecternd, cacheDirectory: cache, database: database)
+    let player = try launch(kind, file: nil, bus: bus, environment: bus.environment, client: client,
+                            log: work.appending("lectern-big.log"))
+    defer { _ = player.stop() }
+    result.startupMs = Double(player.startupNs) / 1e6
+    sleepFor(.seconds(1))
+    result.idleRSSKB = ProcStats.memory(player.pid)?.rssKB ?? 0
+
+    func timeSeries(_ body: () throws -> Void) rethrows -> Samples {
+        let warmupEnd = ContinuousClock.now + settings.warmupBudget
+        for i in 0..<settings.warmup {
+            if i >= 2, ContinuousClock.now > warmupEnd { break }
+            try body()
+        }
+        var values: [UInt64] = []
+        let deadline = ContinuousClock.now + settings.seriesBudget
+        for i in 0..<settings.calls {
+            if i >= settings.minimumCalls, ContinuousClock.now > deadline { break }
+            let start = now()
+            try body()
+            values.append(now() - start)
+        }
+        return Samples(values)
+    }
+
+    func series(_ name: String, expect: Int?, _ make: () -> OpaquePointer, library libraryCall: () throws -> Int,
+                raw rawCall: (Database) throws -> Int) throws -> CallSeries {
+        progress("library: \(name), \(settings.warmup) + \(settings.calls) calls (D-Bus, LecternLibrary, raw SQL)")
+        var s = CallSeries(name: name)
+        let reply = try client.call(make(), timeoutMs: 60_000)
+        s.replyBytes = MessageReader(reply).wireSize
+        s.items = MessageReader(reply).firstArrayCount() ?? 0
+        dbus_message_unref(reply)
+        if let expect, s.items != expect { notes.append("\(name): \(s.items) items in the reply, expected \(expect)") }
+        var errors = 0
+        s.dbus = timeSeries {
+            let (_, ok) = client.timedCall(make(), timeoutMs: 60_000)
+            if !ok { errors += 1 }
+        }
+        s.errors = errors
+        let libraryItems = try libraryCall()
+        let rawItems = try raw.read { try rawCall($0) }
+        if libraryItems != s.items || rawItems != s.items {
+            notes.append("\(name): D-Bus \(s.items) items, LecternLibrary \(libraryItems), raw SQL \(rawItems)")
+        }
+        s.library = try timeSeries { _ = try libraryCall() }
+        s.raw = try timeSeries { _ = try raw.read { try rawCall($0) } }
+        return s
+    }
+
+    // The SQL the daemon runs, as GRDB generates it (Library.books(in:), totals(of:), shelves(in:), find, books(ordered:)).
+    let localized = DatabaseCollation.localizedCaseInsensitiveCompare.name
+    func totalsSQL(_ db: Database, _ ids: [Int64]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
+            WHERE bookId IN (\(ids.map { _ in "?" }.joined(separator: ","))) GROUP BY bookId
+            """, arguments: StatementArguments(ids))
+        return rows.count
+    }
+    func booksThenTotals(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> Int {
+        let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
+        _ = try totalsSQL(db, rows.map { $0["id"] as Int64 })
+        return rows.count
+    }
+
+    let shelf = leaves[0]
+    let perShelf = settings.books / leaves.count + (settings.books % leaves.count > 0 ? 1 : 0)
+    let listShelf = "SELECT * FROM \"book\" WHERE \"shelfId\" IN (?) ORDER BY \"title\" COLLATE \(localized)"
+    result.series.append(try series("ListBooks(shelf, false), a shelf of \(perShelf) books", expect: perShelf, {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(shelf), .bool(false)])
+    }, library: {
+        let books = try library.books(in: shelf, recursive: false)
+        _ = try library.totals(of: books.compactMap(\.id))
+        return books.count
+    }, raw: { db in
+        _ = try Row.fetchOne(db, sql: "SELECT * FROM \"shelf\" WHERE \"id\" = ?", arguments: [shelf])
+        return try booksThenTotals(db, listShelf, [shelf])
+    }))
+
+    result.series.append(try series("ListBooks(0, true), every book", expect: settings.books, {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(0), .bool(true)])
+    }, library: {
+        let books = try library.books(in: nil, recursive: true)
+        _ = try library.totals(of: books.compactMap(\.id))
+        return books.count
+    }, raw: { db in
+        try booksThenTotals(db, "SELECT * FROM \"book\" ORDER BY \"title\" COLLATE \(localized)", [])
+    }))
+
+    // What the localized collation costs: the same query sorted by SQLite's own NOCASE.
+    var nocase = CallSeries(name: "(reference) the ListBooks(0, true) SQL with ORDER BY title COLLATE NOCASE instead")
+    progress("library: \(nocase.name)")
+    nocase.raw = try timeSeries {
+        _ = try raw.read { db in try booksThenTotals(db, "SELECT * FROM \"book\" ORDER BY \"title\" COLLATE NOCASE", []) }
+    }
+    result.series.append(nocase)
+
+    result.series.append(try series("ListShelves(0), \(settings.parentShelves) shelves", expect: settings.parentShelves, {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
+    }, library: {
+        try library.shelves(in: nil).count
+    }, raw: { db in
+        try Row.fetchAll(db, sql: "SELECT * FROM \"shelf\" WHERE \"parentId\" IS NULL ORDER BY \"name\" COLLATE \(localized)")
+            .count
+    }))
+
+    let author = authorName(42 % settings.authors)
+    let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
+    let pattern = "%" + author + "%"
+    result.series.append(try series("Find({author: \"\(author)\"}), \(booksPerAuthor) books", expect: booksPerAuthor, {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Find", [.stringVardict([("author", author)])])
+    }, library: {
+        let books = try library.find(LibraryQuery(author: author))
+        _ = try library.totals(of: books.compactMap(\.id))
+        return books.count
+    }, raw: { db in
+        try booksThenTotals(db, """
+            SELECT b.* FROM book b WHERE (b.author LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM bookFile f \
+            WHERE f.bookId = b.id AND (f.artist LIKE ? ESCAPE '\\' OR f.albumArtist LIKE ? ESCAPE '\\'))) \
+            ORDER BY b.title COLLATE NOCASE, b.id
+            """, [pattern, pattern, pattern])
+    }))
+
+    let deep = max(0, settings.books * 9 / 10)
+    for order in BookOrder.allCases {
+        let key: String = switch order {
+        case .alphabetical: "title COLLATE NOCASE ASC, id ASC"
+        case .created: "addedAt ASC, id ASC"
+        case .modified: "modifiedAt ASC, id ASC"
+        case .played: "lastPlayedAt IS NULL DESC, lastPlayedAt ASC, id ASC"
+        case .user: "userOrder ASC, id ASC"
+        }
+        for index in [0, deep] {
+            let expect = min(50, max(0, settings.books - index))
+            result.series.append(try series("GetPlaylists(\(index), 50, \(order.rawValue), false)", expect: expect, {
+                BusClient.methodCall(player.busName, mprisPath, "org.mpris.MediaPlayer2.Playlists", "GetPlaylists",
+                                     [.uint32(UInt32(index)), .uint32(50), .string(order.rawValue), .bool(false)])
+            }, library: {
+                try library.books(ordered: order, reversed: false, offset: index, limit: 50).count
+            }, raw: { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(key) LIMIT ? OFFSET ?", arguments: [50, index])
+                    .count
+            }))
+        }
+    }
+
+    // The floor on this bus: a Peer.Ping answered by lecternd's D-Bus library.
+    var ping = CallSeries(name: "Peer.Ping to lecternd (floor: no handler)")
+    ping.dbus = timeSeries { _ = client.timedCall(BusClient.methodCall(libraryName, libraryPath,
+                                                                       "org.freedesktop.DBus.Peer", "Ping")) }
+    result.series.append(ping)
+
+    if let m = ProcStats.memory(player.pid) { (result.endRSSKB, result.endHWMKB) = (m.rssKB, m.hwmKB) }
+    if !player.process.isRunning { notes.append("lecternd exited during the big-library run:\n\(player.logTail)") }
+    return result
+}
+
+// MARK: - Report
+
+enum LibraryReport {
+    static func ms(_ ns: UInt64) -> String {
+        let v = Double(ns) / 1e6
+        switch v {
+        case 100...: return String(format: "%.0f", v)
+        case 10...: return String(format: "%.1f", v)
+        case 1...: return String(format: "%.2f", v)
+        default: return String(format: "%.3f", v)
+        }
+    }
+    static func mb(_ bytes: Int) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
+    static func triple(_ s: Samples) -> String {
+        s.count == 0 ? "—" : "\(ms(s.p50)) / \(ms(s.p95)) / \(ms(s.p99))"
+    }
+
+    static func markdown(_ r: LibraryResult, settings: LibrarySettings) -> String {
+        var out = "### Library (Lectern only: mpv has no library)\n\n"
+        if let i = r.importResult {
+            out += "Import: \(i.files) generated MP3 files (2 s, tagged: one album per folder), \(i.folders) folders, "
+                + "\(LibraryReport.mb(i.fileBytes)) MB, into a fresh database (generated in "
+                + String(format: "%.1f s", i.generateSeconds) + ").\n\n"
+            out += "| metric | first import (fresh database) | import again (nothing changed) |\n|---|---|---|\n"
+            func both(_ label: String, _ f: (ImportRun) -> String) {
+                out += "| \(label) | \(f(i.first)) | \(i.again.map(f) ?? "—") |\n"
+            }
+            both("Import → ImportFinished, s") { String(format: "%.2f", $0.seconds) }
+            both("files per second") { String(format: "%.0f", Double(i.files) / $0.seconds) }
+            both("books in ImportFinished; error") { "\($0.books); \($0.error.isEmpty ? "none" : $0.error)" }
+            both("Import call → its reply (job number), ms") { String(format: "%.2f", $0.importReplyMs) }
+            both("ImportProgress signals") { "\($0.progressSignals)" }
+            both("lecternd CPU during the import, s (schedstat); ms per file") { run in
+                guard let c = run.cpu else { return "—" }
+                return String(format: "%.2f (%.0f %% of one core); %.2f", c.schedCPUSeconds,
+                              c.schedCPUSeconds / c.seconds * 100, c.schedCPUSeconds * 1000 / Double(i.files))
+            }
+            both("lecternd VmRSS before → peak (sampled every 50 ms) → after; VmHWM after, MB") { run in
+                "\(Report.mb(i.rssBeforeKB)) → \(Report.mb(run.peakRSSKB)) → \(Report.mb(run.rssAfterKB)); "
+                    + Report.mb(run.hwmAfterKB)
+            }
+            both("MPRIS Get(PlaybackStatus) during the import, p50 / p95 / p99 / max, ms (n; errors)") { run in
+                "\(triple(run.gets)) / \(ms(run.gets.max)) (\(run.gets.count); \(run.getErrors))"
+            }
+            out += "| same Get on the idle daemon before, p50 / p95 / p99 / max, ms (n) | "
+                + "\(triple(i.idleGets)) / \(ms(i.idleGets.max)) (\(i.idleGets.count)) | |\n"
+            out += "| books in the library afterwards (ListBooks(0, true)) | \(i.bookCount) | |\n\n"
+        }
+        if let b = r.big {
+            out += "Big library: \(b.books) books, \(b.files) files, \(b.shelves) shelves (\(settings.parentShelves) "
+                + "× \(settings.shelvesPerParent) leaf shelves), written through LecternLibrary.importBook.\n\n"
+            out += "| metric | value |\n|---|---|\n"
+            out += String(format: "| writing it (importBook × %d, one transaction each), s | %.1f (%.0f books/s; "
+                          + "first 1000 books %.2f s, last 1000 %.2f s) |\n", b.books, b.populateSeconds,
+                          Double(b.books) / b.populateSeconds, b.firstThousandSeconds, b.lastThousandSeconds)
+            out += "| database size while open: main + -wal + -shm, MB | \(mb(b.openBytes.main)) + \(mb(b.openBytes.wal)) "
+                + "+ \(mb(b.openBytes.shm)) |\n"
+            out += "| database size after closing (checkpointed), MB | \(mb(b.closedBytes.main)) + \(mb(b.closedBytes.wal)) "
+                + "+ \(mb(b.closedBytes.shm)) (\(b.pageCount) pages of \(b.pageSize) B) |\n"
+            out += String(format: "| lecternd start-up with it (spawn → MPRIS name), ms | %.1f |\n", b.startupMs)
+            out += "| lecternd VmRSS idle → after the calls; VmHWM, MB | \(Report.mb(b.idleRSSKB)) → "
+                + "\(Report.mb(b.endRSSKB)); \(Report.mb(b.endHWMKB)) |\n\n"
+            out += "| call (sequential, one client) | n | D-Bus p50 / p95 / p99, ms | reply: items, KB | "
+                + "LecternLibrary in-process p50 / p99, ms | raw SQL (GRDB rows) p50 / p99, ms | "
+                + "D-Bus ÷ raw SQL (p50) | D-Bus ÷ LecternLibrary (p50) |\n|---|---|---|---|---|---|---|---|\n"
+            for s in b.series {
+                let errors = s.errors > 0 ? " (\(s.errors) errors)" : ""
+                let reply = s.replyBytes > 0 ? "\(s.items), " + String(format: "%.1f", Double(s.replyBytes) / 1024) : "—"
+                let lib = s.library.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
+                let rawCell = s.raw.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
+                let overRaw = s.raw.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—"
+                let overLib = s.library.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—"
+                out += "| \(s.name) | \(s.dbus.count) | \(triple(s.dbus))\(errors) | \(reply) | \(lib) | \(rawCell) | "
+                    + "\(overRaw) | \(overLib) |\n"
+            }
+        }
+        for note in r.notes { out += "\nNote: \(note)\n" }
+        return out
+    }
+
+    static func json(_ r: LibraryResult) -> [String: Any] {
+        var root: [String: Any] = ["notes": r.notes]
+        func run(_ x: ImportRun) -> [String: Any] {
+            ["seconds": x.seconds, "importReplyMs": x.importReplyMs, "books": x.books, "error": x.error,
+             "progressSignals": x.progressSignals, "cpuSeconds": x.cpu?.schedCPUSeconds ?? Double.nan,
+             "peakRSSKB": x.peakRSSKB, "rssAfterKB": x.rssAfterKB, "hwmAfterKB": x.hwmAfterKB,
+             "getsMs": x.gets.json(unit: 1e6), "getErrors": x.getErrors]
+        }
+        if let i = r.importResult {
+            var o: [String: Any] = ["files": i.files, "folders": i.folders, "fileBytes": i.fileBytes,
+                                    "startupMs": i.startupMs, "rssBeforeKB": i.rssBeforeKB,
+                                    "idleGetsMs": i.idleGets.json(unit: 1e6), "first": run(i.first),
+                                    "filesPerSecond": Double(i.files) / i.first.seconds, "bookCount": i.bookCount]
+            if let again = i.again { o["again"] = run(again) }
+            root["import"] = o
+        }
+        if let b = r.big {
+            root["bigLibrary"] = [
+                "shelves": b.shelves, "books": b.books, "files": b.files, "populateSeconds": b.populateSeconds,
+                "firstThousandSeconds": b.firstThousandSeconds, "lastThousandSeconds": b.lastThousandSeconds,
+                "openBytes": ["main": b.openBytes.main, "wal": b.openBytes.wal, "shm": b.openBytes.shm],
+                "closedBytes": ["main": b.closedBytes.main, "wal": b.closedBytes.wal, "shm": b.closedBytes.shm],
+                "pageSize": b.pageSize, "pageCount": b.pageCount, "startupMs": b.startupMs,
+                "idleRSSKB": b.idleRSSKB, "endRSSKB": b.endRSSKB, "endHWMKB": b.endHWMKB,
+                "calls": b.series.map { s -> [String: Any] in
+                    ["name": s.name, "dbusMs": s.dbus.json(unit: 1e6), "errors": s.errors, "replyBytes": s.replyBytes,
+                     "items": s.items, "libraryMs": s.library?.json(unit: 1e6) ?? NSNull(),
+                     "rawSQLMs": s.raw?.json(unit: 1e6) ?? NSNull()]
+                },
+            ] as [String: Any]
+        }
+        return root
+    }
+}

@@ -1,0 +1,145 @@
+import DBus
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Testing
+import TestSupport
+
+/// The interfaces of an introspection document, reduced to what a client relies on.
+struct IntrospectedAPI: Equatable, CustomStringConvertible {
+    struct Arg: Equatable, CustomStringConvertible {
+        var name: String
+        var type: String
+        var direction: String
+        var description: String { "\(direction) \(name): \(type)" }
+    }
+    struct Property: Equatable, CustomStringConvertible {
+        var type: String
+        var access: String
+        /// org.freedesktop.DBus.Property.EmitsChangedSignal ("true" when absent).
+        var emitsChanged: String
+        var description: String { "\(type) \(access) emits=\(emitsChanged)" }
+    }
+    struct Interface: Equatable {
+        var methods: [String: [Arg]] = [:]
+        var signals: [String: [Arg]] = [:]
+        var properties: [String: Property] = [:]
+    }
+    var interfaces: [String: Interface] = [:]
+
+    var description: String {
+        interfaces.keys.sorted().map { name in
+            let i = interfaces[name]!
+            return "\(name):\n" + i.methods.keys.sorted().map { "  method \($0)\(i.methods[$0]!)" }.joined(separator: "\n") + "\n"
+                + i.signals.keys.sorted().map { "  signal \($0)\(i.signals[$0]!)" }.joined(separator: "\n") + "\n"
+                + i.properties.keys.sorted().map { "  property \($0) \(i.properties[$0]!)" }.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// Parses introspection XML (comments and whitespace ignored by the parser).
+    init(xml: String) throws {
+        let delegate = Delegate()
+        let parser = XMLParser(data: Data(xml.utf8))
+        parser.delegate = delegate
+        guard parser.parse() else { throw FixtureError("unparsable XML: \(parser.parserError.map { "\($0)" } ?? "?")") }
+        self = delegate.api
+    }
+
+    private init() {}
+
+    private final class Delegate: NSObject, XMLParserDelegate {
+        var api = IntrospectedAPI()
+        var interface: String?
+        var member: (kind: String, name: String)?
+        var property: String?
+
+        func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            let name = attributes["name"] ?? ""
+            switch element {
+            case "interface":
+                interface = name
+                api.interfaces[name] = api.interfaces[name] ?? Interface()
+            case "method":
+                member = ("method", name)
+                api.interfaces[interface ?? ""]?.methods[name] = []
+            case "signal":
+                member = ("signal", name)
+                api.interfaces[interface ?? ""]?.signals[name] = []
+            case "arg":
+                guard let member, let interface else { return }
+                if member.kind == "method" {
+                    let arg = Arg(name: name, type: attributes["type"] ?? "", direction: attributes["direction"] ?? "in")
+                    api.interfaces[interface]?.methods[member.name]?.append(arg)
+                } else {
+                    let arg = Arg(name: name, type: attributes["type"] ?? "", direction: "out")
+                    api.interfaces[interface]?.signals[member.name]?.append(arg)
+                }
+            case "property":
+                property = name
+                api.interfaces[interface ?? ""]?.properties[name] =
+                    Property(type: attributes["type"] ?? "", access: attributes["access"] ?? "", emitsChanged: "true")
+            case "annotation":
+                if let property, name == "org.freedesktop.DBus.Property.EmitsChangedSignal" {
+                    api.interfaces[interface ?? ""]?.properties[property]?.emitsChanged = attributes["value"] ?? ""
+                }
+            default:
+                break
+            }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement element: String, namespaceURI: String?, qualifiedName: String?) {
+            switch element {
+            case "interface": interface = nil
+            case "method", "signal": member = nil
+            case "property": property = nil
+            default: break
+            }
+        }
+    }
+}
+
+extension Integration {
+    /// dbus/org.lectern.Library1.xml documents what the daemon exports.
+    @Suite struct APIDocument {
+        static var documentURL: URL {
+            // Tests/IntegrationTests/APIDocumentTests.swift → the package root.
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("dbus/org.lectern.Library1.xml")
+        }
+
+        @Test func theRunningDaemonMatchesTheDocumentedAPI() async throws {
+            let document = try IntrospectedAPI(xml: try String(contentsOf: Self.documentURL, encoding: .utf8))
+            #expect(Set(document.interfaces.keys) == [Lib.library, Lib.bookmarks], "\(document.interfaces.keys)")
+            #expect(document.interfaces[Lib.library]?.methods.count == 20)
+            #expect(document.interfaces[Lib.bookmarks]?.methods.count == 6)
+            try await DaemonFixture.with { d in
+                let xml = try await d.client.call(Lib.busName, path: Lib.path, interface: MPRIS.introspectable, member: "Introspect",
+                                                  [], timeout: .seconds(10)).first?.string ?? ""
+                let live = try IntrospectedAPI(xml: xml)
+                for name in document.interfaces.keys.sorted() {
+                    let documented = document.interfaces[name] ?? .init()
+                    guard let running = live.interfaces[name] else {
+                        Issue.record("the daemon does not export \(name)")
+                        continue
+                    }
+                    #expect(running.methods.keys.sorted() == documented.methods.keys.sorted(), "\(name) methods")
+                    for method in documented.methods.keys.sorted() where running.methods[method] != nil {
+                        #expect(running.methods[method] == documented.methods[method],
+                                "\(name).\(method): daemon \(running.methods[method]!), document \(documented.methods[method]!)")
+                    }
+                    #expect(running.signals.keys.sorted() == documented.signals.keys.sorted(), "\(name) signals")
+                    for signal in documented.signals.keys.sorted() where running.signals[signal] != nil {
+                        #expect(running.signals[signal] == documented.signals[signal],
+                                "\(name).\(signal): daemon \(running.signals[signal]!), document \(documented.signals[signal]!)")
+                    }
+                    #expect(running.properties == documented.properties,
+                            "\(name) properties: daemon \(running.properties), document \(documented.properties)")
+                }
+                // The same document is what the bus name answers for, at the documented path.
+                #expect(try await d.nameOwner(Lib.busName) == (try await d.nameOwner(MPRIS.busName)))
+            }
+        }
+    }
+}

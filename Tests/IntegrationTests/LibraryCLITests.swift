@@ -1,0 +1,127 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+
+extension Integration {
+    /// The library commands of `lectern`: import, shelf, book, play BOOK, bookmark, find.
+    @Suite struct LibraryCLI {
+        private static func json(_ text: String) -> Any? { try? JSONSerialization.jsonObject(with: Data(text.utf8)) }
+
+        private static func noCrash(_ r: DaemonFixture.ToolResult, _ command: String) {
+            for crash in ["Fatal error", "Stack dump", "backtrace", "Segmentation"] {
+                #expect(!r.stderr.contains(crash), "lectern \(command): \(r.stderr)")
+            }
+        }
+
+        @Test func libraryCommands() async throws {
+            try await DaemonFixture.with { d in
+                let media = try d.libraryMedia
+
+                // import DIR --shelf A/B
+                var r = try await d.lectern("import", media.tree.path, "--shelf", "A/B")
+                #expect(r.status == 0, "lectern import: \(r)")
+                #expect(r.stdout.hasPrefix("imported \(LibraryMedia.treeTitles.count) books"), "\(r.stdout)")
+                for title in LibraryMedia.treeTitles { #expect(r.stdout.contains("] \(title)"), "\(title) in:\n\(r.stdout)") }
+                #expect(r.stdout.contains("Mp3 Saga — Ann Author  (3 files, "), "\(r.stdout)")
+                let shelves = try await d.allShelves()
+                let a = shelves.first { $0["name"] == .string("A") }?["id"]?.int64 ?? -1
+                let b = shelves.first { $0["name"] == .string("B") }?["id"]?.int64 ?? -1
+                #expect(shelves.count == 2 && shelves.first { $0["name"] == .string("B") }?["parent"] == .int64(a))
+                #expect(try await d.allBooks().allSatisfy { $0["shelf"] == .int64(b) })
+
+                // A failed import: non-zero, the reason.
+                r = try await d.lectern("import", media.noAudio.path)
+                #expect(r.status != 0 && r.stderr.contains("no audio files"), "\(r)")
+                Self.noCrash(r, "import noaudio")
+
+                // shelf list: a tree, and JSON.
+                r = try await d.lectern("shelf", "list")
+                #expect(r.status == 0)
+                #expect(r.stdout.split(separator: "\n") == ["A  [\(a)]", "  B  [\(b)]"], "\(r.stdout)")
+                r = try await d.lectern("shelf", "list", "--json")
+                let shelfJSON = Self.json(r.stdout) as? [[String: Any]]
+                #expect(shelfJSON?.count == 2, "\(r.stdout)")
+                #expect(shelfJSON?.contains { $0["name"] as? String == "B" && ($0["parent"] as? NSNumber)?.int64Value == a && ($0["id"] as? NSNumber)?.int64Value == b } == true, "\(r.stdout)")
+
+                // book list --json: every book with its id and title.
+                r = try await d.lectern("book", "list", "--json")
+                #expect(r.status == 0)
+                let books = Self.json(r.stdout) as? [[String: Any]]
+                #expect(books?.compactMap { $0["title"] as? String } == LibraryMedia.treeTitles, "\(r.stdout)")
+                let ids = books?.compactMap { ($0["id"] as? NSNumber)?.int64Value } ?? []
+                #expect(Set(ids) == Set(try await d.allBooks().compactMap { $0["id"]?.int64 }))
+                r = try await d.lectern("book", "list", "--shelf", "A")
+                #expect(r.stdout == "no books", "only B holds books: \(r.stdout)")
+                r = try await d.lectern("book", "list", "--shelf", "A", "--recursive")
+                #expect(r.stdout.split(separator: "\n").count == LibraryMedia.treeTitles.count, "\(r.stdout)")
+
+                // book show ID
+                let saga = try await d.bookID(titled: "Mp3 Saga")
+                r = try await d.lectern("book", "show", "\(saga)")
+                #expect(r.status == 0, "\(r)")
+                let lines = r.stdout.split(separator: "\n").map(String.init)
+                #expect(lines.first?.hasPrefix("[\(saga)] Mp3 Saga — Ann Author") == true, "\(r.stdout)")
+                #expect(lines.dropFirst().prefix(3).map { $0.contains(". [") } == [true, true, true], "\(r.stdout)")
+                #expect(lines.count > 3 && lines[1].contains("1. [") && lines[1].contains("Part One") && lines[3].contains("Part Three"), "\(r.stdout)")
+                r = try await d.lectern("book", "show", "987654")
+                #expect(r.status != 0 && r.stderr.contains("no book 987654"), "\(r)")
+                Self.noCrash(r, "book show 987654")
+
+                // play TITLE-FRAGMENT: one match plays it; several or none fail clearly.
+                r = try await d.lectern("play", "mix")
+                #expect(r.status != 0, "an ambiguous fragment: \(r)")
+                #expect(r.stderr.contains("matches 2 books") && r.stderr.contains("Alpha Mix") && r.stderr.contains("Beta Mix"), "\(r.stderr)")
+                #expect(r.stderr.split(separator: "\n").count <= 3, "\(r.stderr)")
+                Self.noCrash(r, "play mix")
+                r = try await d.lectern("play", "no such book")
+                #expect(r.status != 0 && r.stderr.contains("no book matches"), "\(r)")
+                #expect(try await d.currentBook() == 0)
+                r = try await d.lectern("play", "saga")
+                #expect(r.status == 0, "\(r)")
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                #expect(try await d.currentBook() == saga)
+                #expect(try await d.waitForURL(endingWith: "/Saga/b.mp3")?.hasSuffix("/Saga/b.mp3") == true)
+
+                // bookmark add / list
+                r = try await d.lectern("bookmark", "add", "x", "--note", "y")
+                #expect(r.status == 0, "\(r)")
+                let bookmark = Int64(r.stdout)
+                #expect(bookmark != nil, "bookmark add printed \(r.stdout)")
+                r = try await d.lectern("bookmark", "list", "--json")
+                let marks = Self.json(r.stdout) as? [[String: Any]]
+                #expect(marks?.count == 1, "\(r.stdout)")
+                #expect(marks?.first?["title"] as? String == "x" && marks?.first?["note"] as? String == "y", "\(r.stdout)")
+                #expect((marks?.first?["id"] as? NSNumber)?.int64Value == bookmark)
+                #expect((marks?.first?["book"] as? NSNumber)?.int64Value == saga)
+                r = try await d.lectern("bookmark", "list")
+                #expect(r.stdout.contains("[\(bookmark ?? 0)]") && r.stdout.contains("x — y"), "\(r.stdout)")
+                r = try await d.lectern("bookmark", "list", "--book", "Disc Set")
+                #expect(r.stdout == "no bookmarks", "\(r.stdout)")
+
+                // find
+                r = try await d.lectern("find", "--author", "cy")
+                #expect(r.status == 0)
+                #expect(r.stdout.split(separator: "\n").count == 2 && r.stdout.contains("Chaptered Book") && r.stdout.contains("Disc Set"), "\(r.stdout)")
+                r = try await d.lectern("find", "--author", "cy", "--json")
+                #expect((Self.json(r.stdout) as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["Chaptered Book", "Disc Set"], "\(r.stdout)")
+                r = try await d.lectern("find", "--group-by", "album")
+                #expect(r.stdout.split(separator: "\n") == ["Alpha Mix  (1)", "Beta Mix  (1)", "Chaptered Book  (1)", "Disc Set  (1)", "Mp3 Saga  (1)"], "\(r.stdout)")
+                r = try await d.lectern("find", "--group-by", "author", "--json")
+                let groups = Self.json(r.stdout) as? [[String: Any]]
+                #expect((groups?.first { $0["value"] as? String == "Cy Writer" }?["books"] as? NSNumber)?.intValue == 2, "\(r.stdout)")
+                r = try await d.lectern("find", "--random", "book", "--author", "ann")
+                #expect(r.status == 0 && r.stdout.contains("Mp3 Saga"), "\(r)")
+                r = try await d.lectern("find", "--random", "file", "--title", "disc")
+                #expect(r.status == 0 && r.stdout.contains("/Author/Book/CD"), "\(r)")
+                r = try await d.lectern("find", "--title", "zzz")
+                #expect(r.status == 0 && r.stdout == "nothing matches", "\(r)")
+                r = try await d.lectern("find", "--random", "book", "--title", "zzz")
+                #expect(r.status != 0 && !r.stderr.isEmpty, "\(r)")
+                r = try await d.lectern("find", "--group-by", "bogus")
+                #expect(r.status != 0 && r.stderr.contains("group by one of"), "\(r)")
+                Self.noCrash(r, "find --group-by bogus")
+            }
+        }
+    }
+}
