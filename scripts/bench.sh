@@ -9,6 +9,8 @@
 # .build-bench/bench-audio/. Exits non-zero only if something could not be installed or built: the
 # benchmark itself is a measurement and always exits 0.
 # LECTERN_SKIP_DEPS=1 skips the package installation.
+# LECTERN_BENCH_LIBRARY=1 adds the library benchmarks (import rate, a 10,000-book library; Lectern alone) after
+# the player comparison; LECTERN_BENCH_LIBRARY=only runs them alone. (Same as passing --library / --library-only.)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -44,5 +46,12 @@ bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --
 
 mkdir -p "$scratch/bench-results" "$scratch/bench-audio"
 json="$scratch/bench-results/$(date -u +%Y%m%dT%H%M%SZ).json"
-"$bin/lectern-bench" --lecternd "$bin/lecternd" --audio "$scratch/bench-audio/long.ogg" --json "$json" "$@"
+library_args=()
+case "${LECTERN_BENCH_LIBRARY:-0}" in
+    0 | "") ;;
+    only) library_args=(--library-only) ;;
+    *) library_args=(--library) ;;
+esac
+"$bin/lectern-bench" --lecternd "$bin/lecternd" --audio "$scratch/bench-audio/long.ogg" --json "$json" \
+    ${library_args[@]+"${library_args[@]}"} "$@"
 echo "JSON: $json" >&2

@@ -601,10 +601,12 @@ enum LibraryReport {
             both("books in ImportFinished; error") { "\($0.books); \($0.error.isEmpty ? "none" : $0.error)" }
             both("Import call → its reply (job number), ms") { String(format: "%.2f", $0.importReplyMs) }
             both("ImportProgress signals") { "\($0.progressSignals)" }
-            both("lecternd CPU during the import, s (schedstat); ms per file") { run in
+            // utime+stime, not schedstat: the discoverer's threads end during the import, and schedstat
+            // (summed over live threads) would miss them.
+            both("lecternd CPU during the import (utime+stime), s; ms per file") { run in
                 guard let c = run.cpu else { return "—" }
-                return String(format: "%.2f (%.0f %% of one core); %.2f", c.schedCPUSeconds,
-                              c.schedCPUSeconds / c.seconds * 100, c.schedCPUSeconds * 1000 / Double(i.files))
+                return String(format: "%.2f (%.0f %% of one core); %.2f", c.cpuSeconds, c.percent,
+                              c.cpuSeconds * 1000 / Double(i.files))
             }
             both("lecternd VmRSS before → peak (sampled every 50 ms) → after; VmHWM after, MB") { run in
                 "\(Report.mb(i.rssBeforeKB)) → \(Report.mb(run.peakRSSKB)) → \(Report.mb(run.rssAfterKB)); "
@@ -639,9 +641,10 @@ enum LibraryReport {
                 let reply = s.replyBytes > 0 ? "\(s.items), " + String(format: "%.1f", Double(s.replyBytes) / 1024) : "—"
                 let lib = s.library.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
                 let rawCell = s.raw.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
-                let overRaw = s.raw.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—"
-                let overLib = s.library.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—"
-                out += "| \(s.name) | \(s.dbus.count) | \(triple(s.dbus))\(errors) | \(reply) | \(lib) | \(rawCell) | "
+                let overRaw = s.dbus.count > 0 ? s.raw.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—" : "—"
+                let overLib = s.dbus.count > 0 ? s.library.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—" : "—"
+                let n = s.dbus.count > 0 ? s.dbus.count : s.raw?.count ?? 0
+                out += "| \(s.name) | \(n) | \(triple(s.dbus))\(errors) | \(reply) | \(lib) | \(rawCell) | "
                     + "\(overRaw) | \(overLib) |\n"
             }
         }
@@ -653,7 +656,7 @@ enum LibraryReport {
         var root: [String: Any] = ["notes": r.notes]
         func run(_ x: ImportRun) -> [String: Any] {
             ["seconds": x.seconds, "importReplyMs": x.importReplyMs, "books": x.books, "error": x.error,
-             "progressSignals": x.progressSignals, "cpuSeconds": x.cpu?.schedCPUSeconds ?? Double.nan,
+             "progressSignals": x.progressSignals, "cpuSeconds": x.cpu?.cpuSeconds ?? Double.nan,
              "peakRSSKB": x.peakRSSKB, "rssAfterKB": x.rssAfterKB, "hwmAfterKB": x.hwmAfterKB,
              "getsMs": x.gets.json(unit: 1e6), "getErrors": x.getErrors]
         }

@@ -1,0 +1,288 @@
+import Foundation
+import LecternCore
+import Testing
+
+/// A route source for tests: what the daemon's output watcher would report, one event at a time.
+enum FakeRoute: Sendable {
+    case lost(String, OutputPolicy<ManualClock.Instant>.LossReason = .removed)
+    case returned(String)
+    case serverLost
+    case serverReturned
+    case other
+}
+
+/// Feeds a ``FakeRoute`` source into the policy the way the daemon does (the player says whether it plays and
+/// whether its pause is still the route's), applies the decisions to a real ``Player`` on the fake engine, and
+/// keeps time on a manual clock.
+struct RouteDriver {
+    var policy: OutputPolicy<ManualClock.Instant>
+    let harness: Harness
+    let clock = ManualClock()
+
+    init(_ harness: Harness, mode: OutputPolicyMode = .pauseAndResume, window: Duration = .seconds(30 * 60)) {
+        self.harness = harness
+        policy = OutputPolicy(mode: mode, resumeWindow: window)
+    }
+
+    var player: Player { harness.player }
+
+    /// Delivers one route event; returns what the policy decided (and what the player did about it).
+    @discardableResult
+    mutating func send(_ event: FakeRoute) async -> OutputPolicy<ManualClock.Instant>.Decision {
+        let playing = await player.snapshot.status == .playing
+        let untouched = await player.isPausedForLostOutput
+        let input: OutputPolicy<ManualClock.Instant>.Input = switch event {
+        case .lost(let output, let reason): .lost(output: output, reason: reason, playing: playing)
+        case .returned(let output): .returned(output: output, untouched: untouched)
+        case .serverLost: .lost(output: "speakers", reason: .serverLost, playing: playing)
+        case .serverReturned: .serverReturned(untouched: untouched)
+        case .other: .other
+        }
+        let decision = policy.handle(input, at: clock.now)
+        switch decision {
+        case .pause: if !(await player.pauseForLostOutput()) { policy.forget() }
+        case .resume: await player.resumeForReturnedOutput()
+        case .nothing: break
+        }
+        return decision
+    }
+
+    func advance(by duration: Duration) { clock.advance(by: duration) }
+    var status: PlaybackStatus { get async { await player.snapshot.status } }
+}
+
+/// Opens three items, ready and playing at 42 s.
+private func playing(_ harness: Harness) async {
+    await harness.player.open(makeItems(3), position: .seconds(42))
+    await harness.ready()
+    #expect(await harness.player.snapshot.status == .playing)
+}
+
+@Suite struct OutputPolicyTests {
+    // MARK: - With the player
+
+    @Test func lossPausesAndReturnWithinTheWindowResumesWhereItWas() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.lost("headphones")) == .pause)
+            #expect(await route.status == .paused)
+            #expect(await h.player.isPausedForLostOutput)
+            let saved = await h.player.position
+            route.advance(by: .seconds(29 * 60))
+            #expect(await route.send(.returned("headphones")) == .resume)
+            #expect(await route.status == .playing)
+            #expect(await h.player.position == saved)
+            #expect(route.policy.pending == nil)
+        }
+    }
+
+    @Test func returnAfterTheWindowDoesNotResume() async {
+        await withHarness { h in
+            var route = RouteDriver(h, window: .seconds(60))
+            await playing(h)
+            await route.send(.lost("headphones"))
+            route.advance(by: .seconds(61))
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .paused)
+        }
+    }
+
+    @Test func theWindowEndsByTimeAlone() async {
+        await withHarness { h in
+            var route = RouteDriver(h, window: .seconds(60))
+            await playing(h)
+            await route.send(.lost("headphones"))
+            route.advance(by: .seconds(59))
+            route.policy.expire(at: route.clock.now)
+            #expect(route.policy.pending?.output == "headphones")
+            route.advance(by: .seconds(2))
+            route.policy.expire(at: route.clock.now)
+            #expect(route.policy.pending == nil)
+        }
+    }
+
+    @Test func aUserCommandInBetweenCancelsTheResume() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await route.send(.lost("headphones"))
+            await h.player.pause()  // the user, while the route's pause lasts
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .paused)
+        }
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await route.send(.lost("headphones"))
+            await h.player.seek(by: .seconds(10))  // any command, not only Pause
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .paused)
+        }
+    }
+
+    @Test func theUserPlayingElsewhereThenLosingThatOutputPausesAgain() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await route.send(.lost("headphones"))
+            await h.player.play()  // on the speakers the server moved the stream to
+            #expect(await route.send(.lost("speakers")) == .pause)
+            #expect(route.policy.pending?.output == "speakers")
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .paused)
+            #expect(await route.send(.returned("speakers")) == .resume)
+            #expect(await route.status == .playing)
+        }
+    }
+
+    @Test func pauseOnlyNeverResumes() async {
+        await withHarness { h in
+            var route = RouteDriver(h, mode: .pauseOnly)
+            await playing(h)
+            #expect(await route.send(.lost("headphones")) == .pause)
+            #expect(await route.status == .paused)
+            #expect(route.policy.pending?.output == "headphones")  // its return is still recognised
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(route.policy.pending == nil)
+            #expect(await route.status == .paused)
+            #expect(await route.send(.serverLost) == .nothing)  // paused: nothing to do
+            await h.player.play()
+            #expect(await route.send(.serverLost) == .pause)
+            #expect(await route.send(.serverReturned) == .nothing)
+            #expect(await route.status == .paused)
+        }
+    }
+
+    @Test func offDoesNothing() async {
+        await withHarness { h in
+            var route = RouteDriver(h, mode: .off)
+            await playing(h)
+            #expect(await route.send(.lost("headphones")) == .nothing)
+            #expect(await route.status == .playing)
+            #expect(await route.send(.serverLost) == .nothing)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .playing)
+        }
+    }
+
+    @Test func lossWhileNotPlayingDoesNothingAndReturnDoesNotStartPlayback() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await h.player.pause()
+            #expect(await route.send(.lost("headphones")) == .nothing)
+            #expect(route.policy.pending == nil)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .paused)
+        }
+    }
+
+    @Test func theSameLossFromTwoSourcesActsOnceAndSoDoesTheReturn() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.lost("headphones")) == .pause)   // libpulse
+            #expect(await route.send(.lost("headphones")) == .nothing) // the device monitor, a few ms later
+            #expect(await route.send(.returned("headphones")) == .resume)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.status == .playing)
+        }
+    }
+
+    @Test func otherSinkEventsNeverAct() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.other) == .nothing)
+            #expect(await route.send(.returned("usb-dac")) == .nothing)
+            await route.send(.lost("headphones"))
+            #expect(await route.send(.other) == .nothing)
+            #expect(await route.send(.returned("usb-dac")) == .nothing)
+            #expect(await route.status == .paused)
+            #expect(route.policy.pending?.output == "headphones")
+        }
+    }
+
+    @Test func aJackPortLossAndReturn() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.lost("card#analog-output-headphones", .portUnavailable)) == .pause)
+            #expect(route.policy.pending?.reason == .portUnavailable)
+            #expect(await route.send(.returned("card#analog-output-headphones")) == .resume)
+            #expect(await route.status == .playing)
+        }
+    }
+
+    @Test func serverLostPausesAndItsReturnResumes() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.serverLost) == .pause)
+            #expect(await route.status == .paused)
+            // A sink called like the lost output appearing is not the server coming back.
+            #expect(await route.send(.returned("speakers")) == .nothing)
+            #expect(await route.send(.serverReturned) == .resume)
+            #expect(await route.status == .playing)
+        }
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await route.send(.serverLost)
+            await h.player.pause()
+            #expect(await route.send(.serverReturned) == .nothing)
+            #expect(await route.status == .paused)
+        }
+    }
+
+    @Test func changingTheModeOrTheWindowWhilePaused() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await route.send(.lost("headphones"))
+            route.policy.mode = .off  // forgets the pending resume
+            route.policy.mode = .pauseAndResume
+            #expect(route.policy.pending == nil)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+        }
+        await withHarness { h in
+            var route = RouteDriver(h, mode: .pauseOnly)
+            await playing(h)
+            await route.send(.lost("headphones"))
+            route.policy.mode = .pauseAndResume  // changed before the return: the return resumes
+            #expect(await route.send(.returned("headphones")) == .resume)
+        }
+        await withHarness { h in
+            var route = RouteDriver(h, window: .seconds(3600))
+            await playing(h)
+            await route.send(.lost("headphones"))
+            route.advance(by: .seconds(120))
+            route.policy.resumeWindow = .seconds(60)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+        }
+    }
+
+    // MARK: - The value alone
+
+    @Test func modesHaveTheirCommandLineNames() {
+        #expect(OutputPolicyMode.allCases.map(\.rawValue) == ["pause-and-resume", "pause-only", "off"])
+        #expect(OutputPolicy<ManualClock.Instant>().mode == .pauseAndResume)
+        #expect(OutputPolicy<ManualClock.Instant>().resumeWindow == .seconds(1800))
+    }
+
+    @Test func decisionsWithoutAPlayer() {
+        var policy = OutputPolicy<ManualClock.Instant>()
+        let t0 = ManualClock.Instant(offset: .zero)
+        #expect(policy.handle(.returned(output: "a", untouched: true), at: t0) == .nothing)
+        #expect(policy.handle(.serverReturned(untouched: true), at: t0) == .nothing)
+        #expect(policy.handle(.lost(output: "a", reason: .removed, playing: true), at: t0) == .pause)
+        #expect(policy.handle(.returned(output: "a", untouched: false), at: t0.advanced(by: .seconds(1))) == .nothing)
+        #expect(policy.pending == nil)
+        #expect(policy.handle(.lost(output: "a", reason: .removed, playing: true), at: t0) == .pause)
+        #expect(policy.handle(.returned(output: "a", untouched: true), at: t0.advanced(by: .seconds(1800))) == .resume)
+        #expect(policy.handle(.lost(output: "a", reason: .removed, playing: true), at: t0) == .pause)
+        policy.forget()
+        #expect(policy.handle(.returned(output: "a", untouched: true), at: t0) == .nothing)
+    }
+}
