@@ -105,6 +105,16 @@ enum Schema {
                 BEGIN SELECT RAISE(ABORT, 'the bookmark names a file of another book'); END;
                 """)
         }
+        migrator.registerMigration("v2: indexes for the playlist orderings") { db in
+            // Pages of GetPlaylists and the next user order of an import read these instead of scanning every book.
+            try db.execute(sql: """
+                CREATE INDEX book_title ON book(title COLLATE NOCASE, id);
+                CREATE INDEX book_added ON book(addedAt, id);
+                CREATE INDEX book_modified ON book(modifiedAt, id);
+                CREATE INDEX book_played ON book(lastPlayedAt, id);
+                CREATE INDEX book_user_order ON book(userOrder, id);
+                """)
+        }
         return migrator
     }
 }
