@@ -86,7 +86,8 @@ public enum Daemon {
             mpris.currentBookChanged(book)
         }
         let service = LibraryService(library: library, session: session,
-                                     importer: Importer(library: library, opener: opener, logger: logger), logger: logger)
+                                     importer: Importer(library: library, opener: opener, logger: logger), logger: logger,
+                                     bookCountChanged: mpris.bookCountChanged)
         libraryService.withLock { $0 = service }
         try await mpris.export(on: connection, player: player, opener: opener, library: library, session: session,
                                quit: { quit.yield("Quit") })
@@ -96,7 +97,10 @@ public enum Daemon {
                                           logger: logger)
         let lecternInterfaces: [Interface] = service.interfaces + [outputWatcher.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
-        lecternObject.update(LibraryService.libraryInterface, ["CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus)])
+        lecternObject.update(LibraryService.libraryInterface, [
+            "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
+            "BookCount": .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0)),
+        ])
         service.object.withLock { $0 = lecternObject }
         await outputWatcher.publish(on: lecternObject)
 

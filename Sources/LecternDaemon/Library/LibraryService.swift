@@ -24,11 +24,16 @@ final class LibraryService: Sendable {
     let object = Mutex<ExportedObject?>(nil)
     private let nextJob = Atomic<UInt32>(1)
 
-    init(library: Library, session: BookSession, importer: Importer, logger: Logger) {
+    /// Told the number of books after it may have changed (MPRIS PlaylistCount follows it).
+    let bookCountChanged: @Sendable (Int) -> Void
+
+    init(library: Library, session: BookSession, importer: Importer, logger: Logger,
+         bookCountChanged: @escaping @Sendable (Int) -> Void) {
         self.library = library
         self.session = session
         self.importer = importer
         self.logger = logger
+        self.bookCountChanged = bookCountChanged
     }
 
     // MARK: - Signals
@@ -36,6 +41,14 @@ final class LibraryService: Sendable {
     private func emit(_ interface: String, _ signal: String, _ arguments: [DBusValue] = []) {
         guard let object = object.withLock({ $0 }) else { return }
         try? object.emit(interface, signal, arguments)
+    }
+
+    /// Publishes the number of books after an import or a delete: read here, on the caller's task, so that
+    /// `Get BookCount` and `PlaylistCount` are answered from the stored value, without SQLite on the I/O thread.
+    func refreshBookCount() {
+        guard let count = try? library.bookCount() else { return }
+        object.withLock { $0 }?.update(Self.libraryInterface, ["BookCount": .uint32(UInt32(clamping: count))])
+        bookCountChanged(count)
     }
 
     /// The current book changed (activation, restore, a client opening other files).
@@ -78,6 +91,7 @@ final class LibraryService: Sendable {
                     try self.library.deleteShelf(id, recursive: a[1].bool ?? false)
                     if let current = await self.session.book?.id, books.contains(current) { await self.session.detach() }
                     for book in books { self.emit(Self.libraryInterface, "BookRemoved", [.int64(book)]) }
+                    if !books.isEmpty { self.refreshBookCount() }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
@@ -103,6 +117,7 @@ final class LibraryService: Sendable {
                     if await self.session.book?.id == id { await self.session.detach() }
                     try self.library.deleteBook(id)
                     self.emit(Self.libraryInterface, "BookRemoved", [a[0]])
+                    self.refreshBookCount()
                     return []
                 },
                 method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { a in
@@ -169,9 +184,7 @@ final class LibraryService: Sendable {
             ],
             properties: [
                 Property("CurrentBook", .int64),
-                Property("BookCount", .uint32, changes: .none, get: { [library] in
-                    .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0))
-                }),
+                Property("BookCount", .uint32),
                 Property("DatabaseStatus", .string, changes: .const),
             ],
             signals: [
@@ -266,6 +279,7 @@ final class LibraryService: Sendable {
                                                                          .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
                 }
                 for book in books { emit(Self.libraryInterface, "BookChanged", [.int64(book)]) }
+                refreshBookCount()
                 emit(Self.libraryInterface, "ShelvesChanged")
                 emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string("")])
             } catch {

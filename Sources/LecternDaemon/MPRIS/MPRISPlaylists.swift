@@ -39,16 +39,14 @@ enum MPRISPlaylists {
                 },
             ],
             properties: [
-                Property("PlaylistCount", .uint32, changes: .none, get: {
-                    .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0))
-                }),
+                Property("PlaylistCount", .uint32),
                 Property("Orderings", .array(.string), changes: .const),
                 Property("ActivePlaylist", .structure([.boolean, playlistType])),
             ],
             signals: [SignalDecl("PlaylistChanged", [("Playlist", playlistType)])])
     }
 
-    static func properties(library: Library, current: Book?) -> [String: DBusValue] {
+    static func properties(current: Book?) -> [String: DBusValue] {
         [
             "Orderings": .strings(BookOrder.allCases.map(\.rawValue)),
             "ActivePlaylist": .structure([.boolean(current != nil),

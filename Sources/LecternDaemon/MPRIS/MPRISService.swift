@@ -17,14 +17,17 @@ public final class MPRISService: Sendable {
     static let trackPathPrefix = "/org/lectern/Lectern1/track/"
 
     let object = Mutex<ExportedObject?>(nil)
-    private let library = Mutex<Library?>(nil)
 
     public init() {}
 
     /// The current book changed: it is the active playlist.
     func currentBookChanged(_ book: Book?) {
-        guard let object = object.withLock({ $0 }), let library = library.withLock({ $0 }) else { return }
-        object.update(MPRISPlaylists.name, MPRISPlaylists.properties(library: library, current: book))
+        object.withLock { $0 }?.update(MPRISPlaylists.name, MPRISPlaylists.properties(current: book))
+    }
+
+    /// The number of books (= playlists) changed.
+    func bookCountChanged(_ count: Int) {
+        object.withLock { $0 }?.update(MPRISPlaylists.name, ["PlaylistCount": .uint32(UInt32(clamping: count))])
     }
 
     /// Feed the player's events here (the player's observer).
@@ -54,9 +57,10 @@ public final class MPRISService: Sendable {
             "SupportedMimeTypes": .strings(opener.supportedMimeTypes),
         ])
         exported.update(Self.playerInterface, Self.playerProperties(await player.snapshot))
-        exported.update(MPRISPlaylists.name, MPRISPlaylists.properties(library: library, current: nil))
+        var playlists = MPRISPlaylists.properties(current: nil)
+        playlists["PlaylistCount"] = .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0))
+        exported.update(MPRISPlaylists.name, playlists)
         object.withLock { $0 = exported }
-        self.library.withLock { $0 = library }
     }
 
     // MARK: - Declarations
