@@ -80,6 +80,11 @@ void *lectern_gst_message_src(void *message) {
     return GST_MESSAGE_SRC(GST_MESSAGE(message));
 }
 
+bool lectern_gst_message_from_sink(void *message) {
+    GstObject *source = GST_MESSAGE_SRC(GST_MESSAGE(message));
+    return source != NULL && GST_IS_ELEMENT(source) && GST_OBJECT_FLAG_IS_SET(source, GST_ELEMENT_FLAG_SINK);
+}
+
 bool lectern_gst_post_application(void *element, const char *name, const char *field, const char *value) {
     GstStructure *structure = gst_structure_new_empty(name);
     if (field != NULL && value != NULL) {

@@ -101,7 +101,7 @@ final class BusReader: @unchecked Sendable {
             return .stateChanged(old: PipelineState(old), new: PipelineState(new))
         case bits(GST_MESSAGE_ERROR):
             let (text, debug) = parse(message, with: gst_message_parse_error)
-            return .error(message: text, debug: debug)
+            return .error(message: text, debug: debug, fromSink: lectern_gst_message_from_sink(UnsafeMutableRawPointer(message)))
         case bits(GST_MESSAGE_WARNING):
             let (text, debug) = parse(message, with: gst_message_parse_warning)
             return .warning(message: text, debug: debug)

@@ -19,8 +19,9 @@ public enum PlaybinEvent: Sendable, Equatable {
     /// "about-to-finish" fired on a streaming thread: `nextURI` is what the gapless slot held and the playbin now
     /// continues with, nil when the slot was empty (the stream will end with `endOfStream`).
     case aboutToFinish(nextURI: String?)
-    /// A fatal error; the pipeline stops producing data. `debug` is GStreamer's detail for logs.
-    case error(message: String, debug: String?)
+    /// A fatal error; the pipeline stops producing data. `debug` is GStreamer's detail for logs; `fromSink`
+    /// says the output failed (e.g. the sound server went away), not the stream.
+    case error(message: String, debug: String?, fromSink: Bool)
     /// A non-fatal problem GStreamer reported.
     case warning(message: String, debug: String?)
 }

@@ -42,6 +42,9 @@ public enum EngineEvent: Sendable, Equatable {
     case advanced(URL)
     /// The current stream ended and no next one was set.
     case endOfStream
-    /// The stream or the output failed; the engine is stopped.
+    /// The stream failed (unreadable, undecodable); the engine is stopped.
     case failed(String)
+    /// The output failed (the sound server went away, the device broke); the engine is stopped, the stream
+    /// itself is fine and can be loaded again where it was.
+    case outputFailed(String)
 }

@@ -15,10 +15,12 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
     public var duration: Duration?
     /// A file:// URL of the cover image, when one is known.
     public var artURL: URL?
+    /// The chapters inside the file, by start; empty when the file is one chapter.
+    public var chapters: [ChapterMark]
 
     public init(id: Int, url: URL, title: String? = nil, artists: [String] = [], album: String? = nil,
                 albumArtists: [String] = [], trackNumber: Int? = nil, discNumber: Int? = nil, genre: String? = nil,
-                duration: Duration? = nil, artURL: URL? = nil) {
+                duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = []) {
         self.id = id
         self.url = url
         self.title = title
@@ -30,8 +32,19 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
         self.genre = genre
         self.duration = duration
         self.artURL = artURL
+        self.chapters = chapters
     }
 
     /// The title to show: the tag, else the file name without its extension.
     public var displayTitle: String { title ?? url.deletingPathExtension().lastPathComponent }
+}
+
+/// A chapter's title and where it starts in its file.
+public struct ChapterMark: Sendable, Equatable {
+    public var title: String
+    public var start: Duration
+    public init(title: String, start: Duration) {
+        self.title = title
+        self.start = start
+    }
 }

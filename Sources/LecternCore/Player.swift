@@ -12,36 +12,55 @@ import Synchronization
 /// try await player.playPause()
 /// ```
 public actor Player {
-    private let engine: any AudioEngine
-    private let observer: @Sendable (PlayerEvent) -> Void
-    private let logger: Logger
-    private let tickClock: any Clock<Duration>
+    let engine: any AudioEngine
+    let observer: @Sendable (PlayerEvent) -> Void
+    let logger: Logger
+    let tickClock: any Clock<Duration>
+    let options: ListeningOptions
+    /// Time on `tickClock` since the player was made: for pause lengths and the sleep timer.
+    let now: @Sendable () -> Duration
 
-    private var state = PlayerState()
+    var state = PlayerState()
     /// Play order: indices into the queue (shuffled when `state.shuffle`).
-    private var order: [Int] = []
+    var order: [Int] = []
     /// Where in `order` the current item is.
-    private var orderPosition = 0
+    var orderPosition = 0
     /// The order position the engine will continue with gaplessly, as last told with `setNext`.
-    private var pendingNext: Int?
+    var pendingNext: Int?
     /// Whether the engine has prerolled the current item.
-    private var engineReady = false
-    private var nextItemID = 1
+    var engineReady = false
+    /// The output failed under the current item: the engine holds nothing, and the next Play loads the item
+    /// again where it was.
+    var needsReload = false
+    var nextItemID = 1
+    var nextQueueNumber = 1
     /// Set when the output went away while playing; any command since clears it (see `resumeForReturnedOutput`).
-    private var pausedForLostOutput = false
+    var pausedForLostOutput = false
+    /// When the current pause began (on `now`), for the smart rewind.
+    var pausedAt: Duration?
+    var sleep: SleepState?
+    /// Wakes the player at the next chapter boundary or sleep-timer step while playing.
+    var wakeTask: Task<Void, Never>?
     /// The last snapshot the observer was given: nothing is published twice.
-    private var published: PlayerState?
+    var published: PlayerState?
 
     /// The current position as a function of time; readable from any thread without awaiting the actor.
     public nonisolated let positionClock = SharedPositionClock()
 
     public init(engine: sending any AudioEngine, tickClock: any Clock<Duration> = ContinuousClock(),
-                logger: Logger = Logger(label: "lectern.player"),
+                options: ListeningOptions = ListeningOptions(), logger: Logger = Logger(label: "lectern.player"),
                 observer: @escaping @Sendable (PlayerEvent) -> Void) {
         self.engine = engine
         self.tickClock = tickClock
+        self.options = options
         self.logger = logger
         self.observer = observer
+        self.now = Self.stopwatch(tickClock)
+    }
+
+    private static func stopwatch<C: Clock>(_ clock: C) -> @Sendable () -> Duration where C.Duration == Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
     }
 
     /// Handles engine events and re-anchors the position clock once a second, until cancelled.
@@ -61,28 +80,37 @@ public actor Player {
             await group.next()
             group.cancelAll()
         }
+        wakeTask?.cancel()
     }
 
     // MARK: - Reading
 
     public var snapshot: PlayerState { state }
 
-    /// The position in the current item, from the engine when it knows it.
+    /// The position in the current file, from the engine when it knows it.
     public var position: Duration {
         if engineReady, let position = engine.position { return position }
         return positionClock.position()
     }
 
-    public var canGoNext: Bool { nextOrderPosition(wrapping: state.loop == .playlist) != nil }
-    public var canGoPrevious: Bool { previousOrderPosition() != nil }
+    /// Where the listener is in the file, the chapter and the book.
+    public var progress: BookProgress? { state.progress(atFilePosition: position) }
+
+    public var canGoNext: Bool { nextTrack(wrapping: state.loop == .playlist) != nil }
+    public var canGoPrevious: Bool { state.currentTrack != nil }
 
     // MARK: - Commands
 
     /// Replaces the queue and makes `items[startIndex]` current at `position`, playing or paused; with
     /// `settings`, those are applied first, and clients see one change.
+    ///
+    /// - Parameters:
+    ///   - name: names the queue in track ids (see ``PlayerState/queueName``); nil for a fresh "queue/N".
+    ///   - shuffleOrder: the play order to keep when `settings` shuffle (a permutation of the items' indices);
+    ///     a new one is drawn when it is nil or not a permutation.
     public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true,
-                     settings: PlaybackSettings? = nil) {
-        pausedForLostOutput = false
+                     settings: PlaybackSettings? = nil, name: String? = nil, shuffleOrder: [Int]? = nil) {
+        userCommand()
         guard !items.isEmpty else { return }
         if let settings {
             state.volume = settings.volume.isFinite ? min(max(0, settings.volume), 10) : 1
@@ -92,16 +120,30 @@ public actor Player {
             engine.setVolume(state.volume)
             engine.setRate(state.rate)
         }
+        if let name {
+            state.queueName = name
+        } else {
+            state.queueName = "queue/\(nextQueueNumber)"
+            nextQueueNumber += 1
+        }
         state.queue = items.map { item in
             var copy = item
             copy.id = nextItemID
             nextItemID += 1
             return copy
         }
+        state.tracks = Track.tracks(of: state.queue)
         let start = min(max(0, startIndex), items.count - 1)
-        rebuildOrder(keeping: start)
-        state.status = play ? .playing : .paused
-        load(orderPosition: orderPosition, at: position)
+        if state.shuffle, let shuffleOrder, shuffleOrder.sorted() == Array(items.indices) {
+            order = shuffleOrder
+            orderPosition = shuffleOrder.firstIndex(of: start) ?? 0
+            state.shuffleOrder = order
+        } else {
+            rebuildOrder(keeping: start)
+        }
+        pausedAt = nil
+        setStatus(play ? .playing : .paused)
+        load(orderPosition: orderPosition, at: max(.zero, position))
     }
 
     /// Updates what is known of an item (e.g. tags discovered after the queue was opened).
@@ -112,35 +154,39 @@ public actor Player {
         if updated.duration == nil { updated.duration = state.queue[index].duration }
         guard updated != state.queue[index] else { return }
         state.queue[index] = updated
+        refreshTracks()
         publish()
     }
 
-    /// Playing stays playing; paused resumes; stopped starts the current item from its beginning.
+    /// Playing stays playing; paused resumes (a little earlier after a long pause: the smart rewind);
+    /// stopped starts the current track from its beginning.
     public func play() {
-        pausedForLostOutput = false
+        userCommand()
         guard state.currentIndex != nil else { return }
         switch state.status {
         case .playing:
             return
         case .paused:
-            state.status = .playing
+            let rewind = pausedAt.map { options.smartRewind.rewind(after: now() - $0) } ?? .zero
+            setStatus(.playing)
+            if rewind > .zero { move(by: .zero - rewind) }
+            guard state.status == .playing else { return }
+            if needsReload {
+                load(orderPosition: orderPosition, at: positionClock.position())
+                return
+            }
             anchorClock()
             publish()
             if engineReady { engine.play() }
         case .stopped:
-            state.status = .playing
-            load(orderPosition: orderPosition, at: .zero)
+            setStatus(.playing)
+            load(orderPosition: orderPosition, at: state.track?.start ?? .zero)
         }
     }
 
     public func pause() {
-        pausedForLostOutput = false
-        guard state.status == .playing else { return }
-        // Clients hear of it first; the pipeline's state change may take a buffer's time.
-        state.status = .paused
-        anchorClock()
-        publish()
-        engine.pause()
+        userCommand()
+        pauseNow()
     }
 
     public func playPause() throws(PlayerError) {
@@ -149,10 +195,10 @@ public actor Player {
     }
 
     public func stop() {
-        pausedForLostOutput = false
+        userCommand()
         guard let item = state.current, state.status != .stopped else { return }
         let stoppedAt = position
-        state.status = .stopped
+        setStatus(.stopped)
         engine.stop()
         engineReady = false
         positionClock.set(PositionClock(anchor: .zero))
@@ -160,42 +206,85 @@ public actor Player {
         observer(.stopped(itemID: item.id, at: stoppedAt))
     }
 
-    /// Moves to the next item in play order; paused or stopped stays so.
+    /// Moves to the next track (chapter, or file without chapters); paused or stopped stays so.
     public func next() {
-        pausedForLostOutput = false
-        guard let target = nextOrderPosition(wrapping: state.loop == .playlist) else { return }
-        go(to: target)
+        userCommand()
+        guard let target = nextTrack(wrapping: state.loop == .playlist) else { return }
+        go(toTrack: target)
     }
 
+    /// More than a few seconds into a track, back to its start; else to the previous track (its start).
     public func previous() {
-        pausedForLostOutput = false
-        guard let target = previousOrderPosition() else { return }
-        go(to: target)
+        userCommand()
+        guard let current = state.currentTrack else { return }
+        let intoTrack = position - state.tracks[current].start
+        if state.status != .stopped, intoTrack > options.previousRestartsAfter || previousTrack() == nil {
+            seekWithinItem(to: state.tracks[current].start)
+            return
+        }
+        guard let target = previousTrack() else { return }
+        go(toTrack: target)
     }
 
-    /// Relative seek; below 0 clamps to 0; past the end acts as `next()` (or stops at the last item).
-    /// Ignored while stopped: nothing is loaded, and Play starts from the beginning.
+    /// Makes track `index` current, at its start. Throws for an index out of range.
+    public func goTo(track index: Int) throws(PlayerError) {
+        userCommand()
+        guard state.tracks.indices.contains(index) else {
+            throw .invalidValue("there is no chapter \(index) (\(state.tracks.count) in the queue)")
+        }
+        go(toTrack: index)
+    }
+
+    /// Moves to `position` in file `index` of the queue (queue order); a stopped player is paused there.
+    public func jump(toFile index: Int, at position: Duration) throws(PlayerError) {
+        userCommand()
+        guard state.queue.indices.contains(index), let target = order.firstIndex(of: index) else {
+            throw .invalidValue("there is no file \(index) (\(state.queue.count) in the queue)")
+        }
+        guard position >= .zero, state.queue[index].duration.map({ position <= $0 }) ?? true else {
+            throw .invalidValue("\(position) is outside file \(index)")
+        }
+        if state.status == .stopped { setStatus(.paused) }
+        if target == orderPosition && engineReady {
+            seekWithinItem(to: position)
+        } else {
+            load(orderPosition: target, at: position, announce: true)
+        }
+    }
+
+    /// MPRIS's relative seek, within the current track: below its start clamps to the start; past its end
+    /// acts as `next()` (at the last track, as reaching the end). Ignored while stopped.
     public func seek(by offset: Duration) {
-        pausedForLostOutput = false
-        guard state.currentIndex != nil, state.status != .stopped else { return }
-        let target = max(.zero, position + offset)
-        if let duration = state.current?.duration, target >= duration {
-            if canGoNext { next() } else { stop() }
+        userCommand()
+        guard let track = state.track, state.status != .stopped else { return }
+        let target = max(track.start, position + offset)
+        if let end = track.end, target >= end {
+            if let next = nextTrack(wrapping: state.loop == .playlist) { go(toTrack: next) } else { finish() }
             return
         }
         seekWithinItem(to: target)
     }
 
-    /// Absolute seek within the item `itemID`; ignored when that is not the current item, out of range, or stopped.
-    public func setPosition(itemID: Int, to target: Duration) {
-        pausedForLostOutput = false
-        guard let current = state.current, current.id == itemID, target >= .zero, state.status != .stopped else { return }
-        if let duration = current.duration, target > duration { return }
-        seekWithinItem(to: target)
+    /// A book-level move by `offset` in play order, across files in both directions: before the start of
+    /// the first file clamps to 0; past the end of the last acts as reaching the end. Ignored while stopped.
+    public func skip(by offset: Duration) {
+        userCommand()
+        guard state.currentIndex != nil, state.status != .stopped else { return }
+        move(by: offset)
+    }
+
+    /// Absolute seek within track `track` of the queue named `queue`; ignored when that is not the current
+    /// track, the position is outside it, or the player is stopped.
+    public func setPosition(queue: String, track: Int, to target: Duration) {
+        userCommand()
+        guard queue == state.queueName, track == state.currentTrack, target >= .zero, state.status != .stopped else { return }
+        let current = state.tracks[track]
+        if let length = current.length, target > length { return }
+        seekWithinItem(to: current.start + target)
     }
 
     public func setVolume(_ volume: Double) throws(PlayerError) {
-        pausedForLostOutput = false
+        userCommand()
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
         let clamped = min(max(0, volume), 10)
         guard clamped != state.volume else { return }
@@ -206,11 +295,12 @@ public actor Player {
 
     /// Clamped to [minimumRate, maximumRate]; 0 pauses and keeps the rate.
     public func setRate(_ rate: Double) throws(PlayerError) {
-        pausedForLostOutput = false
+        userCommand()
         guard rate.isFinite else { throw .invalidValue("rate must be a finite number, not \(rate)") }
-        if rate == 0 { pause(); return }
+        if rate == 0 { pauseNow(); return }
         let clamped = min(max(PlayerState.minimumRate, rate), PlayerState.maximumRate)
         guard clamped != state.rate else { return }
+        anchorClock()
         state.rate = clamped
         engine.setRate(clamped)
         anchorClock()
@@ -219,14 +309,14 @@ public actor Player {
 
     /// Volume, rate, shuffle and loop in one step: clients see one change.
     public func apply(_ settings: PlaybackSettings) throws(PlayerError) {
-        pausedForLostOutput = false
+        userCommand()
         guard settings.volume.isFinite, settings.rate.isFinite, settings.rate > 0 else {
             throw .invalidValue("volume and rate must be finite numbers, and the rate above 0")
         }
         let volume = min(max(0, settings.volume), 10)
         let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
         if volume != state.volume { state.volume = volume; engine.setVolume(volume) }
-        if rate != state.rate { state.rate = rate; engine.setRate(rate); anchorClock() }
+        if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
         if settings.shuffle != state.shuffle {
             state.shuffle = settings.shuffle
@@ -237,21 +327,35 @@ public actor Player {
     }
 
     public func setLoop(_ loop: LoopMode) {
-        pausedForLostOutput = false
+        userCommand()
         guard loop != state.loop else { return }
         state.loop = loop
         updateNext()
         publish()
     }
 
+    /// Turning shuffle on draws a new play order (the current file first); it stays until reshuffled.
     public func setShuffle(_ shuffle: Bool) {
-        pausedForLostOutput = false
+        userCommand()
         guard shuffle != state.shuffle else { return }
         state.shuffle = shuffle
         if let current = state.currentIndex { rebuildOrder(keeping: current) }
         updateNext()
         publish()
     }
+
+    /// Draws a new shuffled order (the current file first); does nothing unless shuffled.
+    public func reshuffle() {
+        userCommand()
+        guard state.shuffle, let current = state.currentIndex else { return }
+        rebuildOrder(keeping: current)
+        updateNext()
+        publish()
+    }
+
+    /// Any command from a client, also those that do not reach the player otherwise (e.g. a bookmark):
+    /// cancels an automatic resume and extends a fading sleep timer.
+    public func noteActivity() { userCommand() }
 
     // MARK: - Output changes
 
@@ -260,7 +364,7 @@ public actor Player {
     @discardableResult
     public func pauseForLostOutput() -> Bool {
         guard state.status == .playing else { return false }
-        pause()
+        pauseNow()
         pausedForLostOutput = true
         return true
     }
@@ -301,32 +405,72 @@ public actor Player {
             let restarted = target == orderPosition
             orderPosition = target
             state.currentIndex = order[target]
+            state.currentTrack = firstTrack(ofItem: order[target])
             state.lastError = nil
             positionClock.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
             publish()
-            // The same item again (loop Track, or a one-item loop Playlist): the trackid doesn't change, so
-            // only Seeked tells clients the position went back to 0.
+            // The same track again (loop Track, or a one-file loop Playlist): the trackid doesn't change,
+            // so only Seeked tells clients the position went back to 0.
             if restarted { observer(.seeked(.zero)) }
+            trackEnded()
         case .endOfStream:
             endOfQueue()
+        case .outputFailed(let message):
+            // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
+            logger.error("the output failed", metadata: ["error": "\(message)"])
+            let at = engine.position ?? positionClock.position()
+            engineReady = false
+            needsReload = true
+            if state.status == .playing {
+                setStatus(.paused)
+                pausedForLostOutput = true
+            }
+            positionClock.set(PositionClock(anchor: at))
+            publish()
         case .failed(let message):
             pausedForLostOutput = false
             logger.error("playback failed", metadata: ["error": "\(message)"])
             state.lastError = message
-            state.status = .stopped
+            setStatus(.stopped)
             engineReady = false
             positionClock.set(PositionClock(anchor: .zero))
             publish()
         }
     }
 
-    private func tick() {
+    func tick() {
         guard state.status == .playing, engineReady else { return }
         anchorClock()
+        checkPosition()
     }
 
     // MARK: - Internals
+
+    /// What every command does first.
+    func userCommand() {
+        pausedForLostOutput = false
+        extendSleepTimerIfFading()
+    }
+
+    func pauseNow() {
+        guard state.status == .playing else { return }
+        // Clients hear of it first; the pipeline's state change may take a buffer's time.
+        setStatus(.paused)
+        anchorClock()
+        publish()
+        engine.pause()
+    }
+
+    /// Changes the status, keeping the pause start and the sleep timer's count in step.
+    func setStatus(_ status: PlaybackStatus) {
+        countSleepTime()
+        if status == .paused && state.status != .paused { pausedAt = now() }
+        if status != .paused { pausedAt = nil }
+        state.status = status
+        sleep?.countedAt = status == .playing ? now() : nil
+        syncSleepStatus()
+    }
 
     /// The stream ended without continuing gaplessly: normally at the end of the queue, but also when the
     /// engine asked for the next stream before the player could name it (files shorter than the engine's
@@ -334,61 +478,153 @@ public actor Player {
     private func endOfQueue() {
         switch state.loop {
         case .track:
-            load(orderPosition: orderPosition, at: .zero, announce: true)
+            load(orderPosition: orderPosition, at: state.track?.start ?? .zero, announce: true)
         case .playlist where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
             load(orderPosition: next, at: .zero, announce: next == orderPosition)
         case .none where nextOrderPosition(wrapping: false) != nil:
             load(orderPosition: orderPosition + 1, at: .zero)
         default:
-            state.status = .stopped
-            engine.stop()
-            engineReady = false
-            positionClock.set(PositionClock(anchor: .zero))
-            publish()
+            finish()
         }
     }
 
-    private func go(to target: Int) {
+    /// The end of the queue was reached: stopped, and the observer told the book is finished.
+    private func finish() {
+        if sleep?.fading == true { engine.setVolume(state.volume) }
+        sleep = nil
+        setStatus(.stopped)
+        engine.stop()
+        engineReady = false
+        positionClock.set(PositionClock(anchor: .zero))
+        publish()
+        observer(.finished)
+    }
+
+    /// Moves by `offset` from the current position in play order, crossing files.
+    func move(by offset: Duration) {
+        var target = position + offset
+        var at = orderPosition
+        while target < .zero {
+            guard at > 0, let duration = state.queue[order[at - 1]].duration else { target = .zero; break }
+            at -= 1
+            target += duration
+        }
+        while let duration = state.queue[order[at]].duration, target >= duration {
+            guard at + 1 < order.count else {
+                if state.loop == .playlist { at = 0; target = .zero; break }
+                finish()
+                return
+            }
+            target -= duration
+            at += 1
+        }
+        if at == orderPosition && engineReady {
+            seekWithinItem(to: target)
+        } else {
+            load(orderPosition: at, at: target, announce: true)
+        }
+    }
+
+    private func go(toTrack index: Int) {
+        let track = state.tracks[index]
+        guard let target = order.firstIndex(of: track.itemIndex) else { return }
         if state.status == .stopped {
             orderPosition = target
-            state.currentIndex = order[target]
-            positionClock.set(PositionClock(anchor: .zero))
+            state.currentIndex = track.itemIndex
+            state.currentTrack = index
+            positionClock.set(PositionClock(anchor: track.start))
             publish()
             return
         }
-        load(orderPosition: target, at: .zero)
+        if target == orderPosition && engineReady {
+            seekWithinItem(to: track.start, announce: false)  // a new trackid at its start: no Seeked needed
+        } else {
+            load(orderPosition: target, at: track.start)
+        }
     }
 
-    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than 0, or when
-    /// `announce` (the same item starting over).
+    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a track's
+    /// start, or when `announce` (a jump, or the same track starting over).
     private func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         orderPosition = target
         state.currentIndex = order[target]
+        state.currentTrack = state.trackIndex(atFilePosition: position)
         state.lastError = nil
         engineReady = false
+        needsReload = false
         engine.load(state.queue[order[target]].url, at: position)
         positionClock.set(PositionClock(anchor: position))
         updateNext()
         publish()
-        if position > .zero || announce { observer(.seeked(position)) }
+        let intoTrack = position - (state.track?.start ?? .zero)
+        if intoTrack > .zero || announce { observer(.seeked(intoTrack)) }
     }
 
-    private func seekWithinItem(to target: Duration) {
+    /// Seeks in the current file; clients see the new track (if it changed), then Seeked (unless not `announce`).
+    private func seekWithinItem(to target: Duration, announce: Bool = true) {
         positionClock.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
-        observer(.seeked(target))  // before the flushing seek, which may wait for the sink
+        state.currentTrack = state.trackIndex(atFilePosition: target)
+        publish()
+        // Before the flushing seek, which may wait for the sink.
+        if announce { observer(.seeked(target - (state.track?.start ?? .zero))) }
         engine.seek(to: target)
+    }
+
+    /// Playing went past a chapter boundary inside the file: the next track is current (or, with loop
+    /// Track, the chapter starts over).
+    func checkPosition() {
+        guard state.status == .playing, engineReady, let current = state.currentTrack else { return }
+        let now = position
+        guard let track = state.trackIndex(atFilePosition: now), track != current else {
+            updateSleepTimer()
+            return
+        }
+        if state.loop == .track && track == current + 1 {
+            seekWithinItem(to: state.tracks[current].start)
+        } else {
+            state.currentTrack = track
+            publish()
+        }
+        trackEnded()
+        updateSleepTimer()
     }
 
     private func setCurrentDuration(_ duration: Duration) {
         guard let index = state.currentIndex, duration > .zero else { return }
         state.queue[index].duration = duration
+        refreshTracks()
     }
 
-    private func anchorClock() {
+    /// Rebuilds the tracks after what is known of the files changed.
+    private func refreshTracks() {
+        state.tracks = Track.tracks(of: state.queue)
+        state.currentTrack = state.trackIndex(atFilePosition: state.status == .stopped ? positionClock.position() : position)
+    }
+
+    func anchorClock() {
         let anchor = (engineReady ? engine.position : nil) ?? positionClock.position()
         let speed = state.status == .playing && engineReady ? state.rate : 0
         positionClock.set(PositionClock(anchor: anchor, speed: speed))
+    }
+
+    func firstTrack(ofItem item: Int) -> Int? { state.tracks.firstIndex { $0.itemIndex == item } }
+    func lastTrack(ofItem item: Int) -> Int? { state.tracks.lastIndex { $0.itemIndex == item } }
+
+    /// The track after the current one: the next chapter of this file, else the first of the next file in play order.
+    func nextTrack(wrapping: Bool) -> Int? {
+        guard let current = state.currentTrack else { return nil }
+        if current + 1 < state.tracks.count, state.tracks[current + 1].itemIndex == state.tracks[current].itemIndex {
+            return current + 1
+        }
+        return nextOrderPosition(wrapping: wrapping).flatMap { firstTrack(ofItem: order[$0]) }
+    }
+
+    /// The chapter before the current one in this file, else the last of the previous file in play order.
+    func previousTrack() -> Int? {
+        guard let current = state.currentTrack else { return nil }
+        if current > 0, state.tracks[current - 1].itemIndex == state.tracks[current].itemIndex { return current - 1 }
+        return previousOrderPosition().flatMap { lastTrack(ofItem: order[$0]) }
     }
 
     private func nextOrderPosition(wrapping: Bool) -> Int? {
@@ -409,17 +645,22 @@ public actor Player {
         if state.shuffle {
             order = [current] + all.filter { $0 != current }.shuffled()
             orderPosition = 0
+            state.shuffleOrder = order
         } else {
             order = all
             orderPosition = current
+            state.shuffleOrder = nil
         }
     }
 
-    /// Tells the engine what follows the current item, for a gapless transition.
+    /// Tells the engine what follows the current item, for a gapless transition. With loop Track, a file
+    /// of one track follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
     private func updateNext() {
         let next: Int?
         switch state.loop {
-        case .track: next = state.currentIndex == nil ? nil : orderPosition
+        case .track:
+            let single = state.currentIndex.map { firstTrack(ofItem: $0) == lastTrack(ofItem: $0) } ?? false
+            next = single ? orderPosition : nil
         case .playlist: next = nextOrderPosition(wrapping: true)
         case .none: next = nextOrderPosition(wrapping: false)
         }
@@ -427,7 +668,8 @@ public actor Player {
         engine.setNext(next.map { state.queue[order[$0]].url })
     }
 
-    private func publish() {
+    func publish() {
+        scheduleWake()
         state.canGoNext = canGoNext
         state.canGoPrevious = canGoPrevious
         guard state != published else { return }

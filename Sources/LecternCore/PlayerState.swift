@@ -27,9 +27,19 @@ public struct PlaybackSettings: Sendable, Equatable {
 /// A snapshot of everything a client can see of the player, published after every change.
 public struct PlayerState: Sendable, Equatable {
     public var status: PlaybackStatus = .stopped
+    /// Names the queue in track ids: "book/12" for a book of the library, "queue/N" for files opened
+    /// otherwise. A new queue with the same name keeps its track ids (a book's are stable).
+    public var queueName = ""
     public var queue: [MediaItem] = []
     /// Index into `queue` of the current item.
     public var currentIndex: Int?
+    /// The chapters of the queue's files, in queue order (see ``Track/tracks(of:)``).
+    public var tracks: [Track] = []
+    /// Index into `tracks` of the track being played.
+    public var currentTrack: Int?
+    /// The play order (queue indices) while shuffled; stays the same until reshuffled.
+    public var shuffleOrder: [Int]?
+    public var sleepTimer: SleepTimerStatus?
     public var loop: LoopMode = .none
     public var shuffle = false
     public var volume = 1.0
@@ -46,6 +56,7 @@ public struct PlayerState: Sendable, Equatable {
     public init() {}
 
     public var current: MediaItem? { currentIndex.map { queue[$0] } }
+    public var track: Track? { currentTrack.map { tracks[$0] } }
 }
 
 /// The position of the current item as a function of time: re-anchored on every play, pause, seek
@@ -73,11 +84,16 @@ public struct PositionClock: Sendable, Equatable {
 public enum PlayerEvent: Sendable, Equatable {
     /// Something in the snapshot changed.
     case stateChanged(PlayerState)
-    /// The position jumped (not by playing): seek, set position, a load at a saved position.
+    /// The position jumped (not by playing): seek, set position, a load at a saved position, a smart
+    /// rewind. The new position within the current track.
     case seeked(Duration)
     /// A stop was asked for while the item was at this position (the position then reads 0): where to
     /// resume a book from.
     case stopped(itemID: Int, at: Duration)
+    /// Playback reached the end of the queue (with loop off): the book is finished.
+    case finished
+    /// The sleep timer paused playback at this position of this item.
+    case sleepTimerFired(itemID: Int, at: Duration)
 }
 
 /// Why a command was refused. Nothing changed.

@@ -323,6 +323,12 @@ public final class Library: Sendable {
         try updateBook(book, touching: false) { $0.settings = settings }
     }
 
+    /// Keeps the book's shuffled play order (its file ids); empty to forget it.
+    public func setShuffleOrder(of book: Int64, _ fileIds: [Int64]) throws {
+        let text = fileIds.map(String.init).joined(separator: ",")
+        try updateBook(book, touching: false) { $0.shuffleOrder = text }
+    }
+
     public func setNote(of book: Int64, _ note: String) throws {
         try Self.checkNote(note)
         try updateBook(book) { $0.note = note }

@@ -53,9 +53,14 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var positionOffset: Int64
     /// Where the user put it in "User" order.
     public var userOrder: Int64
+    /// The shuffled play order, as file ids separated by commas; kept until the book is reshuffled.
+    public var shuffleOrder: String = ""
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    /// ``shuffleOrder`` as file ids.
+    public var shuffleFileIds: [Int64] { shuffleOrder.split(separator: ",").compactMap { Int64($0) } }
 
     public var settings: BookSettings {
         get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop) }

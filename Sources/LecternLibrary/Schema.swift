@@ -115,6 +115,11 @@ enum Schema {
                 CREATE INDEX book_user_order ON book(userOrder, id);
                 """)
         }
+        migrator.registerMigration("v3: a book's shuffled play order") { db in
+            try db.alter(table: "book") { t in
+                t.add(column: "shuffleOrder", .text).notNull().defaults(to: "")
+            }
+        }
         return migrator
     }
 }

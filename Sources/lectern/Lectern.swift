@@ -10,6 +10,7 @@ struct Lectern: AsyncParsableCommand {
         abstract: "Control lecternd, the Lectern audiobook and music player daemon.",
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
+                      Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self])
 }
 
@@ -45,7 +46,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
         let properties = try await daemon.playerProperties()
-        let report = StatusReport(properties)
+        let report = StatusReport(properties, book: try await daemon.listeningStatus())
         print(json ? report.json : report.text)
     }
 }
@@ -257,8 +258,11 @@ struct StatusReport {
     let loop: String
     let shuffle: Bool
     let url: String?
+    /// org.lectern.Player1's GetStatus: the book, file and chapter figures.
+    let book: [String: DBusValue]
 
-    init(_ p: [String: DBusValue]) {
+    init(_ p: [String: DBusValue], book: [String: DBusValue] = [:]) {
+        self.book = book
         let metadata = p["Metadata"]?.stringKeyedDictionary ?? [:]
         status = p["PlaybackStatus"]?.string ?? "Stopped"
         title = metadata["xesam:title"]?.string
@@ -280,7 +284,30 @@ struct StatusReport {
         if !by.isEmpty { lines.append("  \(by)") }
         lines.append("  \(Seconds.format(position)) / \(length.map(Seconds.format) ?? "?")"
                      + String(format: "  volume %.2f  speed %.2gx  loop %@  shuffle %@", volume, rate, loop, shuffle ? "on" : "off"))
+        if let file = book["file"]?.int64, let files = book["files"]?.int64 {
+            lines.append("  file \(file + 1)/\(files)  \(clock("filePosition")) / \(clock("fileLength"))")
+        }
+        if let chapter = book["chapter"]?.int64, let chapters = book["chapters"]?.int64 {
+            lines.append("  chapter \(chapter + 1)/\(chapters) “\(book["chapterTitle"]?.string ?? "")”  \(clock("chapterPosition")) / \(clock("chapterLength"))")
+        }
+        if book["bookLength"] != nil {
+            lines.append("  book \(clock("bookPosition")) / \(clock("bookLength"))  \(clock("remaining")) left"
+                         + (rate == 1 ? "" : String(format: " at %.2gx", rate)))
+        }
+        if let sleep = Self.sleepLine(book) { lines.append("  " + sleep) }
         return lines.joined(separator: "\n")
+    }
+
+    private func clock(_ key: String) -> String { book[key]?.int64.map(Seconds.format) ?? "?" }
+
+    /// "sleep in 12:00" / "sleep at the end of the chapter (3:10)"; nil without a timer.
+    static func sleepLine(_ book: [String: DBusValue]) -> String? {
+        let left = book["sleepTimeLeft"]?.int64.map(Seconds.format)
+        switch book["sleep"]?.string {
+        case "time"?: return "sleep in \(left ?? "?")"
+        case "chapter"?: return "sleep at the end of the chapter" + (left.map { " (\($0))" } ?? "")
+        default: return nil
+        }
     }
 
     var json: String {
@@ -292,6 +319,18 @@ struct StatusReport {
         object["album"] = album
         object["duration"] = length.map { Double($0) / 1e6 }
         object["url"] = url
+        // The book's figures under "book": numbers from 1, times in seconds.
+        var figures: [String: Any] = [:]
+        for (key, value) in book {
+            switch value.unwrapped {
+            case .int64(let v): figures[key] = key == "book" ? Double(v) : Double(v) / 1e6
+            case .int32(let v): figures[key] = Int(v) + (["file", "chapter"].contains(key) ? 1 : 0)
+            case .double(let v): figures[key] = v
+            case .string(let v): figures[key] = v
+            default: break
+            }
+        }
+        if !figures.isEmpty { object["book"] = figures }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }

@@ -28,6 +28,21 @@ struct Lecternd: AsyncParsableCommand {
     @Option(help: "Seconds after losing its output during which a returning output resumes playback.")
     var resumeWindow: UInt32 = 30 * 60
 
+    @Option(help: "Seconds that `lectern skip forward|back` (SkipForward, SkipBackward) move by.")
+    var skipStep: UInt32 = 15
+
+    @Option(help: "Smart rewind on resuming after a pause: off, or MIN-MAX seconds (e.g. 3-30): MIN after a pause of --rewind-after seconds, growing to MAX after an hour.")
+    var smartRewind: String = "3-30"
+
+    @Option(help: "The shortest pause, in seconds, after which resuming rewinds.")
+    var rewindAfter: UInt32 = 30
+
+    @Option(help: "Seconds over which the sleep timer fades the volume out.")
+    var sleepFade: UInt32 = 10
+
+    @Option(help: "A track's MPRIS title, from {chapter}, {book}, {author}, {file}, {n}, {count}; e.g. \"{chapter} · {book}\".")
+    var titleTemplate: String = "{chapter}"
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -36,6 +51,17 @@ struct Lecternd: AsyncParsableCommand {
             let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
             throw ValidationError("--output-policy must be one of \(modes)")
         }
+        guard rewind != nil else { throw ValidationError("--smart-rewind is off or MIN-MAX in seconds, e.g. 3-30") }
+        guard (1...600).contains(skipStep) else { throw ValidationError("--skip-step is between 1 and 600 seconds") }
+    }
+
+    /// --smart-rewind and --rewind-after as a SmartRewind; nil when malformed.
+    var rewind: SmartRewind? {
+        if smartRewind == "off" { return .off }
+        let bounds = smartRewind.split(separator: "-").compactMap { UInt32($0) }
+        guard bounds.count == 2, bounds[0] <= bounds[1], bounds[1] <= 600 else { return nil }
+        return SmartRewind(threshold: .seconds(Int64(rewindAfter)), minimum: .seconds(Int64(bounds[0])),
+                           maximum: .seconds(Int64(bounds[1])), fullAfter: .seconds(max(3600, Int64(rewindAfter))))
     }
 
     func run() async throws {
@@ -50,7 +76,11 @@ struct Lecternd: AsyncParsableCommand {
                                     cacheDirectory: cacheDirectory.map { URL(fileURLWithPath: $0) },
                                     databasePath: database,
                                     outputPolicy: OutputPolicyMode(rawValue: outputPolicy) ?? .pauseAndResume,
-                                    resumeWindow: .seconds(Int64(resumeWindow)))
+                                    resumeWindow: .seconds(Int64(resumeWindow)),
+                                    listening: ListeningOptions(smartRewind: rewind ?? SmartRewind(),
+                                                                sleepFade: .seconds(Int64(sleepFade))),
+                                    skipStep: .seconds(Int64(skipStep)),
+                                    titleTemplate: TitleTemplate(titleTemplate))
         do {
             try await Daemon.run(options, logger: logger)
         } catch let error as DaemonError {

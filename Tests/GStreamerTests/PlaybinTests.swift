@@ -116,7 +116,8 @@ extension PlaybackTests {
             playbin.uri = files.directory.appendingPathComponent("missing.ogg").absoluteString
             playbin.setState(.paused)
             let error = try await log.waitFor("error") { if case .error = $0 { true } else { false } }
-            guard case .error(let message, _) = error.event else { return }
+            guard case .error(let message, _, let fromSink) = error.event else { return }
+            #expect(!fromSink, "a missing file is the stream's failure, not the output's")
             #expect(!message.isEmpty)
         }
 

@@ -118,27 +118,46 @@ extension Integration {
                 let xml = try await d.client.call(Lib.busName, path: Lib.path, interface: MPRIS.introspectable, member: "Introspect",
                                                   [], timeout: .seconds(10)).first?.string ?? ""
                 let live = try IntrospectedAPI(xml: xml)
-                for name in document.interfaces.keys.sorted() {
-                    let documented = document.interfaces[name] ?? .init()
-                    guard let running = live.interfaces[name] else {
-                        Issue.record("the daemon does not export \(name)")
-                        continue
-                    }
-                    #expect(running.methods.keys.sorted() == documented.methods.keys.sorted(), "\(name) methods")
-                    for method in documented.methods.keys.sorted() where running.methods[method] != nil {
-                        #expect(running.methods[method] == documented.methods[method],
-                                "\(name).\(method): daemon \(running.methods[method]!), document \(documented.methods[method]!)")
-                    }
-                    #expect(running.signals.keys.sorted() == documented.signals.keys.sorted(), "\(name) signals")
-                    for signal in documented.signals.keys.sorted() where running.signals[signal] != nil {
-                        #expect(running.signals[signal] == documented.signals[signal],
-                                "\(name).\(signal): daemon \(running.signals[signal]!), document \(documented.signals[signal]!)")
-                    }
-                    #expect(running.properties == documented.properties,
-                            "\(name) properties: daemon \(running.properties), document \(documented.properties)")
-                }
+                Self.compare(live, with: document)
                 // The same document is what the bus name answers for, at the documented path.
                 #expect(try await d.nameOwner(Lib.busName) == (try await d.nameOwner(MPRIS.busName)))
+            }
+        }
+
+        /// The other interfaces of /org/lectern/Lectern1, each documented in a file of its own.
+        @Test(arguments: ["org.lectern.Player1.xml", "org.lectern.Output1.xml"])
+        func theRunningDaemonMatchesTheDocument(_ file: String) async throws {
+            let url = Self.documentURL.deletingLastPathComponent().appendingPathComponent(file)
+            let document = try IntrospectedAPI(xml: try String(contentsOf: url, encoding: .utf8))
+            #expect(Set(document.interfaces.keys) == [String(file.dropLast(4))], "\(document.interfaces.keys)")
+            try await DaemonFixture.with { d in
+                let xml = try await d.client.call(Lib.busName, path: Lib.path, interface: MPRIS.introspectable, member: "Introspect",
+                                                  [], timeout: .seconds(10)).first?.string ?? ""
+                Self.compare(try IntrospectedAPI(xml: xml), with: document)
+            }
+        }
+
+        /// Records an issue for every member the daemon exports differently from the document.
+        static func compare(_ live: IntrospectedAPI, with document: IntrospectedAPI,
+                            sourceLocation: SourceLocation = #_sourceLocation) {
+            for name in document.interfaces.keys.sorted() {
+                let documented = document.interfaces[name] ?? .init()
+                guard let running = live.interfaces[name] else {
+                    Issue.record("the daemon does not export \(name)", sourceLocation: sourceLocation)
+                    continue
+                }
+                #expect(running.methods.keys.sorted() == documented.methods.keys.sorted(), "\(name) methods")
+                for method in documented.methods.keys.sorted() where running.methods[method] != nil {
+                    #expect(running.methods[method] == documented.methods[method],
+                            "\(name).\(method): daemon \(running.methods[method]!), document \(documented.methods[method]!)")
+                }
+                #expect(running.signals.keys.sorted() == documented.signals.keys.sorted(), "\(name) signals")
+                for signal in documented.signals.keys.sorted() where running.signals[signal] != nil {
+                    #expect(running.signals[signal] == documented.signals[signal],
+                            "\(name).\(signal): daemon \(running.signals[signal]!), document \(documented.signals[signal]!)")
+                }
+                #expect(running.properties == documented.properties,
+                        "\(name) properties: daemon \(running.properties), document \(documented.properties)")
             }
         }
     }

@@ -20,6 +20,7 @@ enum MPRIS {
     static let root = "org.mpris.MediaPlayer2"
     static let player = "org.mpris.MediaPlayer2.Player"
     static let playlists = "org.mpris.MediaPlayer2.Playlists"
+    static let trackList = "org.mpris.MediaPlayer2.TrackList"
     static let properties = "org.freedesktop.DBus.Properties"
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let peer = "org.freedesktop.DBus.Peer"
@@ -258,13 +259,15 @@ final class DaemonFixture: Sendable {
     let environment: [String: String]
     let cacheDirectory: URL
     let daemonLog: URL
+    /// lecternd's arguments: a fake sink that keeps time, the test's cache folder, and the test's own.
+    let daemonArguments: [String]
 
     var lecterndPath: String { builtExecutable("lecternd").path }
     var lecternPath: String { builtExecutable("lectern").path }
 
     /// Starts everything with a daemon.
-    static func with(_ body: (DaemonFixture) async throws -> Void) async throws {
-        let fixture = try await DaemonFixture()
+    static func with(daemonArguments: [String] = [], _ body: (DaemonFixture) async throws -> Void) async throws {
+        let fixture = try await DaemonFixture(daemonArguments: daemonArguments)
         do {
             try await body(fixture)
         } catch {
@@ -274,7 +277,7 @@ final class DaemonFixture: Sendable {
         await fixture.finish()
     }
 
-    private init() async throws {
+    private init(daemonArguments extra: [String]) async throws {
         media = try MediaLibrary.shared()
         bus = try PrivateBus()
         directory = try TemporaryDirectory(prefix: "lectern-it")
@@ -290,9 +293,10 @@ final class DaemonFixture: Sendable {
         environment = env
         client = try BusConnection(address: bus.address)
         signals = try await SignalRecorder(connection: client)
-        daemon = try Subprocess(builtExecutable("lecternd").path,
-                                ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path],
-                                environment: env, stdout: .appendingToFile(daemonLog),
+        // A fake sink that keeps time, unless the test names its own.
+        let sink = extra.contains("--audio-sink") ? [] : ["--audio-sink", "fakesink sync=true"]
+        daemonArguments = sink + ["--cache-directory", cacheDirectory.path] + extra
+        daemon = try Subprocess(builtExecutable("lecternd").path, daemonArguments, environment: env, stdout: .appendingToFile(daemonLog),
                                 stderr: .appendingToFile(daemonLog))
         let deadline = ContinuousClock.now + .seconds(10)
         while !(try await nameHasOwner(MPRIS.busName)) {
@@ -329,10 +333,15 @@ final class DaemonFixture: Sendable {
         let withCanControl = all.filter { $0.isPropertiesChanged && $0.changed["CanControl"] != nil }
         #expect(withCanControl.isEmpty, "PropertiesChanged carried CanControl: \(withCanControl)", sourceLocation: sourceLocation)
         let foreign = all.filter { s in
-            s.path == MPRIS.path && !(s.isPropertiesChanged && [MPRIS.root, MPRIS.player, MPRIS.playlists].contains(s.changedInterface ?? ""))
+            s.path == MPRIS.path
+                && !(s.isPropertiesChanged && [MPRIS.root, MPRIS.player, MPRIS.playlists, MPRIS.trackList].contains(s.changedInterface ?? ""))
                 && !(s.interface == MPRIS.player && s.member == "Seeked")
+                && !(s.interface == MPRIS.trackList && ["TrackListReplaced", "TrackAdded", "TrackRemoved", "TrackMetadataChanged"].contains(s.member))
         }
         #expect(foreign.isEmpty, "unexpected signals on \(MPRIS.path): \(foreign)", sourceLocation: sourceLocation)
+        // TrackList.Tracks is 'invalidates': never sent with a value.
+        let tracksWithValue = all.filter { $0.isPropertiesChanged && $0.changedInterface == MPRIS.trackList && $0.changed["Tracks"] != nil }
+        #expect(tracksWithValue.isEmpty, "Tracks sent with a value: \(tracksWithValue)", sourceLocation: sourceLocation)
         if daemon.isRunning { daemon.kill() }
         client.close()
         bus.stop()
@@ -461,6 +470,24 @@ final class DaemonFixture: Sendable {
         try await call("Pause")
         let status = try await waitForStatus("Paused")
         guard status == "Paused" else { throw FixtureError("not Paused after open + Pause: \(status ?? "nil")") }
+        try await waitForTracksDiscovered()
+    }
+
+    /// Waits until every track of the queue has its length (the daemon reads the files after the first in the
+    /// background, and their durations change the book-level figures in Metadata), then for the signals.
+    func waitForTracksDiscovered(timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let tracks = try await get("Tracks", interface: MPRIS.trackList).elements ?? []
+            let metadata = try await call("GetTracksMetadata", [.array(.objectPath, tracks)], interface: MPRIS.trackList)
+                .first?.elements ?? []
+            if metadata.count == tracks.count, metadata.allSatisfy({ $0.stringKeyedDictionary?["mpris:length"] != nil }) {
+                try await signals.barrier()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw FixtureError("the queue's durations were not all known after \(timeout)")
     }
 
     // MARK: Tools

@@ -328,9 +328,7 @@ extension DaemonFixture {
             guard ContinuousClock.now < deadline else { throw FixtureError("the old daemon still owns \(MPRIS.lecternName)") }
             try await Task.sleep(for: .milliseconds(10))
         }
-        let process = try Subprocess(lecterndPath,
-                                     ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path],
-                                     environment: environment, stdout: .appendingToFile(daemonLog),
+        let process = try Subprocess(lecterndPath, daemonArguments, environment: environment, stdout: .appendingToFile(daemonLog),
                                      stderr: .appendingToFile(daemonLog))
         while !(try await nameHasOwner(MPRIS.busName)) {
             guard process.isRunning else { throw FixtureError("the new lecternd exited: \(process.termination.map { "\($0)" } ?? "?")\n\(log)") }

@@ -38,7 +38,7 @@ extension Integration {
                 #expect(all["CanPause"] == .boolean(true))
                 #expect(all["CanSeek"] == .boolean(true))
                 #expect(all["CanGoNext"] == .boolean(true))
-                #expect(all["CanGoPrevious"] == .boolean(false))
+                #expect(all["CanGoPrevious"] == .boolean(true), "Previous restarts the first track")
                 let metadata = all["Metadata"]?.stringKeyedDictionary ?? [:]
                 #expect(metadata["mpris:trackid"]?.type == .objectPath)
                 #expect(metadata["mpris:length"]?.type == .int64)

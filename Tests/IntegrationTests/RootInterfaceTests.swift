@@ -17,7 +17,7 @@ extension Integration {
                 #expect(root["DesktopEntry"] == .string("lectern"))
                 #expect(root["CanQuit"] == .boolean(true))
                 #expect(root["CanRaise"] == .boolean(false))
-                #expect(root["HasTrackList"] == .boolean(false))
+                #expect(root["HasTrackList"] == .boolean(true))
                 #expect(root["SupportedUriSchemes"]?.type == .array(.string))
                 #expect(root["SupportedUriSchemes"]?.stringArray?.contains("file") == true)
                 #expect(root["SupportedMimeTypes"]?.type == .array(.string))
@@ -60,7 +60,8 @@ extension Integration {
             try await DaemonFixture.with { d in
                 let xml = try await d.call("Introspect", interface: MPRIS.introspectable).first?.string ?? ""
                 let node = try IntrospectedNode(xml: xml)
-                #expect(Set(node.interfaces.keys) == [MPRIS.root, MPRIS.player, MPRIS.playlists, MPRIS.properties, MPRIS.introspectable, MPRIS.peer],
+                #expect(Set(node.interfaces.keys) == [MPRIS.root, MPRIS.player, MPRIS.trackList, MPRIS.playlists, MPRIS.properties,
+                                                      MPRIS.introspectable, MPRIS.peer],
                         "interfaces on \(MPRIS.path): \(node.interfaces.keys.sorted())")
 
                 let player = node.interfaces[MPRIS.player]

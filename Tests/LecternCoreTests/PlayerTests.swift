@@ -217,7 +217,7 @@ import Testing
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
-            #expect(await h.player.canGoPrevious == false)
+            #expect(await h.player.canGoPrevious == true)  // Previous restarts the first track
             #expect(await h.player.canGoNext == true)
             h.reset()
 
@@ -303,14 +303,16 @@ import Testing
         }
     }
 
-    @Test func previousAtTheStartWithoutLoopDoesNothing() async {
+    @Test func previousAtTheFirstTrackWithoutLoopRestartsIt() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(2))
             h.reset()
             await h.player.previous()
-            #expect(h.engine.calls == [])
-            #expect(h.log.all == [])
+            #expect(h.engine.calls == [.seek(.zero)])
+            #expect(h.log.all == [.seeked(.zero)])
+            #expect(await h.player.snapshot.currentIndex == 0)
         }
     }
 
@@ -411,42 +413,42 @@ import Testing
         }
     }
 
-    @Test func setPositionSeeksWithinTheCurrentItem() async throws {
-        try await withHarness { h in
+    @Test func setPositionSeeksWithinTheCurrentItem() async {
+        await withHarness { h in
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
-            let id = try #require(await h.player.snapshot.current?.id)
+            let queue = await h.player.snapshot.queueName
             h.reset()
 
-            await h.player.setPosition(itemID: id, to: .seconds(60))
+            await h.player.setPosition(queue: queue, track: 0, to: .seconds(60))
             #expect(h.engine.calls == [.seek(.seconds(60))])
             #expect(h.log.all == [.seeked(.seconds(60))])
 
             // The very end is still in range.
             h.reset()
-            await h.player.setPosition(itemID: id, to: .seconds(100))
+            await h.player.setPosition(queue: queue, track: 0, to: .seconds(100))
             #expect(h.engine.calls == [.seek(.seconds(100))])
             #expect(h.log.all == [.seeked(.seconds(100))])
         }
     }
 
     @Test(arguments: ["stale id", "old queue id", "negative", "past the end"])
-    func setPositionIgnoresInvalidRequests(_ kind: String) async throws {
-        try await withHarness { h in
+    func setPositionIgnoresInvalidRequests(_ kind: String) async {
+        await withHarness { h in
             await h.player.open(makeItems(2))
-            let oldID = try #require(await h.player.snapshot.current?.id)
+            let oldQueue = await h.player.snapshot.queueName
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
-            let snapshot = await h.player.snapshot
-            let current = try #require(snapshot.current?.id)
+            let queue = await h.player.snapshot.queueName
+            #expect(queue != oldQueue)
             h.engine.advance(by: .seconds(10))
             h.reset()
 
             switch kind {
-            case "stale id": await h.player.setPosition(itemID: snapshot.queue[1].id, to: .seconds(50))
-            case "old queue id": await h.player.setPosition(itemID: oldID, to: .seconds(50))
-            case "negative": await h.player.setPosition(itemID: current, to: .seconds(-1))
-            default: await h.player.setPosition(itemID: current, to: .milliseconds(100_001))
+            case "stale id": await h.player.setPosition(queue: queue, track: 1, to: .seconds(50))
+            case "old queue id": await h.player.setPosition(queue: oldQueue, track: 0, to: .seconds(50))
+            case "negative": await h.player.setPosition(queue: queue, track: 0, to: .seconds(-1))
+            default: await h.player.setPosition(queue: queue, track: 0, to: .milliseconds(100_001))
             }
             #expect(h.engine.calls == [])
             #expect(h.log.all == [])

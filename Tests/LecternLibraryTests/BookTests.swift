@@ -282,6 +282,25 @@ struct BookTests {
         #expect(try library.fileIds(of: id) == [ids[2], ids[1], ids[0]])
     }
 
+    @Test("The shuffled order is kept with the book, survives a re-import and goes with the book")
+    func shuffleOrder() throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let id = try library.add(importedBook("/shuffled"))
+        let files = try library.fileIds(of: id)
+        #expect(files.count >= 2)
+        #expect(try library.book(id).shuffleFileIds == [])
+        let modified = try library.book(id).modifiedAt
+        try library.setShuffleOrder(of: id, files.reversed())
+        #expect(try library.book(id).shuffleFileIds == files.reversed())
+        #expect(try library.book(id).modifiedAt == modified)
+        _ = try library.add(importedBook("/shuffled"))  // the same folder again
+        #expect(try library.book(id).shuffleFileIds == files.reversed())
+        try library.setShuffleOrder(of: id, [])
+        #expect(try library.book(id).shuffleFileIds == [])
+        #expect(throws: LibraryError.self) { try library.setShuffleOrder(of: 999_999, files) }
+    }
+
     @Test("Settings: set and get, bounds, NaN and bad loop refused")
     func settings() throws {
         let t = try TestLibrary()

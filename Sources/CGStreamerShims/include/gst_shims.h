@@ -43,6 +43,8 @@ void lectern_gst_signal_disconnect(void *object, unsigned long handler_id);
 uint32_t lectern_gst_message_type(void *message);
 // GST_MESSAGE_SRC is a macro; returns the posting GstObject (not a new reference).
 void *lectern_gst_message_src(void *message);
+/// Whether the message comes from a sink element (the audio output, e.g. pulsesink inside autoaudiosink).
+bool lectern_gst_message_from_sink(void *message);
 
 // Posts an application message named `name` from `element` on its bus, with an optional string field
 // `field` = `value` (gst_structure_new is variadic and G_TYPE_STRING is a macro). Returns false if the

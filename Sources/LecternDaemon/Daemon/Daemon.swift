@@ -21,9 +21,20 @@ public struct DaemonOptions: Sendable {
     public var outputPolicy: OutputPolicyMode
     /// How long after losing its output a returning output still resumes playback.
     public var resumeWindow: Duration
+    /// Smart rewind, the sleep timer's fade, Previous's restart threshold.
+    public var listening: ListeningOptions
+    /// The step of SkipForward / SkipBackward (`lectern skip forward|back`).
+    public var skipStep: Duration
+    /// How a track's MPRIS title is made from its chapter and book.
+    public var titleTemplate: TitleTemplate
 
     public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
-                outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60)) {
+                outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
+                listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
+                titleTemplate: TitleTemplate = TitleTemplate()) {
+        self.listening = listening
+        self.skipStep = skipStep
+        self.titleTemplate = titleTemplate
         self.databasePath = databasePath ?? XDG.dataHome.appendingPathComponent("lectern/library.sqlite").path
         self.audioSink = audioSink
         self.busAddress = busAddress
@@ -73,17 +84,28 @@ public enum Daemon {
 
         let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
         let engine = try GStreamerEngine(audioSink: options.audioSink)
-        let mpris = MPRISService()
+        let mpris = MPRISService(titleTemplate: options.titleTemplate)
+        let listeningService = Mutex<ListeningService?>(nil)
         let (bookEvents, bookEventSink) = AsyncStream.makeStream(of: PlayerEvent.self)
-        let player = Player(engine: engine, logger: logger) { event in
+        let player = Player(engine: engine, options: options.listening, logger: logger) { event in
             mpris.handle(event)
+            listeningService.withLock { $0 }?.handle(event)
             bookEventSink.yield(event)
         }
+        let listening = ListeningService(player: player, skipStep: options.skipStep)
+        listeningService.withLock { $0 = listening }
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), logger: logger)
         let libraryService = Mutex<LibraryService?>(nil)
-        let session = BookSession(library: library, player: player, events: bookEvents, logger: logger) { book in
-            libraryService.withLock { $0 }?.currentBookChanged(book)
-            mpris.currentBookChanged(book)
+        let session = BookSession(library: library, player: player, events: bookEvents, logger: logger) { news in
+            switch news {
+            case .currentBook(let book):
+                libraryService.withLock { $0 }?.currentBookChanged(book)
+                mpris.currentBookChanged(book)
+            case .bookChanged(let id):
+                libraryService.withLock { $0 }?.bookChanged(id)
+            case .bookmarksChanged(let id):
+                libraryService.withLock { $0 }?.bookmarksChanged(id)
+            }
         }
         let service = LibraryService(library: library, session: session,
                                      importer: Importer(library: library, opener: opener, logger: logger), logger: logger,
@@ -95,13 +117,14 @@ public enum Daemon {
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
                                           logger: logger)
-        let lecternInterfaces: [Interface] = service.interfaces + [outputWatcher.makeInterface()]
+        let lecternInterfaces: [Interface] = service.interfaces + [listening.makeInterface(), outputWatcher.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0)),
         ])
         service.object.withLock { $0 = lecternObject }
+        await listening.publish(on: lecternObject)
         await outputWatcher.publish(on: lecternObject)
 
         var mprisName = Self.mprisName

@@ -230,11 +230,11 @@ private final class Translation: Sendable {
                 }
             case .endOfStream where active:
                 output.append(.endOfStream)
-            case .error(let message, _) where active:
+            case .error(let message, _, let fromSink) where active:
                 control.setState(.null)
                 state.phase = .failed
                 state.wantsPlaying = false
-                output.append(.failed(message))
+                output.append(fromSink ? .outputFailed(message) : .failed(message))
             default:
                 break
             }

@@ -14,8 +14,15 @@ actor BookSession {
     let library: Library
     let player: Player
     let logger: Logger
-    /// Told when the current book changes (the MPRIS Playlists face follows it).
-    let bookChanged: @Sendable (Book?) -> Void
+    /// Told what clients should hear of: the current book (the MPRIS Playlists face follows it), a book
+    /// finished, an automatic bookmark.
+    let announce: @Sendable (News) -> Void
+
+    enum News: Sendable {
+        case currentBook(Book?)
+        case bookChanged(Int64)
+        case bookmarksChanged(Int64)
+    }
 
     private(set) var book: Book?
     /// The current book's files by URL, to map the player's items back to them.
@@ -24,18 +31,21 @@ actor BookSession {
     private var lastSettings: BookSettings?
     private var status: PlaybackStatus = .stopped
     private var currentURL: URL?
+    private var currentTrack: Int?
     private var itemURLs: [Int: URL] = [:]
+    /// The current book's shuffled order as saved (file ids).
+    private var savedShuffleOrder: [Int64] = []
 
     private let events: AsyncStream<PlayerEvent>
 
     /// `events`: the player's events, yielded by its observer (which must not wait).
     init(library: Library, player: Player, events: AsyncStream<PlayerEvent>, logger: Logger,
-         bookChanged: @escaping @Sendable (Book?) -> Void) {
+         announce: @escaping @Sendable (News) -> Void) {
         self.library = library
         self.player = player
         self.events = events
         self.logger = logger
-        self.bookChanged = bookChanged
+        self.announce = announce
     }
 
     /// Handles player events and saves the position every second while playing, until cancelled.
@@ -73,21 +83,26 @@ actor BookSession {
             book.finished = false
         }
         let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
+        let chapters = try library.chapters(of: bookId)
         let items = available.map { file in
             MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
                       trackNumber: Int(file.position) + 1, genre: file.genre,
-                      duration: file.duration.map { .microseconds($0) }, artURL: cover)
+                      duration: file.duration.map { .microseconds($0) }, artURL: cover,
+                      chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) })
         }
         files = Dictionary(uniqueKeysWithValues: available.map { (URL(fileURLWithPath: $0.path), $0) })
         self.book = book
         lastSettings = nil
+        savedShuffleOrder = book.shuffleFileIds
+        let shuffleOrder = savedShuffleOrder.compactMap { id in available.firstIndex { $0.id == id } }
         let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
                                         loop: LoopMode(rawValue: book.loop) ?? .none)
-        await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings)
+        await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
+                          name: "book/\(bookId)", shuffleOrder: shuffleOrder)
         try library.setCurrentBook(bookId)
         try library.markPlayed(bookId)
-        bookChanged(book)
+        announce(.currentBook(book))
     }
 
     /// Applies new settings of the current book to the player.
@@ -114,7 +129,7 @@ actor BookSession {
         book = nil
         files = [:]
         try? library.setCurrentBook(nil)
-        bookChanged(nil)
+        announce(.currentBook(nil))
     }
 
     /// The current book and where it is: for bookmarks.
@@ -125,12 +140,15 @@ actor BookSession {
 
     /// Moves to a place in the current book (a file of it and an offset).
     func jump(toFile fileId: Int64, offset: Int64) async throws {
-        guard let index = try library.files(of: book?.id ?? -1).filter({ files[URL(fileURLWithPath: $0.path)] != nil })
-            .firstIndex(where: { $0.id == fileId }) else {
+        let queue = await player.snapshot.queue
+        guard let index = queue.firstIndex(where: { files[$0.url]?.id == fileId }) else {
             throw LibraryError.notFound("that file is not available in the current book")
         }
-        let snapshot = await player.snapshot
-        await player.open(snapshot.queue, startAt: index, position: .microseconds(offset), play: snapshot.status == .playing)
+        do {
+            try await player.jump(toFile: index, at: .microseconds(offset))
+        } catch {
+            throw LibraryError.invalidArgument("\(error)")
+        }
     }
 
     // MARK: - Events
@@ -141,17 +159,58 @@ actor BookSession {
             for item in state.queue where itemURLs[item.id] == nil { itemURLs[item.id] = item.url }
             let previousURL = currentURL
             let previousStatus = status
+            let previousTrack = currentTrack
             currentURL = state.current?.url
+            currentTrack = state.currentTrack
             status = state.status
             guard let url = currentURL, files[url] != nil else { return }  // not (yet) this book's queue
             saveSettings(state)
-            if previousStatus != status && status != .stopped || previousURL != currentURL {
+            saveShuffleOrder(state)
+            if previousStatus != status && status != .stopped || previousURL != currentURL || previousTrack != currentTrack {
                 savePosition()
             }
         case .seeked:
             savePosition()
         case .stopped(let itemID, let position):
             if let url = itemURLs[itemID] { savePosition(url: url, offset: position.microseconds) }
+        case .finished:
+            guard let id = book?.id else { return }
+            do {
+                try library.setFinished(id, true)
+                book?.finished = true
+                announce(.bookChanged(id))
+            } catch {
+                logger.error("cannot mark the book finished", metadata: ["book": "\(id)", "error": "\(error)"])
+            }
+        case .sleepTimerFired(let itemID, let position):
+            guard let url = itemURLs[itemID] else { return }
+            savePosition(url: url, offset: position.microseconds)
+            addAutomaticBookmark(.sleepTimer, title: "Sleep timer", url: url, offset: position.microseconds)
+        }
+    }
+
+    /// A bookmark the daemon makes by itself (the sleep timer stopped, the output went away).
+    func addAutomaticBookmark(_ kind: Bookmark.Kind, title: String, url: URL? = nil, offset: Int64? = nil) {
+        guard let bookId = book?.id, let url = url ?? currentURL, let fileId = files[url]?.id else { return }
+        let offset = offset ?? player.positionClock.position().microseconds
+        do {
+            _ = try library.addBookmark(to: bookId, file: fileId, offset: max(0, offset), title: title, kind: kind)
+            announce(.bookmarksChanged(bookId))
+        } catch {
+            logger.error("cannot add an automatic bookmark", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
+    }
+
+    /// Keeps the shuffled order with the book, so that it plays in the same order until reshuffled.
+    private func saveShuffleOrder(_ state: PlayerState) {
+        guard let bookId = book?.id, let order = state.shuffleOrder else { return }
+        let fileIds = order.compactMap { files[state.queue[$0].url]?.id }
+        guard fileIds != savedShuffleOrder else { return }
+        do {
+            try library.setShuffleOrder(of: bookId, fileIds)
+            savedShuffleOrder = fileIds
+        } catch {
+            logger.error("cannot save the shuffled order", metadata: ["book": "\(bookId)", "error": "\(error)"])
         }
     }
 

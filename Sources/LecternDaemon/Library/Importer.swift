@@ -3,7 +3,6 @@ import GStreamer
 import LecternCore
 import LecternLibrary
 import Logging
-import MP4
 
 /// Turns a folder into books: walks it, reads every audio file's tags (off the D-Bus and player paths),
 /// groups the files into books, orders them and hands each book to the library (which updates a book
@@ -113,14 +112,7 @@ struct Importer: Sendable {
                             title: title.isEmpty ? "Untitled" : title, author: author, coverPath: cover?.path, files: files)
     }
 
-    /// Chapters from GStreamer's table of contents, else (MP4/M4B, which GStreamer 1.22 doesn't expose)
-    /// from the file's own chapter atoms.
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {
-        if !info.chapters.isEmpty {
-            return info.chapters.map { .init(title: $0.title, start: $0.start.microseconds, end: $0.end?.microseconds) }
-        }
-        guard ["m4b", "m4a", "mp4", "aac"].contains(url.pathExtension.lowercased()),
-              let chapters = try? MP4ChapterReader.chapters(of: url) else { return [] }
-        return chapters.map { .init(title: $0.title, start: $0.start.microseconds, end: $0.end?.microseconds) }
+        opener.chapters(of: url, info).map { .init(title: $0.title, start: $0.start.microseconds, end: $0.end?.microseconds) }
     }
 }

@@ -51,6 +51,12 @@ final class LibraryService: Sendable {
         bookCountChanged(count)
     }
 
+    /// The daemon changed a book by itself (e.g. marked it finished).
+    func bookChanged(_ id: Int64) { emit(Self.libraryInterface, "BookChanged", [.int64(id)]) }
+
+    /// The daemon added a bookmark by itself (the sleep timer, an unplug).
+    func bookmarksChanged(_ book: Int64) { emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(book)]) }
+
     /// The current book changed (activation, restore, a client opening other files).
     func currentBookChanged(_ book: Book?) {
         object.withLock { $0 }?.update(Self.libraryInterface, ["CurrentBook": .int64(book?.id ?? 0)])
@@ -202,6 +208,7 @@ final class LibraryService: Sendable {
             methods: [
                 method("AddBookmark", in: [("book", .int64), ("title", .string), ("note", .string)], out: [("id", .int64)]) { a in
                     let bookId = a[0].int64 ?? 0
+                    await self.session.player.noteActivity()
                     let (file, offset) = try await self.placeInBook(bookId)
                     let title = (a[1].string ?? "").isEmpty ? "Bookmark at " + Self.clock(offset) : a[1].string ?? ""
                     let bookmark = try self.library.addBookmark(to: bookId, file: file, offset: offset, title: title, note: a[2].string ?? "")

@@ -8,17 +8,27 @@ import Synchronization
 /// declared as data, their handlers calling the ``Player`` actor, and its events mapped onto
 /// properties (batched PropertiesChanged) and `Seeked`.
 ///
+/// A track is a chapter (a file without chapters is one): its id is
+/// `/org/lectern/Lectern1/<queue>/track/<n>`, where the queue is `book/<id>` for a book of the library
+/// (stable across runs) or `queue/<n>` for files opened by URI, and n the track's index in the queue.
+///
 /// The rules it keeps are in ../shared/docs/mpris-rules.md; the tests in IntegrationTests check them.
 public final class MPRISService: Sendable {
     public static let path = ObjectPath("/org/mpris/MediaPlayer2")!
     public static let rootInterface = "org.mpris.MediaPlayer2"
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
     /// Track ids live under Lectern's own tree: never /org/mpris, never NoTrack.
-    static let trackPathPrefix = "/org/lectern/Lectern1/track/"
+    static let trackPathPrefix = "/org/lectern/Lectern1/"
 
     let object = Mutex<ExportedObject?>(nil)
+    /// The player's last published state: what Position, GetTracksMetadata and the TrackList diff read.
+    let latest = Mutex(PlayerState())
+    let titleTemplate: TitleTemplate
 
-    public init() {}
+    public init(titleTemplate: TitleTemplate = TitleTemplate()) {
+        self.titleTemplate = titleTemplate
+    }
 
     /// The current book changed: it is the active playlist.
     func currentBookChanged(_ book: Book?) {
@@ -35,11 +45,36 @@ public final class MPRISService: Sendable {
         guard let object = object.withLock({ $0 }) else { return }
         switch event {
         case .stateChanged(let state):
-            object.update(Self.playerInterface, Self.playerProperties(state))
+            let previous = latest.withLock { latest in
+                defer { latest = state }
+                return latest
+            }
+            object.update(Self.playerInterface, playerProperties(state))
+            announceTrackListChanges(from: previous, to: state, on: object)
         case .seeked(let position):
             try? object.emit(Self.playerInterface, "Seeked", [.int64(position.microseconds)])
-        case .stopped:
+        case .stopped, .finished, .sleepTimerFired:
             break
+        }
+    }
+
+    /// TrackListReplaced (and Tracks invalidated) when the tracks are others; TrackMetadataChanged for the
+    /// tracks whose metadata changed (tags or durations discovered later).
+    private func announceTrackListChanges(from previous: PlayerState, to state: PlayerState, on object: ExportedObject) {
+        let ids = trackIDs(state)
+        if ids != trackIDs(previous) {
+            object.update(Self.trackListInterface, ["Tracks": .objectPaths(ids)])
+            let current = state.currentTrack.map { ids[$0] } ?? Self.noTrack
+            try? object.emit(Self.trackListInterface, "TrackListReplaced", [.objectPaths(ids), .objectPath(current)])
+            return
+        }
+        // Only the files whose tags or duration changed; the book-level figures are not in TrackList metadata.
+        let changedFiles = Set(state.queue.indices.filter { previous.queue.indices.contains($0) && previous.queue[$0] != state.queue[$0] })
+        guard !changedFiles.isEmpty else { return }
+        for index in state.tracks.indices where changedFiles.contains(state.tracks[index].itemIndex) {
+            let metadata = metadata(state, track: index, bookFigures: false)
+            guard metadata != self.metadata(previous, track: index, bookFigures: false) else { continue }
+            try? object.emit(Self.trackListInterface, "TrackMetadataChanged", [.objectPath(ids[index]), metadata])
         }
     }
 
@@ -47,16 +82,20 @@ public final class MPRISService: Sendable {
     func export(on connection: BusConnection, player: Player, opener: MediaOpener, library: Library,
                 session: BookSession, quit: @escaping @Sendable () -> Void) async throws {
         let interfaces = [Self.root(quit: quit, schemes: opener.supportedSchemes, mimeTypes: opener.supportedMimeTypes),
-                          Self.player(player, opener: opener, session: session),
+                          makePlayer(player, opener: opener, session: session),
+                          makeTrackList(player),
                           MPRISPlaylists.interface(library: library, session: session)]
         let exported = try connection.export(Self.path, interfaces: interfaces)
         exported.update(Self.rootInterface, [
-            "CanQuit": .boolean(true), "CanRaise": .boolean(false), "HasTrackList": .boolean(false),
+            "CanQuit": .boolean(true), "CanRaise": .boolean(false), "HasTrackList": .boolean(true),
             "Identity": .string("Lectern"), "DesktopEntry": .string("lectern"),
             "SupportedUriSchemes": .strings(opener.supportedSchemes),
             "SupportedMimeTypes": .strings(opener.supportedMimeTypes),
         ])
-        exported.update(Self.playerInterface, Self.playerProperties(await player.snapshot))
+        let state = await player.snapshot
+        latest.withLock { $0 = state }
+        exported.update(Self.playerInterface, playerProperties(state))
+        exported.update(Self.trackListInterface, ["Tracks": .objectPaths(trackIDs(state)), "CanEditTracks": .boolean(false)])
         var playlists = MPRISPlaylists.properties(current: nil)
         playlists["PlaylistCount"] = .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0))
         exported.update(MPRISPlaylists.name, playlists)
@@ -82,8 +121,8 @@ public final class MPRISService: Sendable {
             ])
     }
 
-    static func player(_ player: Player, opener: MediaOpener, session: BookSession) -> Interface {
-        Interface(playerInterface,
+    func makePlayer(_ player: Player, opener: MediaOpener, session: BookSession) -> Interface {
+        Interface(Self.playerInterface,
             methods: [
                 Method("Next") { _ in await player.next(); return [] },
                 Method("Previous") { _ in await player.previous(); return [] },
@@ -99,9 +138,9 @@ public final class MPRISService: Sendable {
                     return []
                 },
                 Method("SetPosition", in: [("TrackId", .objectPath), ("Position", .int64)]) { call in
-                    guard let path = call.arguments[0].objectPath, let id = trackID(path),
+                    guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
                           let position = call.arguments[1].int64 else { return [] }  // the spec says: ignore
-                    await player.setPosition(itemID: id, to: .microseconds(position))
+                    await player.setPosition(queue: queue, track: track, to: .microseconds(position))
                     return []
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
@@ -128,8 +167,14 @@ public final class MPRISService: Sendable {
                 Property("Volume", .double, access: .readwrite, set: { value in
                     do { try await player.setVolume(value.double ?? .nan) } catch { throw BusError.invalidArgs("Volume: \(error)") }
                 }),
-                Property("Position", .int64, changes: .none, get: { [clock = player.positionClock] in
-                    .int64(clock.position().microseconds)
+                Property("Position", .int64, changes: .none, get: { [clock = player.positionClock, self] in
+                    // Within the current track: the file's position less the track's start.
+                    let state = latest.withLock { $0 }
+                    let position = clock.position()
+                    guard let track = state.track else { return .int64(position.microseconds) }
+                    var within = max(.zero, position - track.start)
+                    if let length = track.length { within = min(within, length) }
+                    return .int64(within.microseconds)
                 }),
                 Property("MinimumRate", .double),
                 Property("MaximumRate", .double),
@@ -143,16 +188,58 @@ public final class MPRISService: Sendable {
             signals: [SignalDecl("Seeked", [("Position", .int64)])])
     }
 
+    /// TrackList: the queue's tracks (chapters), read-only; GoTo jumps to one.
+    func makeTrackList(_ player: Player) -> Interface {
+        Interface(Self.trackListInterface,
+            methods: [
+                Method("GetTracksMetadata", in: [("TrackIds", .array(.objectPath))],
+                       out: [("Metadata", .array(.dictionary(key: .string, value: .variant)))]) { [self] call in
+                    let state = latest.withLock { $0 }
+                    let ids = trackIDs(state)
+                    let maps = (call.arguments[0].elements ?? []).compactMap { value -> DBusValue? in
+                        guard let path = value.objectPath, let index = ids.firstIndex(of: path) else { return nil }
+                        return metadata(state, track: index, bookFigures: false)
+                    }
+                    return [.array(.dictionary(key: .string, value: .variant), maps)]
+                },
+                Method("AddTrack", in: [("Uri", .string), ("AfterTrack", .objectPath), ("SetAsCurrent", .boolean)]) { _ in
+                    throw BusError.notSupported("The track list is the book's chapters: CanEditTracks is false")
+                },
+                Method("RemoveTrack", in: [("TrackId", .objectPath)]) { _ in
+                    throw BusError.notSupported("The track list is the book's chapters: CanEditTracks is false")
+                },
+                Method("GoTo", in: [("TrackId", .objectPath)]) { call in
+                    // An id that is not in the list is ignored, as the spec says.
+                    guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
+                          queue == (await player.snapshot.queueName) else { return [] }
+                    try? await player.goTo(track: track)
+                    return []
+                },
+            ],
+            properties: [
+                Property("Tracks", .array(.objectPath), changes: .invalidates),
+                Property("CanEditTracks", .boolean),
+            ],
+            signals: [
+                SignalDecl("TrackListReplaced", [("Tracks", .array(.objectPath)), ("CurrentTrack", .objectPath)]),
+                SignalDecl("TrackAdded", [("Metadata", .dictionary(key: .string, value: .variant)), ("AfterTrack", .objectPath)]),
+                SignalDecl("TrackRemoved", [("TrackId", .objectPath)]),
+                SignalDecl("TrackMetadataChanged", [("TrackId", .objectPath), ("Metadata", .dictionary(key: .string, value: .variant))]),
+            ])
+    }
+
     // MARK: - Mapping
 
-    static func playerProperties(_ state: PlayerState) -> [String: DBusValue] {
+    static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
+
+    func playerProperties(_ state: PlayerState) -> [String: DBusValue] {
         let hasTrack = state.current != nil
         return [
             "PlaybackStatus": .string(state.status.rawValue),
             "LoopStatus": .string(state.loop.rawValue),
             "Rate": .double(state.rate),
             "Shuffle": .boolean(state.shuffle),
-            "Metadata": metadata(state.current),
+            "Metadata": state.currentTrack.map { metadata(state, track: $0) } ?? .emptyVardict,
             "Volume": .double(state.volume),
             "MinimumRate": .double(PlayerState.minimumRate),
             "MaximumRate": .double(PlayerState.maximumRate),
@@ -165,26 +252,86 @@ public final class MPRISService: Sendable {
         ]
     }
 
-    static func metadata(_ item: MediaItem?) -> DBusValue {
-        guard let item, let trackID = ObjectPath(trackPathPrefix + String(item.id)) else { return .emptyVardict }
+    func trackIDs(_ state: PlayerState) -> [ObjectPath] {
+        state.tracks.indices.compactMap { Self.trackID(queue: state.queueName, track: $0) }
+    }
+
+    static func trackID(queue: String, track: Int) -> ObjectPath? {
+        ObjectPath(trackPathPrefix + queue + "/track/" + String(track))
+    }
+
+    /// The queue name and track index of a track id; nil for anything else.
+    static func track(_ path: ObjectPath) -> (queue: String, track: Int)? {
+        let text = path.rawValue
+        guard text.hasPrefix(trackPathPrefix) else { return nil }
+        let rest = text.dropFirst(trackPathPrefix.count)
+        guard let range = rest.range(of: "/track/", options: .backwards), range.lowerBound > rest.startIndex,
+              let track = Int(rest[range.upperBound...]), track >= 0 else { return nil }
+        return (String(rest[..<range.lowerBound]), track)
+    }
+
+    /// A track's metadata: the chapter titled by the template, the book as album, the author as artist,
+    /// the chapter's length, and (`bookFigures`, for the current track's Metadata) the book-level figures as
+    /// lectern:* keys, at the track's start: add Position for "now".
+    func metadata(_ state: PlayerState, track index: Int, bookFigures: Bool = true) -> DBusValue {
+        guard state.tracks.indices.contains(index), let trackID = Self.trackID(queue: state.queueName, track: index) else {
+            return .emptyVardict
+        }
+        let track = state.tracks[index]
+        let item = state.queue[track.itemIndex]
+        let title = titleTemplate.render(chapter: track.title, book: item.album ?? item.displayTitle,
+                                         author: (item.albumArtists.first ?? item.artists.first) ?? "",
+                                         file: item.displayTitle, number: index + 1, count: state.tracks.count)
         var map: [String: DBusValue] = [
             "mpris:trackid": .objectPath(trackID),
-            "xesam:title": .string(item.displayTitle),
+            "xesam:title": .string(title),
             "xesam:url": .string(item.url.absoluteString),
+            "xesam:trackNumber": .int32(Int32(clamping: index + 1)),
+            "lectern:fileIndex": .int32(Int32(clamping: track.itemIndex)),
+            "lectern:chapterIndex": .int32(Int32(clamping: index)),
         ]
-        if let duration = item.duration { map["mpris:length"] = .int64(duration.microseconds) }
+        if bookFigures {
+            let progress = state.progress(ofTrack: index)
+            map["lectern:bookPosition"] = .int64(progress.bookPosition.microseconds)
+            map["lectern:bookLength"] = .int64(progress.bookLength.microseconds)
+            map["lectern:remaining"] = .int64(progress.remaining.microseconds)
+            map["lectern:fileCount"] = .int32(Int32(clamping: state.queue.count))
+            map["lectern:chapterCount"] = .int32(Int32(clamping: state.tracks.count))
+        }
+        if let length = track.length { map["mpris:length"] = .int64(length.microseconds) }
         if !item.artists.isEmpty { map["xesam:artist"] = .strings(item.artists) }
         if !item.albumArtists.isEmpty { map["xesam:albumArtist"] = .strings(item.albumArtists) }
         if let album = item.album { map["xesam:album"] = .string(album) }
         if let genre = item.genre { map["xesam:genre"] = .strings([genre]) }
-        if let number = item.trackNumber { map["xesam:trackNumber"] = .int32(Int32(clamping: number)) }
         if let number = item.discNumber { map["xesam:discNumber"] = .int32(Int32(clamping: number)) }
         if let art = item.artURL { map["mpris:artUrl"] = .string(art.absoluteString) }
         return .vardict(map)
     }
+}
 
-    static func trackID(_ path: ObjectPath) -> Int? {
-        guard path.rawValue.hasPrefix(trackPathPrefix) else { return nil }
-        return Int(path.rawValue.dropFirst(trackPathPrefix.count))
+/// How a track's xesam:title is made from its chapter: placeholders {chapter}, {book}, {author}, {file},
+/// {n} and {count}; `lecternd --title-template "{chapter} · {book}"`.
+public struct TitleTemplate: Sendable, Equatable {
+    public var pattern: String
+    public init(_ pattern: String = "{chapter}") { self.pattern = pattern }
+
+    func render(chapter: String, book: String, author: String, file: String, number: Int, count: Int) -> String {
+        let values = ["chapter": chapter, "book": book, "author": author, "file": file,
+                      "n": String(number), "count": String(count)]
+        var result = ""
+        var rest = Substring(pattern)
+        while let open = rest.firstIndex(of: "{") {
+            result += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}"),
+                  let value = values[String(rest[rest.index(after: open)..<close])] else {
+                result.append("{")
+                rest = rest[rest.index(after: open)...]
+                continue
+            }
+            result += value
+            rest = rest[rest.index(after: close)...]
+        }
+        result += rest
+        return result.isEmpty ? chapter : result
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import GStreamer
 import LecternCore
 import Logging
+import MP4
 
 /// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
 /// lists a folder's audio files in natural order, reads tags with GStreamer's discoverer and caches
@@ -80,7 +81,19 @@ public final class MediaOpener: Sendable {
         MediaItem(id: 0, url: url, title: info.title, artists: info.artists, album: info.album,
                   albumArtists: info.albumArtist.map { [$0] } ?? [], trackNumber: info.trackNumber,
                   discNumber: info.discNumber, genre: info.genre, duration: info.duration,
-                  artURL: coverURL(for: url, info.cover))
+                  artURL: coverURL(for: url, info.cover),
+                  chapters: chapters(of: url, info).map { ChapterMark(title: $0.title, start: $0.start) })
+    }
+
+    /// Chapters from GStreamer's table of contents, else (MP4/M4B, which GStreamer 1.22 doesn't expose)
+    /// from the file's own chapter atoms; empty when the file has none.
+    func chapters(of url: URL, _ info: MediaInfo) -> [(title: String, start: Duration, end: Duration?)] {
+        if !info.chapters.isEmpty {
+            return info.chapters.map { ($0.title, $0.start, $0.end) }
+        }
+        guard ["m4b", "m4a", "mp4", "aac"].contains(url.pathExtension.lowercased()),
+              let chapters = try? MP4ChapterReader.chapters(of: url) else { return [] }
+        return chapters.map { ($0.title, $0.start, $0.end) }
     }
 
     // MARK: - Paths

@@ -124,7 +124,7 @@ public actor OutputWatcher {
                     await self?.setResumeWindow(.seconds(Int64(seconds)))
                 }),
             ],
-            signals: [SignalDecl("RouteChanged", [("Event", RouteEvent.type)])])
+            signals: [SignalDecl("RouteChanged", [("event", RouteEvent.type)])])
     }
 
     /// Stores the initial values on `object` and keeps them up to date from now on.

@@ -1,0 +1,161 @@
+import Foundation
+
+/// The sleep timer and the wake-ups that drive it and the chapter boundaries: the parts of the player
+/// that act at a point in time rather than on a command.
+extension Player {
+    /// The sleep timer's own state; `state.sleepTimer` is what clients see of it.
+    struct SleepState {
+        var mode: SleepMode
+        /// Playing time left (`.after` only).
+        var remaining: Duration
+        /// When `remaining` was last counted down (on `now`), while playing; nil while not playing.
+        var countedAt: Duration?
+        /// Chapter ends still to let pass (`.endOfChapter`, after an extension).
+        var extraChapters = 0
+        var fading = false
+    }
+
+    /// Starts, replaces or (nil) cancels the sleep timer. `.after` needs a positive duration.
+    public func setSleepTimer(_ mode: SleepMode?) throws(PlayerError) {
+        pausedForLostOutput = false
+        if case .after(let duration) = mode, duration <= .zero {
+            throw .invalidValue("the sleep timer needs a positive duration, not \(duration)")
+        }
+        if sleep?.fading == true { engine.setVolume(state.volume) }
+        sleep = mode.map { mode in
+            var timer = SleepState(mode: mode, remaining: .zero)
+            if case .after(let duration) = mode { timer.remaining = duration }
+            timer.countedAt = state.status == .playing ? now() : nil
+            return timer
+        }
+        syncSleepStatus()
+        publish()
+        updateSleepTimer()
+    }
+
+    /// Playing time until the timer stops playback: nil without a timer, or at a chapter end still unknown.
+    public var sleepTimeLeft: Duration? {
+        guard var timer = sleep else { return nil }
+        if let countedAt = timer.countedAt { timer.remaining -= now() - countedAt }
+        return timeLeft(timer)
+    }
+
+    private func timeLeft(_ timer: SleepState) -> Duration? {
+        switch timer.mode {
+        case .after:
+            return max(.zero, timer.remaining)
+        case .endOfChapter:
+            guard timer.extraChapters == 0, let end = state.track?.end else { return nil }
+            return max(.zero, end - position) / state.rate
+        }
+    }
+
+    /// Counts the playing time since the last count off the timer.
+    func countSleepTime() {
+        guard let countedAt = sleep?.countedAt else { return }
+        let now = now()
+        sleep?.remaining -= now - countedAt
+        sleep?.countedAt = now
+    }
+
+    /// Copies the timer into the published state.
+    func syncSleepStatus() {
+        state.sleepTimer = sleep.map { timer in
+            var remaining: Duration?
+            if case .after = timer.mode { remaining = max(.zero, timer.remaining) }
+            return SleepTimerStatus(mode: timer.mode, remaining: remaining, fading: timer.fading)
+        }
+    }
+
+    /// A command during the fade: the volume comes back and the timer runs for as long again (or to the
+    /// end of the next chapter).
+    func extendSleepTimerIfFading() {
+        guard sleep?.fading == true else { return }
+        countSleepTime()
+        guard var timer = sleep else { return }
+        switch timer.mode {
+        case .after(let duration): timer.remaining = max(.zero, timer.remaining) + duration
+        case .endOfChapter: timer.extraChapters += 1
+        }
+        timer.fading = false
+        sleep = timer
+        engine.setVolume(state.volume)
+        syncSleepStatus()
+        publish()
+    }
+
+    /// Fades the volume in the timer's last seconds, and stops playback when the time is up.
+    func updateSleepTimer() {
+        guard sleep != nil, state.status == .playing else { return }
+        countSleepTime()
+        guard let timer = sleep, let left = timeLeft(timer) else { return }
+        if case .after = timer.mode, left <= .zero {
+            fireSleepTimer()
+            return
+        }
+        guard left <= options.sleepFade else { return }
+        let factor = options.sleepFade > .zero ? left / options.sleepFade : 0
+        engine.setVolume(state.volume * max(0, min(1, factor)))
+        if !timer.fading {
+            sleep?.fading = true
+            syncSleepStatus()
+            publish()
+        }
+    }
+
+    /// Playing went from one track into the next: the moment an end-of-chapter timer stops.
+    func trackEnded() {
+        guard let timer = sleep, case .endOfChapter = timer.mode else { return }
+        if timer.extraChapters > 0 {
+            sleep?.extraChapters -= 1
+            syncSleepStatus()
+            publish()
+        } else {
+            fireSleepTimer()
+        }
+    }
+
+    /// Pauses where the timer ran out, restores the volume and tells the observer (for a bookmark).
+    private func fireSleepTimer() {
+        let at = position
+        sleep = nil
+        pauseNow()
+        engine.setVolume(state.volume)
+        syncSleepStatus()
+        publish()
+        if let item = state.current { observer(.sleepTimerFired(itemID: item.id, at: at)) }
+    }
+
+    // MARK: - Wake-ups
+
+    /// Plans the next wake-up while playing: the next chapter boundary in this file, the start of the fade
+    /// or its next step, the end of the timer. The 1-second tick catches anything a late wake-up misses.
+    func scheduleWake() {
+        wakeTask?.cancel()
+        wakeTask = nil
+        guard state.status == .playing, engineReady, let current = state.currentTrack else { return }
+        let rate = state.rate
+        let here = position
+        var delays: [Duration] = []
+        if current + 1 < state.tracks.count, state.tracks[current + 1].itemIndex == state.tracks[current].itemIndex {
+            delays.append((state.tracks[current + 1].start - here) / rate)
+        }
+        if let left = sleepTimeLeft {
+            let step = Duration.milliseconds(250)
+            delays.append(left <= options.sleepFade ? min(left, step) : left - options.sleepFade)
+        }
+        guard let soonest = delays.min() else { return }
+        let delay = max(soonest, .milliseconds(5))
+        let clock = tickClock
+        wakeTask = Task { [weak self] in
+            do { try await clock.sleep(for: delay, tolerance: .milliseconds(2)) } catch { return }
+            await self?.wake()
+        }
+    }
+
+    private func wake() {
+        wakeTask = nil
+        checkPosition()
+        scheduleWake()
+    }
+}

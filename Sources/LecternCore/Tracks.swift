@@ -1,0 +1,103 @@
+import Foundation
+
+/// One track as clients see it: a chapter of a file, or the whole file when it has no chapters.
+/// MPRIS tracks, `TrackList.Tracks`, Next and Previous all work in these.
+public struct Track: Sendable, Equatable {
+    /// The file, as an index into the queue (book order).
+    public var itemIndex: Int
+    public var title: String
+    /// Where the track starts and ends within its file; `end` is nil while the file's duration is unknown.
+    public var start: Duration
+    public var end: Duration?
+
+    public init(itemIndex: Int, title: String, start: Duration, end: Duration?) {
+        self.itemIndex = itemIndex
+        self.title = title
+        self.start = start
+        self.end = end
+    }
+
+    public var length: Duration? { end.map { max(.zero, $0 - start) } }
+
+    /// The tracks of a queue, file after file in queue order. Chapter marks are sorted; marks at or past
+    /// the end of the file and repeated starts are dropped; the first track of a file starts at 0, so
+    /// every position of a file is in exactly one track.
+    public static func tracks(of queue: [MediaItem]) -> [Track] {
+        var tracks: [Track] = []
+        for (index, item) in queue.enumerated() {
+            var marks = item.chapters.sorted { $0.start < $1.start }
+            if let duration = item.duration { marks.removeAll { $0.start >= duration } }
+            var starts: [ChapterMark] = []
+            for mark in marks where mark.start >= .zero && mark.start != starts.last?.start { starts.append(mark) }
+            if starts.isEmpty { starts = [ChapterMark(title: item.displayTitle, start: .zero)] }
+            starts[0].start = .zero
+            for (n, mark) in starts.enumerated() {
+                let end = n + 1 < starts.count ? starts[n + 1].start : item.duration
+                tracks.append(Track(itemIndex: index, title: mark.title, start: mark.start, end: end))
+            }
+        }
+        return tracks
+    }
+}
+
+/// Where the listener is, in the file, the chapter and the whole book: what `lectern status` shows.
+public struct BookProgress: Sendable, Equatable {
+    public var fileIndex: Int
+    public var fileCount: Int
+    public var filePosition: Duration
+    public var fileLength: Duration?
+    public var trackIndex: Int
+    public var trackCount: Int
+    public var trackTitle: String
+    public var trackPosition: Duration
+    public var trackLength: Duration?
+    /// Time into the book in play order (the files before this one, then the position in it).
+    public var bookPosition: Duration
+    /// The sum of the durations known so far.
+    public var bookLength: Duration
+    /// What is left of the book, in listening time at the current rate.
+    public var remaining: Duration
+    public var rate: Double
+}
+
+extension PlayerState {
+    /// The track that holds `position` of the current file.
+    public func trackIndex(atFilePosition position: Duration) -> Int? {
+        guard let item = currentIndex else { return nil }
+        var found: Int?
+        for (index, track) in tracks.enumerated() where track.itemIndex == item {
+            if found == nil || track.start <= position { found = index } else { break }
+        }
+        return found
+    }
+
+    /// The queue indices in play order.
+    public var playOrder: [Int] { shuffleOrder ?? Array(queue.indices) }
+
+    /// The figures for `filePosition` in the current file; nil with nothing current.
+    public func progress(atFilePosition filePosition: Duration) -> BookProgress? {
+        guard let current = currentIndex else { return nil }
+        let track = currentTrack.flatMap { tracks.indices.contains($0) ? $0 : nil } ?? trackIndex(atFilePosition: filePosition)
+        return track.map { progress(ofTrack: $0, atFilePosition: filePosition, item: current) }
+    }
+
+    /// The figures at the start of track `index` (any track of the queue).
+    public func progress(ofTrack index: Int) -> BookProgress {
+        progress(ofTrack: index, atFilePosition: tracks[index].start, item: tracks[index].itemIndex)
+    }
+
+    private func progress(ofTrack index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
+        let track = tracks[index]
+        let before = playOrder.prefix { $0 != item }.reduce(Duration.zero) { $0 + (queue[$1].duration ?? .zero) }
+        let length = queue.reduce(Duration.zero) { $0 + ($1.duration ?? .zero) }
+        let position = max(.zero, filePosition)
+        let bookPosition = before + position
+        var trackPosition = max(.zero, position - track.start)
+        if let trackLength = track.length { trackPosition = min(trackPosition, trackLength) }
+        return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: position, fileLength: queue[item].duration,
+                        trackIndex: index, trackCount: tracks.count, trackTitle: track.title,
+                        trackPosition: trackPosition, trackLength: track.length,
+                        bookPosition: bookPosition, bookLength: length,
+                        remaining: max(.zero, length - bookPosition) / max(rate, PlayerState.minimumRate), rate: rate)
+    }
+}

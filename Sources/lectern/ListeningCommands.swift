@@ -1,0 +1,145 @@
+import ArgumentParser
+import DBus
+import Foundation
+
+// `lectern skip`, `jump`, `chapter`, `speed`, `sleep`: listening to a book through org.lectern.Player1.
+// Files and chapters are numbered from 1 here (the API counts from 0).
+
+extension Daemon {
+    static let listeningInterface = "org.lectern.Player1"
+
+    @discardableResult
+    func listening(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await library(method, arguments, interface: Self.listeningInterface)
+    }
+
+    func listeningStatus() async throws -> [String: DBusValue] {
+        try await listening("GetStatus").first?.stringKeyedDictionary ?? [:]
+    }
+}
+
+struct Skip: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Skip forward or back through the book, across files: +15, -15 (seconds or m:ss), forward, back.")
+    @OptionGroup var bus: BusOptions
+    @Argument(parsing: .captureForPassthrough, help: "+SECONDS, -SECONDS, forward or back (by the daemon's --skip-step).")
+    var offset: [String] = []
+
+    func run() async throws {
+        let offset = self.offset.filter { $0 != "--" }
+        guard offset.count == 1 else { throw ValidationError("skip takes one argument: +15, -15, forward or back") }
+        let daemon = try await Daemon.connect(bus)
+        switch offset[0] {
+        case "forward", "fwd", "+": try await daemon.listening("SkipForward")
+        case "back", "backward", "-": try await daemon.listening("SkipBackward")
+        default:
+            guard let microseconds = Seconds.parse(offset[0]), offset[0].first == "+" || offset[0].first == "-" else {
+                throw ValidationError("skip takes a signed number of seconds (+15, -15, +1:30), forward or back")
+            }
+            try await daemon.listening("Skip", [.int64(microseconds)])
+        }
+    }
+}
+
+struct Jump: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Go to a file of the book (from 1) at a second of it.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "The file's number in the book, from 1.") var file: Int
+    @Argument(help: "Seconds into the file (or m:ss).") var position: String = "0"
+
+    func run() async throws {
+        guard file >= 1, file <= Int(Int32.max) else { throw ValidationError("files are numbered from 1") }
+        guard let microseconds = Seconds.parse(position), microseconds >= 0 else {
+            throw ValidationError("the position is a number of seconds (or m:ss) from the start of the file")
+        }
+        try await Daemon.connect(bus).listening("JumpToFile", [.int32(Int32(file - 1)), .int64(microseconds)])
+    }
+}
+
+struct ChapterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "chapter",
+        abstract: "Go to the next or previous chapter, or chapter N (from 1); without an argument, show the chapter.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "next, previous, or a chapter number from 1.") var target: String?
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        switch target {
+        case nil:
+            let status = try await daemon.listeningStatus()
+            guard let chapter = status["chapter"]?.int64, let count = status["chapters"]?.int64 else {
+                throw CLIError("nothing is loaded")
+            }
+            print("\(chapter + 1)/\(count) \(status["chapterTitle"]?.string ?? "")")
+        case "next"?: try await daemon.listening("NextChapter")
+        case "previous"?, "prev"?: try await daemon.listening("PreviousChapter")
+        case let text?:
+            guard let number = Int32(text), number >= 1 else {
+                throw ValidationError("chapter takes next, previous, or a chapter number from 1")
+            }
+            try await daemon.listening("GoToChapter", [.int32(number - 1)])
+        }
+    }
+}
+
+struct Speed: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show or set the playback speed (0.5 to 3.0, pitch kept); saved with the book.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "The new speed, e.g. 1.5.") var speed: Double?
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        guard let speed else {
+            let value = try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                                              [.string(Daemon.listeningInterface), .string("Speed")]).first?.double ?? 1
+            print(String(format: "%.2gx", value))
+            return
+        }
+        guard speed.isFinite, (0.5...3).contains(speed) else { throw ValidationError("the speed is between 0.5 and 3.0") }
+        try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Set",
+                              [.string(Daemon.listeningInterface), .string("Speed"), .variant(.double(speed))])
+    }
+}
+
+struct SleepCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "sleep",
+        abstract: "Stop playing after a while (20m, 1h30m, 90s), at the end of the chapter (chapter), or cancel (off).")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "A duration (20m, 1h, 90s, 45 = minutes), chapter or off; without one, show the timer.") var when: String?
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        switch when {
+        case nil:
+            let status = try await daemon.listeningStatus()
+            print(StatusReport.sleepLine(status) ?? "no sleep timer")
+        case "off"?, "cancel"?: try await daemon.listening("CancelSleepTimer")
+        case "chapter"?, "end-of-chapter"?: try await daemon.listening("SleepAtChapterEnd")
+        case let text?:
+            guard let microseconds = Self.duration(text), microseconds > 0 else {
+                throw ValidationError("sleep takes a duration like 20m, 1h30m or 90s, chapter, or off")
+            }
+            try await daemon.listening("SetSleepTimer", [.int64(microseconds)])
+        }
+    }
+
+    /// "20m", "1h30m", "90s", "1h", "45" (minutes) → microseconds.
+    static func duration(_ text: String) -> Int64? {
+        if let minutes = Double(text), minutes.isFinite, minutes > 0, minutes < 10_000 { return Int64(minutes * 60_000_000) }
+        var total = 0.0
+        var number = ""
+        for character in text.lowercased() {
+            if character.isNumber || character == "." { number.append(character); continue }
+            guard let value = Double(number), value.isFinite else { return nil }
+            switch character {
+            case "h": total += value * 3600
+            case "m": total += value * 60
+            case "s": total += value
+            default: return nil
+            }
+            number = ""
+        }
+        guard number.isEmpty, total > 0, total < 1_000_000 else { return nil }
+        return Int64(total * 1_000_000)
+    }
+}

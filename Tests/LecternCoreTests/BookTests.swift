@@ -1,0 +1,574 @@
+import Foundation
+import LecternCore
+import Testing
+
+// The player as a listener of books uses it: tracks are chapters, skips cross files, the sleep timer,
+// smart rewind, shuffle kept per book, the end of the book. Fake engine, manual clock.
+
+/// Three 100 s files; the second has chapters at 0, 30 and 60 s ("B1", "B2", "B3").
+func chapteredItems() -> [MediaItem] {
+    var items = makeItems(3)
+    items[1].chapters = [ChapterMark(title: "B2", start: .seconds(30)), ChapterMark(title: "B1", start: .seconds(5)),
+                         ChapterMark(title: "B3", start: .seconds(60)), ChapterMark(title: "past the end", start: .seconds(200))]
+    return items
+}
+
+extension Harness {
+    /// Plays for `duration` of manual time in small steps, letting the player's wake-ups run in between.
+    func play(for duration: Duration, step: Duration = .milliseconds(250)) async {
+        var left = duration
+        while left > .zero {
+            let now = min(step, left)
+            engine.advance(by: now)
+            tickClock.advance(by: now)
+            left -= now
+            try? await Task.sleep(for: .milliseconds(1))
+            await settle()
+        }
+    }
+
+    func openChaptered(startAt: Int = 0, position: Duration = .zero, play: Bool = true) async {
+        await player.open(chapteredItems(), startAt: startAt, position: position, play: play)
+        await ready(.seconds(100))
+    }
+}
+
+func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Void) async rethrows {
+    let engine = FakeEngine()
+    let log = EventLog()
+    let tickClock = ManualClock()
+    let player = Player(engine: engine, tickClock: tickClock, options: options, observer: { log.append($0) })
+    let run = Task { await player.run() }
+    defer { run.cancel() }
+    try await body(Harness(engine: engine, player: player, log: log, tickClock: tickClock))
+    run.cancel()
+    await run.value
+}
+
+@Suite struct TrackLayoutTests {
+    @Test func chaptersBecomeTracksInQueueOrder() {
+        let tracks = Track.tracks(of: chapteredItems())
+        #expect(tracks.map(\.title) == ["Part 0", "B1", "B2", "B3", "Part 2"])
+        #expect(tracks.map(\.itemIndex) == [0, 1, 1, 1, 2])
+        // The first chapter of a file starts at 0 (its mark said 5 s); the mark past the end is dropped.
+        #expect(tracks.map(\.start) == [.zero, .zero, .seconds(30), .seconds(60), .zero])
+        #expect(tracks.map(\.end) == [.seconds(100), .seconds(30), .seconds(60), .seconds(100), .seconds(100)])
+    }
+
+    @Test func aFileOfUnknownDurationIsOneOpenEndedTrack() {
+        let tracks = Track.tracks(of: makeItems(1, duration: nil))
+        #expect(tracks.count == 1)
+        #expect(tracks[0].end == nil)
+        #expect(tracks[0].length == nil)
+    }
+}
+
+@Suite struct ChapterNavigationTests {
+    @Test func nextWithinAFileSeeksToTheChapterStartWithoutSeeked() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(10))
+            #expect(await h.player.snapshot.currentTrack == 1)
+            h.reset()
+
+            await h.player.next()
+            #expect(h.engine.calls == [.seek(.seconds(30))])
+            #expect(h.log.lastState?.currentTrack == 2)
+            #expect(h.log.lastState?.track?.title == "B2")
+            // Landing at the chapter's start: the new trackid says position 0; no Seeked.
+            #expect(h.log.seeks == [])
+            #expect(await h.player.progress?.trackPosition == .zero)
+        }
+    }
+
+    @Test func nextFromTheLastChapterLoadsTheNextFile() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(70))
+            h.reset()
+            await h.player.next()
+            #expect(h.engine.calls == [.load(fileURL(2), at: .zero), .setNext(nil)])
+            #expect(h.log.lastState?.currentTrack == 4)
+            #expect(h.log.seeks == [])
+        }
+    }
+
+    @Test func previousLateInAChapterRestartsItAndEarlyGoesBack() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(40))
+            h.reset()
+
+            // 10 s into B2: back to its start, Seeked(0) (the trackid doesn't change).
+            await h.player.previous()
+            #expect(h.engine.calls == [.seek(.seconds(30))])
+            #expect(h.log.seeks == [.zero])
+            #expect(h.log.lastState?.currentTrack == 2 || h.log.states.isEmpty)
+
+            // At its start: to B1.
+            h.reset()
+            await h.player.previous()
+            #expect(h.engine.calls == [.seek(.zero)])
+            #expect(h.log.lastState?.currentTrack == 1)
+
+            // From B1's start: the previous file's last (only) chapter, loaded at its start.
+            h.reset()
+            await h.player.previous()
+            #expect(h.engine.calls == [.load(fileURL(0), at: .zero), .setNext(fileURL(1))])
+            #expect(h.log.lastState?.currentTrack == 0)
+        }
+    }
+
+    @Test func previousIntoAFileOfChaptersGoesToItsLastChapter() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 2)
+            h.reset()
+            await h.player.previous()
+            #expect(h.engine.calls == [.load(fileURL(1), at: .seconds(60)), .setNext(fileURL(2))])
+            #expect(h.log.lastState?.currentTrack == 3)
+            #expect(h.log.seeks == [])  // at the chapter's start
+        }
+    }
+
+    @Test func playingAcrossAChapterBoundaryChangesTheTrack() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(28))
+            #expect(await h.player.snapshot.currentTrack == 1)
+            await h.play(for: .seconds(3))
+            #expect(h.log.lastState?.currentTrack == 2)
+            #expect(h.log.seeks == [.seconds(28)])  // only the opening one: playing on is not a jump
+            let progress = await h.player.progress
+            #expect(progress?.trackIndex == 2)
+            #expect(progress?.trackPosition == .seconds(1))
+        }
+    }
+
+    @Test func goToAndJumpValidateAndMove() async throws {
+        try await withHarness { h in
+            await h.openChaptered()
+            h.reset()
+            try await h.player.goTo(track: 3)
+            #expect(h.engine.calls == [.load(fileURL(1), at: .seconds(60)), .setNext(fileURL(2))])
+            #expect(h.log.lastState?.currentTrack == 3)
+            await h.ready(.seconds(100))
+
+            h.reset()
+            try await h.player.jump(toFile: 2, at: .seconds(42))
+            #expect(h.engine.calls == [.load(fileURL(2), at: .seconds(42)), .setNext(nil)])
+            #expect(h.log.seeks == [.seconds(42)])
+            await h.ready(.seconds(100))
+
+            h.reset()
+            await #expect(throws: PlayerError.self) { try await h.player.goTo(track: 5) }
+            await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 3, at: .zero) }
+            await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 0, at: .seconds(101)) }
+            await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 0, at: .seconds(-1)) }
+            #expect(h.engine.calls == [])
+            #expect(h.log.all == [])
+        }
+    }
+
+    @Test func mprisSeekPastTheChapterEndGoesToTheNextChapter() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(50))
+            h.reset()
+            await h.player.seek(by: .seconds(15))
+            #expect(h.engine.calls == [.seek(.seconds(60))])
+            #expect(h.log.lastState?.currentTrack == 3)
+        }
+    }
+}
+
+@Suite struct SkipTests {
+    @Test func skipForwardCrossesIntoTheNextFile() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(95))
+            h.reset()
+
+            await h.player.skip(by: .seconds(15))
+            #expect(h.engine.calls == [.load(fileURL(1), at: .seconds(10)), .setNext(fileURL(2))])
+            #expect(h.log.lastState?.currentIndex == 1)
+            #expect(h.log.seeks == [.seconds(10)])
+        }
+    }
+
+    @Test func skipBackCrossesIntoThePreviousFileAndClampsAtTheStart() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3), startAt: 1, position: .seconds(5))
+            await h.ready(.seconds(100))
+            h.reset()
+
+            await h.player.skip(by: .seconds(-15))
+            #expect(h.engine.calls == [.load(fileURL(0), at: .seconds(90)), .setNext(fileURL(1))])
+            #expect(h.log.seeks == [.seconds(90)])
+            await h.ready(.seconds(100))
+
+            h.reset()
+            await h.player.skip(by: .seconds(-1000))
+            #expect(h.engine.calls == [.seek(.zero)])
+            #expect(h.log.seeks == [.zero])
+        }
+    }
+
+    @Test func skipWithinAFileSeeksAndAnnounces() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(20))
+            h.reset()
+            await h.player.skip(by: .seconds(15))
+            #expect(h.engine.calls == [.seek(.seconds(35))])
+            #expect(h.log.lastState?.currentTrack == 2)
+            #expect(h.log.seeks == [.seconds(5)])  // within B2, which starts at 30 s
+        }
+    }
+
+    @Test func skipPastTheEndFinishesTheBook() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2), startAt: 1, position: .seconds(90))
+            await h.ready(.seconds(100))
+            h.reset()
+            await h.player.skip(by: .seconds(15))
+            #expect(h.engine.calls == [.stop])
+            #expect(h.log.lastState?.status == .stopped)
+            #expect(h.log.all.contains(.finished))
+        }
+    }
+
+    @Test func skipIsIgnoredWhileStopped() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            await h.player.stop()
+            h.reset()
+            await h.player.skip(by: .seconds(15))
+            #expect(h.engine.calls == [])
+            #expect(h.log.all == [])
+        }
+    }
+}
+
+@Suite struct ProgressTests {
+    @Test func bookFiguresAtTheCurrentRate() async throws {
+        try await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(40))
+            try await h.player.setRate(2)
+            let progress = try #require(await h.player.progress)
+            #expect(progress.fileIndex == 1)
+            #expect(progress.fileCount == 3)
+            #expect(progress.trackIndex == 2)
+            #expect(progress.trackCount == 5)
+            #expect(progress.trackTitle == "B2")
+            #expect(progress.trackPosition == .seconds(10))
+            #expect(progress.trackLength == .seconds(30))
+            #expect(progress.bookPosition == .seconds(140))
+            #expect(progress.bookLength == .seconds(300))
+            #expect(progress.remaining == .seconds(80))  // 160 s of book at 2x
+        }
+    }
+}
+
+@Suite struct FinishedTests {
+    @Test func reachingTheEndStopsAndSaysFinished() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2), startAt: 1)
+            await h.ready(.seconds(100))
+            h.reset()
+            await h.finish()
+            #expect(h.log.all.last == .finished)
+            #expect(h.log.lastState?.status == .stopped)
+        }
+    }
+
+    @Test func theEndWithLoopPlaylistIsNotFinished() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2), startAt: 1)
+            await h.player.setLoop(.playlist)
+            await h.ready(.seconds(100))
+            h.reset()
+            await h.finish()
+            #expect(!h.log.all.contains(.finished))
+            #expect(h.log.lastState?.currentIndex == 0)
+        }
+    }
+}
+
+@Suite struct LoopTrackTests {
+    @Test func loopTrackRepeatsAChapterInsideAFile() async {
+        await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(58))
+            await h.player.setLoop(.track)
+            #expect(h.engine.nextURL == nil)  // a file of chapters is looped by seeking, not by the gapless slot
+            h.reset()
+            await h.play(for: .seconds(3))
+            #expect(h.engine.calls.contains(.seek(.seconds(30))))
+            #expect(h.log.seeks.contains(.zero))
+            #expect(await h.player.snapshot.currentTrack == 2)
+        }
+    }
+
+    @Test func loopTrackOfAOneChapterFileUsesTheGaplessSlot() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            await h.player.setLoop(.track)
+            #expect(h.engine.nextURL == fileURL(0))
+        }
+    }
+}
+
+@Suite struct ShuffleTests {
+    @Test func aSavedOrderIsKeptAndANewOneStartsWithTheCurrentFile() async {
+        await withHarness { h in
+            let items = makeItems(6)
+            await h.player.open(items, startAt: 2, settings: PlaybackSettings(shuffle: true), shuffleOrder: [5, 2, 0, 4, 1, 3])
+            await h.ready(.seconds(100))
+            #expect(h.log.lastState?.shuffleOrder == [5, 2, 0, 4, 1, 3])
+            #expect(h.engine.nextURL == fileURL(0))  // what follows 2 in the saved order
+
+            // Not a permutation: a new order, the current file first.
+            await h.player.open(items, startAt: 4, settings: PlaybackSettings(shuffle: true), shuffleOrder: [1, 1, 2])
+            let drawn = await h.player.snapshot.shuffleOrder
+            #expect(drawn?.first == 4)
+            #expect(drawn?.sorted() == Array(0..<6))
+        }
+    }
+
+    @Test func reshuffleDrawsANewOrderAndOffForgetsIt() async {
+        await withHarness { h in
+            await h.player.open(makeItems(12), startAt: 3, settings: PlaybackSettings(shuffle: true))
+            let first = await h.player.snapshot.shuffleOrder
+            var changed = false
+            for _ in 0..<5 where !changed {  // 11! orders: five equal draws in a row won't happen
+                await h.player.reshuffle()
+                changed = await h.player.snapshot.shuffleOrder != first
+            }
+            #expect(changed)
+            #expect(await h.player.snapshot.shuffleOrder?.first == 3)
+            await h.player.setShuffle(false)
+            #expect(await h.player.snapshot.shuffleOrder == nil)
+        }
+    }
+}
+
+@Suite struct SmartRewindTests {
+    static let options = ListeningOptions(smartRewind: SmartRewind(threshold: .seconds(60), minimum: .seconds(5),
+                                                                   maximum: .seconds(25), fullAfter: .seconds(260)))
+
+    @Test func theRewindGrowsWithThePause() {
+        let rewind = Self.options.smartRewind
+        #expect(rewind.rewind(after: .seconds(59)) == .zero)
+        #expect(rewind.rewind(after: .seconds(60)) == .seconds(5))
+        #expect(rewind.rewind(after: .seconds(160)) == .seconds(15))
+        #expect(rewind.rewind(after: .seconds(260)) == .seconds(25))
+        #expect(rewind.rewind(after: .seconds(100_000)) == .seconds(25))
+        #expect(SmartRewind.off.rewind(after: .seconds(100_000)) == .zero)
+    }
+
+    @Test func aShortPauseResumesWhereItWas() async {
+        await withHarness(options: Self.options) { h in
+            await h.player.open(makeItems(2), position: .seconds(50))
+            await h.ready(.seconds(100))
+            await h.player.pause()
+            h.tickClock.advance(by: .seconds(30))
+            h.reset()
+            await h.player.play()
+            #expect(h.engine.calls == [.play])
+            #expect(h.log.seeks == [])
+        }
+    }
+
+    @Test func aLongPauseResumesEarlierAndAnnouncesIt() async {
+        await withHarness(options: Self.options) { h in
+            await h.player.open(makeItems(2), position: .seconds(50))
+            await h.ready(.seconds(100))
+            await h.player.pause()
+            h.tickClock.advance(by: .seconds(160))
+            h.reset()
+            await h.player.play()
+            #expect(h.engine.calls == [.seek(.seconds(35)), .play])
+            #expect(h.log.seeks == [.seconds(35)])
+            #expect(h.log.lastState?.status == .playing)
+        }
+    }
+
+    @Test func theRewindCrossesBackIntoThePreviousFile() async {
+        await withHarness(options: Self.options) { h in
+            await h.player.open(makeItems(2), startAt: 1, position: .seconds(2))
+            await h.ready(.seconds(100))
+            await h.player.pause()
+            h.tickClock.advance(by: .seconds(1000))
+            h.reset()
+            await h.player.play()
+            #expect(h.engine.calls.first == .load(fileURL(0), at: .seconds(77)))
+            #expect(h.log.seeks == [.seconds(77)])
+            await h.ready(.seconds(100))
+            #expect(h.engine.isPlaying)
+        }
+    }
+
+    @Test func aPauseForALostOutputRewindsToo() async {
+        await withHarness(options: Self.options) { h in
+            await h.player.open(makeItems(2), position: .seconds(50))
+            await h.ready(.seconds(100))
+            await h.player.pauseForLostOutput()
+            h.tickClock.advance(by: .seconds(160))
+            h.reset()
+            #expect(await h.player.resumeForReturnedOutput())
+            #expect(h.log.seeks == [.seconds(35)])
+        }
+    }
+}
+
+@Suite struct SleepTimerTests {
+    @Test func afterAWhileTheVolumeFadesAndPlaybackPausesWithABookmarkEvent() async throws {
+        try await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            try await h.player.setVolume(0.8)
+            try await h.player.setSleepTimer(.after(.seconds(30)))
+            #expect(h.log.lastState?.sleepTimer == SleepTimerStatus(mode: .after(.seconds(30)), remaining: .seconds(30), fading: false))
+
+            await h.play(for: .seconds(19))
+            #expect(h.engine.volume == 0.8)
+            #expect(await h.player.sleepTimeLeft == .seconds(11))
+
+            await h.play(for: .seconds(6))   // 5 s left of a 10 s fade
+            #expect(h.log.lastState?.sleepTimer?.fading == true)
+            #expect(h.engine.volume < 0.5 && h.engine.volume > 0.3)
+            #expect(h.log.lastState?.volume == 0.8)  // clients still see the volume they set
+
+            await h.play(for: .seconds(6))
+            let state = await h.player.snapshot
+            #expect(state.status == .paused)
+            #expect(state.sleepTimer == nil)
+            #expect(h.engine.volume == 0.8)
+            #expect(!h.engine.isPlaying)
+            let fired = h.log.all.compactMap { event -> Duration? in
+                if case .sleepTimerFired(let id, let at) = event, id == state.current?.id { return at }
+                return nil
+            }
+            #expect(fired.count == 1)
+            if let at = fired.first { #expect(at >= .seconds(30) && at <= .seconds(30.5)) }
+        }
+    }
+
+    @Test func theTimerRunsOnlyWhilePlaying() async throws {
+        try await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            try await h.player.setSleepTimer(.after(.seconds(30)))
+            await h.play(for: .seconds(10))
+            await h.player.pause()
+            h.tickClock.advance(by: .seconds(3600))
+            try? await Task.sleep(for: .milliseconds(5))
+            #expect(await h.player.sleepTimeLeft == .seconds(20))
+            #expect(await h.player.snapshot.sleepTimer?.remaining == .seconds(20))
+            #expect(!h.log.all.contains { if case .sleepTimerFired = $0 { true } else { false } })
+        }
+    }
+
+    @Test func aCommandDuringTheFadeExtendsTheTimer() async throws {
+        try await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            try await h.player.setSleepTimer(.after(.seconds(20)))
+            await h.play(for: .seconds(15))
+            #expect(h.log.lastState?.sleepTimer?.fading == true)
+            #expect(h.engine.volume < 1)
+
+            await h.player.noteActivity()
+            #expect(h.engine.volume == 1)
+            #expect(h.log.lastState?.sleepTimer?.fading == false)
+            #expect(await h.player.sleepTimeLeft == .seconds(25))  // 5 s left + another 20 s
+
+            // A command before the fade does not extend it.
+            await h.play(for: .seconds(5))
+            try await h.player.setVolume(1)
+            #expect(await h.player.sleepTimeLeft == .seconds(20))
+        }
+    }
+
+    @Test func atTheEndOfTheChapterItStopsAtTheNextChaptersStart() async throws {
+        try await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(15))
+            try await h.player.setSleepTimer(.endOfChapter)
+            #expect(await h.player.sleepTimeLeft == .seconds(15))
+            await h.play(for: .seconds(4))
+            #expect(h.engine.volume == 1)
+            await h.play(for: .seconds(8))  // 3 s to go: fading
+            #expect(h.engine.volume < 0.5)
+            await h.play(for: .seconds(4))
+            let state = await h.player.snapshot
+            #expect(state.status == .paused)
+            #expect(state.currentTrack == 2)
+            #expect(h.engine.volume == 1)
+            #expect(h.log.all.contains { if case .sleepTimerFired = $0 { true } else { false } })
+        }
+    }
+
+    @Test func extendingAnEndOfChapterTimerWaitsForTheNextChapter() async throws {
+        try await withHarness { h in
+            await h.openChaptered(startAt: 1, position: .seconds(25))
+            try await h.player.setSleepTimer(.endOfChapter)
+            await h.play(for: .seconds(2))
+            #expect(h.log.lastState?.sleepTimer?.fading == true)
+            await h.player.noteActivity()
+            await h.play(for: .seconds(10))  // into B2: still playing
+            #expect(await h.player.snapshot.status == .playing)
+            #expect(await h.player.snapshot.currentTrack == 2)
+            await h.play(for: .seconds(25))  // to B3
+            #expect(await h.player.snapshot.status == .paused)
+            #expect(await h.player.snapshot.currentTrack == 3)
+        }
+    }
+
+    @Test func cancellingRestoresTheVolumeAndInvalidDurationsAreRefused() async throws {
+        try await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            try await h.player.setSleepTimer(.after(.seconds(12)))
+            await h.play(for: .seconds(5))
+            #expect(h.engine.volume < 1)
+            try await h.player.setSleepTimer(nil)
+            #expect(h.engine.volume == 1)
+            #expect(h.log.lastState?.sleepTimer == nil)
+            await #expect(throws: PlayerError.self) { try await h.player.setSleepTimer(.after(.zero)) }
+            await h.play(for: .seconds(20))
+            #expect(await h.player.snapshot.status == .playing)
+        }
+    }
+}
+
+@Suite struct OutputFailureTests {
+    @Test func anOutputFailurePausesWhereItWasAndTheReturnReloadsThere() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2), startAt: 1, position: .seconds(40))
+            await h.ready(.seconds(100))
+            await h.play(for: .seconds(2))
+            h.reset()
+
+            await h.player.handle(.outputFailed("Connection terminated"))
+            let state = await h.player.snapshot
+            #expect(state.status == .paused)
+            #expect(state.currentIndex == 1)
+            #expect(await h.player.position == .seconds(42))
+            #expect(await h.player.isPausedForLostOutput)
+
+            // The output is back: the file is loaded again at the same place, and plays once ready.
+            #expect(await h.player.resumeForReturnedOutput())
+            #expect(h.engine.calls.first == .load(fileURL(1), at: .seconds(42)))
+            await h.ready(.seconds(100))
+            #expect(h.engine.isPlaying)
+            #expect(h.log.lastState?.status == .playing)
+        }
+    }
+
+    @Test func aStreamFailureStillStops() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            await h.player.handle(.failed("not an audio file"))
+            #expect(h.log.lastState?.status == .stopped)
+            #expect(h.log.lastState?.lastError == "not an audio file")
+            #expect(await !h.player.isPausedForLostOutput)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Gapless, measured: renders two-file books through a file sink with a RELEASE lecternd and, in the same run,
+# with mpv (--gapless-audio=yes, --ao=pcm) as the reference, and counts the samples each inserted (or lost) at
+# the boundary. Prints a Markdown table (the figures in docs/benchmarks.md come from it).
+#
+#   scripts/gapless.sh
+#
+# The source is one continuous 440 Hz sine cut mid-wave into 1.3 s + 0.9 s (57,330 + 39,690 samples at
+# 44.1 kHz), encoded per format. "Inserted" = samples rendered for the book − the samples of each file decoded
+# on its own with the same decoder (GStreamer's decodebin), so encoder delay and padding count only when the
+# player fails to trim them the way a lone decode does; 0 means the files follow sample for sample.
+# LECTERN_SKIP_DEPS=1 skips the package installation. Exits non-zero only if something cannot be built or run.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
+    scripts/install-deps.sh --build --run >&2
+fi
+
+scratch=.build-bench
+swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lecternd >&2
+swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lectern >&2
+bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
+
+work="$(mktemp -d /tmp/lectern-gapless.XXXXXX)"
+bus_pid=""
+daemon_pid=""
+cleanup() {
+    [[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null || true
+    [[ -n "$bus_pid" ]] && kill "$bus_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The samples of a mono 16-bit WAV file's data chunk (to the end of the file if its size was never written).
+count() {
+    python3 - "$1" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+at = 12
+while at + 8 <= len(data):
+    ident, size = data[at:at + 4], struct.unpack("<I", data[at + 4:at + 8])[0]
+    if ident == b"data":
+        end = len(data) if size == 0 or at + 8 + size > len(data) else at + 8 + size
+        print((end - at - 8) // 2)
+        sys.exit(0)
+    at += 8 + size + (size & 1)
+sys.exit("no data chunk in " + sys.argv[1])
+EOF
+}
+
+# The two pieces of the sine, as WAV.
+python3 - "$work" <<'EOF'
+import math, struct, sys, wave
+rate, first, second = 44100, 57330, 39690
+def piece(path, start, count):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(rate)
+        w.writeframes(b"".join(struct.pack("<h", int(16383 * math.sin(2 * math.pi * 440 * n / rate)))
+                               for n in range(start, start + count)))
+piece(sys.argv[1] + "/1.wav", 0, first)
+piece(sys.argv[1] + "/2.wav", first, second)
+EOF
+
+raw="audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc"
+encode() {  # format source.wav target
+    case "$1" in
+        wav) cp "$2" "$3" ;;
+        flac) gst-launch-1.0 -q filesrc location="$2" ! wavparse ! audioconvert ! flacenc ! filesink location="$3" ;;
+        ogg) gst-launch-1.0 -q filesrc location="$2" ! wavparse ! audioconvert ! vorbisenc ! oggmux ! filesink location="$3" ;;
+        opus) gst-launch-1.0 -q filesrc location="$2" ! wavparse ! audioconvert ! audioresample ! opusenc ! oggmux ! filesink location="$3" ;;
+        mp3) ffmpeg -nostdin -loglevel error -y -i "$2" -c:a libmp3lame "$3" ;;
+        m4a) ffmpeg -nostdin -loglevel error -y -i "$2" -c:a aac "$3" ;;
+    esac
+}
+
+bus_address="unix:path=$work/bus"
+dbus-daemon --session --address="$bus_address" --nofork --nopidfile --syslog-only &
+bus_pid=$!
+for _ in $(seq 100); do [[ -S "$work/bus" ]] && break; sleep 0.05; done
+
+echo "| format | samples in the files | Lectern: rendered | Lectern: inserted | mpv: rendered | mpv: inserted |"
+echo "|---|---:|---:|---:|---:|---:|"
+for format in wav flac ogg opus mp3 m4a; do
+    book="$work/book-$format"
+    mkdir -p "$book"
+    encode "$format" "$work/1.wav" "$book/1.$format"
+    encode "$format" "$work/2.wav" "$book/2.$format"
+    alone=0
+    for n in 1 2; do
+        gst-launch-1.0 -q filesrc location="$book/$n.$format" ! decodebin ! $raw ! filesink location="$work/alone.wav"
+        alone=$(( alone + $(count "$work/alone.wav") ))
+    done
+
+    out="$work/lectern-$format.wav"
+    "$bin/lecternd" --bus-address "$bus_address" --database "$work/library-$format.sqlite" \
+        --cache-directory "$work/cache" --audio-sink "$raw ! filesink location=$out" --log-level error &
+    daemon_pid=$!
+    for _ in $(seq 200); do "$bin/lectern" --bus-address "$bus_address" status >/dev/null 2>&1 && break; sleep 0.05; done
+    "$bin/lectern" --bus-address "$bus_address" open "$book" >/dev/null
+    for _ in $(seq 400); do
+        "$bin/lectern" --bus-address "$bus_address" status --json 2>/dev/null | grep -q '"status":"Stopped"' && break
+        sleep 0.05
+    done
+    kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
+    daemon_pid=""
+    lectern=$(count "$out")
+
+    mpv_cell="–"; mpv_inserted="–"
+    if command -v mpv >/dev/null 2>&1; then
+        mpv --no-config --really-quiet --no-video --gapless-audio=yes --ao=pcm --ao-pcm-file="$work/mpv.wav" \
+            --audio-format=s16 --audio-channels=mono --audio-samplerate=44100 "$book/1.$format" "$book/2.$format" \
+            >/dev/null 2>&1 || true
+        if [[ -s "$work/mpv.wav" ]]; then
+            mpv_cell=$(count "$work/mpv.wav"); mpv_inserted=$(( mpv_cell - alone ))
+        fi
+        rm -f "$work/mpv.wav"
+    fi
+    echo "| $format | $alone | $lectern | $(( lectern - alone )) | $mpv_cell | $mpv_inserted |"
+done
