@@ -43,6 +43,9 @@ struct Lecternd: AsyncParsableCommand {
     @Option(help: "A track's MPRIS title, from {chapter}, {book}, {author}, {file}, {n}, {count}; e.g. \"{chapter} · {book}\".")
     var titleTemplate: String = "{chapter}"
 
+    @Flag(help: "Leave a bookmark (kind \"unplug\") where playback paused because the output went away.")
+    var unplugBookmark = false
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -80,7 +83,7 @@ struct Lecternd: AsyncParsableCommand {
                                     listening: ListeningOptions(smartRewind: rewind ?? SmartRewind(),
                                                                 sleepFade: .seconds(Int64(sleepFade))),
                                     skipStep: .seconds(Int64(skipStep)),
-                                    titleTemplate: TitleTemplate(titleTemplate))
+                                    titleTemplate: TitleTemplate(titleTemplate), unplugBookmark: unplugBookmark)
         do {
             try await Daemon.run(options, logger: logger)
         } catch let error as DaemonError {

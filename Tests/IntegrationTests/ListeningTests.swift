@@ -112,6 +112,19 @@ extension Integration {
             }
         }
 
+        @Test func theTitleTemplateShapesTheTrackTitle() async throws {
+            try await DaemonFixture.with(daemonArguments: ["--title-template", "{n}/{count} {chapter} · {book} {unknown}"]) { d in
+                let book = try await d.activateImported(try d.libraryMedia.tree.appendingPathComponent("Chaptered"))
+                let metadata = try await d.waitForTrack("/org/lectern/Lectern1/book/\(book)/track/0")
+                #expect(metadata["xesam:title"]?.string == "1/3 Opening · Chaptered Book {unknown}")
+                // The current track is one of the track list's, with the same title.
+                let ids = try await d.tracks()
+                let current = try #require(metadata["mpris:trackid"]?.objectPath)
+                #expect(ids.contains(current))
+                #expect(try await d.tracksMetadata([current]).first?["xesam:title"] == metadata["xesam:title"])
+            }
+        }
+
         @Test func skipsAndJumpsCrossFilesAndAnnounceSeeked() async throws {
             try await DaemonFixture.with { d in
                 let book = try await d.activateImported(d.media.longBook)

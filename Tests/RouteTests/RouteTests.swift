@@ -50,6 +50,40 @@ import TestSupport
         await d.finish()
     }
 
+    @Test func withUnplugBookmarkAnUnplugLeavesABookmarkOfTheBook() async throws {
+        let d = try await RouteDaemon(extraArguments: ["--unplug-bookmark"])
+        do {
+            let library = "org.lectern.Library1"
+            let folder = try await RouteMedia.longFileAsync().deletingLastPathComponent()
+            let mark = d.signals.count
+            let job = try await d.call("Import", [.string(folder.path), .string("")], interface: library, path: RouteDaemon.lecternPath)
+            let finished = await d.signals.wait(since: mark, timeout: .seconds(20)) {
+                $0.member == "ImportFinished" && $0.arguments.first == job.first
+            }
+            let book = try #require(finished?.message.arguments[1].elements?.first?.int64, "import failed:\n\(d.log)")
+            try await d.call("ActivateBook", [.int64(book), .boolean(true)], interface: library, path: RouteDaemon.lecternPath)
+            #expect(try await d.waitFor(d.status) { $0 == "Playing" } == "Playing")
+            #expect(try await d.waitFor(d.currentOutput) { $0 == "headphones" } == "headphones")
+            #expect(try await d.waitFor(d.position) { $0 >= 300_000 } >= 300_000)
+
+            try await d.unplug()
+            #expect(try await d.waitFor(d.status) { $0 == "Paused" } == "Paused")
+            let paused = try await d.position()
+            let bookmarks = try await d.waitFor({
+                try await d.call("ListBookmarks", [.int64(book)], interface: "org.lectern.Bookmarks1",
+                                 path: RouteDaemon.lecternPath).first?.elements ?? []
+            }) { !$0.isEmpty }
+            #expect(bookmarks.count == 1)
+            let bookmark = bookmarks.first?.stringKeyedDictionary ?? [:]
+            #expect(bookmark["kind"]?.string == "unplug", "\(bookmark)")
+            #expect(abs((bookmark["offset"]?.int64 ?? -1) - paused) < 500_000, "bookmark \(bookmark), paused at \(paused)")
+        } catch {
+            await d.finish()
+            throw error
+        }
+        await d.finish()
+    }
+
     @Test func aUserPauseInBetweenPreventsTheResume() async throws {
         let d = try await RouteDaemon()
         do {

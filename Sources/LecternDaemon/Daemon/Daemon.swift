@@ -27,11 +27,14 @@ public struct DaemonOptions: Sendable {
     public var skipStep: Duration
     /// How a track's MPRIS title is made from its chapter and book.
     public var titleTemplate: TitleTemplate
+    /// Whether a pause because the output went away leaves a bookmark (kind "unplug").
+    public var unplugBookmark: Bool
 
     public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
                 outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
                 listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
-                titleTemplate: TitleTemplate = TitleTemplate()) {
+                titleTemplate: TitleTemplate = TitleTemplate(), unplugBookmark: Bool = false) {
+        self.unplugBookmark = unplugBookmark
         self.listening = listening
         self.skipStep = skipStep
         self.titleTemplate = titleTemplate
@@ -116,7 +119,9 @@ public enum Daemon {
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
-                                          logger: logger)
+                                          logger: logger) { [unplugBookmark = options.unplugBookmark] in
+            if unplugBookmark { await session.addAutomaticBookmark(.unplug, title: "Output unplugged") }
+        }
         let lecternInterfaces: [Interface] = service.interfaces + [listening.makeInterface(), outputWatcher.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [

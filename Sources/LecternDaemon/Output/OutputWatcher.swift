@@ -69,6 +69,8 @@ public actor OutputWatcher {
 
     private let player: Player
     private let logger: Logger
+    /// Called after a lost output paused playback (not the sound server's death): e.g. an automatic bookmark.
+    private let pausedForLoss: @Sendable () async -> Void
     private let client: PulseClient
     private let processID = getpid()
     private var policy: OutputPolicy<ContinuousClock.Instant>
@@ -95,8 +97,9 @@ public actor OutputWatcher {
     private static let monitorQueue = DispatchQueue(label: "lectern.output.devices")
 
     public init(player: Player, mode: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
-                server: String? = nil, logger: Logger) {
+                server: String? = nil, logger: Logger, pausedForLoss: @escaping @Sendable () async -> Void = {}) {
         self.player = player
+        self.pausedForLoss = pausedForLoss
         self.logger = logger
         self.policy = OutputPolicy(mode: mode, resumeWindow: resumeWindow)
         self.client = PulseClient(server: server, applicationName: "lecternd output watcher")
@@ -252,6 +255,13 @@ public actor OutputWatcher {
         var playing = snapshot.status == .playing
         // pulsesink may have failed with the server before we heard of it: the player stopped, at 0.
         var engineFailed = false
+        // pulsesink's failure may also have come first as an output failure: the player paused itself, keeping its
+        // place (lastError says it was the engine, not an earlier unplug).
+        var pausedByEngine = false
+        if !playing, snapshot.status == .paused, snapshot.lastError != nil, await player.isPausedForLostOutput {
+            playing = true
+            pausedByEngine = true
+        }
         if !playing, snapshot.status == .stopped, snapshot.lastError != nil, snapshot.currentIndex != nil,
            let sample = lastPlayingClock, ContinuousClock.now - sample.seen < .seconds(1) {
             playing = true
@@ -265,6 +275,8 @@ public actor OutputWatcher {
                 action = .stopped
                 recovery = Recovery(items: snapshot.queue, index: snapshot.currentIndex ?? 0, position: position,
                                     failedState: snapshot)
+            } else if pausedByEngine, await player.isPausedForLostOutput {
+                action = .paused
             } else if await player.pauseForLostOutput() {
                 action = .paused
                 recovery = Recovery(items: snapshot.queue, index: snapshot.currentIndex ?? 0, position: position)
@@ -400,6 +412,7 @@ public actor OutputWatcher {
         logger.info("output lost", metadata: ["sink": "\(sink)", "port": "\(port)", "action": "\(action.rawValue)",
                                               "seen-by": "\(source)"])
         record(.outputLost, output: sink, port: port, action: action)
+        if action == .paused { await pausedForLoss() }
     }
 
     /// An output appeared: if it is the one whose loss paused us, maybe resume (on it).
