@@ -141,8 +141,8 @@ public actor Player {
         } else {
             rebuildOrder(keeping: start)
         }
-        pausedAt = nil
         setStatus(play ? .playing : .paused)
+        pausedAt = play ? nil : now()  // opened paused: the pause starts now, whatever came before
         load(orderPosition: orderPosition, at: max(.zero, position))
     }
 

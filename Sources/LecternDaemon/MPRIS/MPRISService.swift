@@ -61,8 +61,9 @@ public final class MPRISService: Sendable {
     /// TrackListReplaced (and Tracks invalidated) when the tracks are others; TrackMetadataChanged for the
     /// tracks whose metadata changed (tags or durations discovered later).
     private func announceTrackListChanges(from previous: PlayerState, to state: PlayerState, on object: ExportedObject) {
-        let ids = trackIDs(state)
-        if ids != trackIDs(previous) {
+        // Ids are the queue's name and the track's index: the same name and count are the same ids.
+        if state.queueName != previous.queueName || state.tracks.count != previous.tracks.count {
+            let ids = trackIDs(state)
             object.update(Self.trackListInterface, ["Tracks": .objectPaths(ids)])
             let current = state.currentTrack.map { ids[$0] } ?? Self.noTrack
             try? object.emit(Self.trackListInterface, "TrackListReplaced", [.objectPaths(ids), .objectPath(current)])
@@ -73,8 +74,9 @@ public final class MPRISService: Sendable {
         guard !changedFiles.isEmpty else { return }
         for index in state.tracks.indices where changedFiles.contains(state.tracks[index].itemIndex) {
             let metadata = metadata(state, track: index, bookFigures: false)
-            guard metadata != self.metadata(previous, track: index, bookFigures: false) else { continue }
-            try? object.emit(Self.trackListInterface, "TrackMetadataChanged", [.objectPath(ids[index]), metadata])
+            guard metadata != self.metadata(previous, track: index, bookFigures: false),
+                  let id = Self.trackID(queue: state.queueName, track: index) else { continue }
+            try? object.emit(Self.trackListInterface, "TrackMetadataChanged", [.objectPath(id), metadata])
         }
     }
 
