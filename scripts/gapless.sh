@@ -5,10 +5,11 @@
 #
 #   scripts/gapless.sh
 #
-# The source is one continuous 440 Hz sine cut mid-wave into 1.3 s + 0.9 s (57,330 + 39,690 samples at
-# 44.1 kHz), encoded per format. "Inserted" = samples rendered for the book − the samples of each file decoded
-# on its own with the same decoder (GStreamer's decodebin), so encoder delay and padding count only when the
-# player fails to trim them the way a lone decode does; 0 means the files follow sample for sample.
+# The source is one continuous 440 Hz sine cut mid-wave into 1.3 s + 0.9 s (57,330 + 39,690 = 97,020 samples
+# at 44.1 kHz), encoded per format. Each player's figure is the samples it rendered for the two-file book minus
+# the 97,020 of the source: 0 means the files follow sample for sample, more means silence (encoder delay and
+# padding left in) at the ends and the boundary. "Decoded alone" is GStreamer's decodebin on each file by itself:
+# Lectern − that = what Lectern's own gapless handover adds (0 expected), the rest is the decoder's.
 # LECTERN_SKIP_DEPS=1 skips the package installation. Exits non-zero only if something cannot be built or run.
 set -euo pipefail
 
@@ -82,8 +83,9 @@ dbus-daemon --session --address="$bus_address" --nofork --nopidfile --syslog-onl
 bus_pid=$!
 for _ in $(seq 100); do [[ -S "$work/bus" ]] && break; sleep 0.05; done
 
-echo "| format | samples in the files | Lectern: rendered | Lectern: inserted | mpv: rendered | mpv: inserted |"
-echo "|---|---:|---:|---:|---:|---:|"
+source=97020
+echo "| format | decoded alone − source | Lectern − source | Lectern − decoded alone | mpv − source |"
+echo "|---|---:|---:|---:|---:|"
 for format in wav flac ogg opus mp3 m4a; do
     book="$work/book-$format"
     mkdir -p "$book"
@@ -99,25 +101,25 @@ for format in wav flac ogg opus mp3 m4a; do
     "$bin/lecternd" --bus-address "$bus_address" --database "$work/library-$format.sqlite" \
         --cache-directory "$work/cache" --audio-sink "$raw ! filesink location=$out" --log-level error &
     daemon_pid=$!
-    for _ in $(seq 200); do "$bin/lectern" --bus-address "$bus_address" status >/dev/null 2>&1 && break; sleep 0.05; done
-    "$bin/lectern" --bus-address "$bus_address" open "$book" >/dev/null
+    for _ in $(seq 200); do "$bin/lectern" status --bus-address "$bus_address" >/dev/null 2>&1 && break; sleep 0.05; done
+    "$bin/lectern" open --bus-address "$bus_address" "$book" >/dev/null
     for _ in $(seq 400); do
-        "$bin/lectern" --bus-address "$bus_address" status --json 2>/dev/null | grep -q '"status":"Stopped"' && break
+        "$bin/lectern" status --json --bus-address "$bus_address" 2>/dev/null | grep -q '"status":"Stopped"' && break
         sleep 0.05
     done
     kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true
     daemon_pid=""
     lectern=$(count "$out")
 
-    mpv_cell="–"; mpv_inserted="–"
+    mpv_cell="–"
     if command -v mpv >/dev/null 2>&1; then
         mpv --no-config --really-quiet --no-video --gapless-audio=yes --ao=pcm --ao-pcm-file="$work/mpv.wav" \
             --audio-format=s16 --audio-channels=mono --audio-samplerate=44100 "$book/1.$format" "$book/2.$format" \
             >/dev/null 2>&1 || true
         if [[ -s "$work/mpv.wav" ]]; then
-            mpv_cell=$(count "$work/mpv.wav"); mpv_inserted=$(( mpv_cell - alone ))
+            mpv_cell=$(( $(count "$work/mpv.wav") - source ))
         fi
         rm -f "$work/mpv.wav"
     fi
-    echo "| $format | $alone | $lectern | $(( lectern - alone )) | $mpv_cell | $mpv_inserted |"
+    echo "| $format | $(( alone - source )) | $(( lectern - source )) | $(( lectern - alone )) | $mpv_cell |"
 done
