@@ -42,6 +42,16 @@ extension DaemonFixture {
         return try await libProperty("LastError").string ?? ""
     }
 
+    /// Playback goes on while the position can't be saved (once a second): seconds later, still playing; a change
+    /// asked for meanwhile is refused with Unavailable.
+    func expectPlaybackGoesOnButChangesAreRefused(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let position = try await position()
+        _ = try await waitForPosition(atLeast: position + 3_000_000)
+        #expect(try await status() == "Playing", sourceLocation: sourceLocation)
+        await expectError("org.lectern.Error.Unavailable", "CreateShelf", [.string("Not saved"), .int64(0)],
+                          sourceLocation: sourceLocation)
+    }
+
     /// How many lines of the daemon's log contain `text`.
     func logLines(containing text: String) -> Int { log.split(separator: "\n").filter { $0.contains(text) }.count }
 }
@@ -166,11 +176,7 @@ extension Integration {
                     _ = try await run("dd", ["if=/dev/zero", "of=\(folder)/filler", "bs=4096"])
                     let error = try await d.waitForCanSave(false, since: mark)
                     #expect(error.contains("full"), "\(error)")
-                    // Playback goes on while the position can't be saved (once a second): seconds later, still playing.
-                    let position = try await d.position()
-                    _ = try await d.waitForPosition(atLeast: position + 3_000_000)
-                    #expect(try await d.status() == "Playing")
-                    await d.expectError("org.lectern.Error.Unavailable", "CreateShelf", [.string("No room"), .int64(0)])
+                    try await d.expectPlaybackGoesOnButChangesAreRefused()
                     // Told once: one log line and one PropertiesChanged for all those failed saves.
                     #expect(d.logLines(containing: "library changes can't be saved") == 1, "\(d.log)")
                     #expect(d.logLines(containing: "cannot save the position") == 0, "\(d.log)")
@@ -210,10 +216,7 @@ extension Integration {
                 try FileManager.default.removeItem(atPath: d.databasePath)
                 let error = try await d.waitForCanSave(false, since: mark)
                 #expect(error.contains("deleted"), "\(error)")
-                let position = try await d.position()
-                _ = try await d.waitForPosition(atLeast: position + 2_000_000)
-                #expect(try await d.status() == "Playing")
-                await d.expectError("org.lectern.Error.Unavailable", "CreateShelf", [.string("Lost"), .int64(0)])
+                try await d.expectPlaybackGoesOnButChangesAreRefused()
                 // Reads still work (from the open file).
                 #expect(try await d.allBooks().count == 1)
                 #expect(d.logLines(containing: "library changes can't be saved") == 1, "\(d.log)")

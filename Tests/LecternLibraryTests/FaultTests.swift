@@ -244,16 +244,10 @@ struct FaultTests {
     @Test("A full disk: the import that doesn't fit fails with .unavailable and the library is intact",
           .enabled(if: canMount, "mounting a small tmpfs needs root with CAP_SYS_ADMIN"))
     func fullDisk() throws {
-        let dir = try TemporaryDirectory(prefix: "lectern-library")
-        let mountPoint = dir.path + "/tiny"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        // 512 KB: with 200 KB the setup itself hits the full disk (after the migrations the WAL is ~100 KB and the
-        // -shm 32 KB, and every transaction appends pages to the WAL).
-        let mount = try run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount tmpfs: \(mount.stderr)")
-        defer {
-            if (try? run("umount", [mountPoint]))?.status != 0 { _ = try? run("umount", ["-l", mountPoint]) }
-        }
+        try withSmallDisk { mountPoint in try fullDisk(mountPoint) }
+    }
+
+    private func fullDisk(_ mountPoint: String) throws {
         let path = mountPoint + "/library.sqlite"
         let before: Snapshot
         do {
@@ -289,14 +283,10 @@ struct FaultTests {
     @Test("A full disk while running: positions are kept in memory and written once there is room; told once",
           .enabled(if: canMount, "mounting a small tmpfs needs root with CAP_SYS_ADMIN"))
     func fullDiskWhileRunning() throws {
-        let dir = try TemporaryDirectory(prefix: "lectern-library")
-        let mountPoint = dir.path + "/tiny"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        let mount = try run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount tmpfs: \(mount.stderr)")
-        defer {
-            if (try? run("umount", [mountPoint]))?.status != 0 { _ = try? run("umount", ["-l", mountPoint]) }
-        }
+        try withSmallDisk { mountPoint in try fullDiskWhileRunning(mountPoint) }
+    }
+
+    private func fullDiskWhileRunning(_ mountPoint: String) throws {
         let path = mountPoint + "/library.sqlite"
         let (bookId, fileId, otherFile): (Int64, Int64, Int64)
         do {
