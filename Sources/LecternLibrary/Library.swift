@@ -172,17 +172,28 @@ public final class Library: Sendable {
         }
         var aside = base
         var number = 2
-        while taken(aside) {
+        // link + unlink rather than rename: link refuses an existing name, so a race can't overwrite a kept file.
+        while true {
+            if !taken(aside) {
+                if link(path, aside) == 0 { break }
+                let code = errno
+                // A file system without hard links (vfat): rename to the name just found free.
+                if code == EPERM || code == EOPNOTSUPP, rename(path, aside) == 0 { return moveCompanions(path, aside) }
+                guard code == EEXIST else {
+                    throw LibraryError.unavailable("cannot move the corrupt library \(path) aside to \(aside): \(String(cString: strerror(code)))")
+                }
+            }
             aside = base + "-\(number)"
             number += 1
         }
-        // link + unlink rather than rename: link refuses an existing name, so a race can't overwrite a kept file.
-        guard link(path, aside) == 0 else {
-            throw LibraryError.unavailable("cannot move the corrupt library \(path) aside to \(aside): \(String(cString: strerror(errno)))")
-        }
         unlink(path)
+        return moveCompanions(path, aside)
+    }
+
+    /// Moves the -wal and -shm of a file moved aside beside it; returns `aside`.
+    private static func moveCompanions(_ path: String, _ aside: String) -> String {
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-            if link(path + suffix, aside + suffix) == 0 { unlink(path + suffix) }
+            if link(path + suffix, aside + suffix) == 0 { unlink(path + suffix) } else { rename(path + suffix, aside + suffix) }
         }
         return aside
     }
