@@ -207,6 +207,41 @@ extension Integration {
             }
         }
 
+        @Test(.enabled(if: isRoot, "chattr +i needs root"))
+        func theDatabaseMadeReadOnlyWhilePlayingIsReportedAndWrittenOnceWritableAgain() async throws {
+            try await DaemonFixture.with { d in
+                let long = try await d.importOK(d.media.longBook)[0]
+                try await d.lib("ActivateBook", [.int64(long), .boolean(true)])
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                // The database and its WAL (where SQLite writes first) made immutable while the daemon has them open.
+                let files = [d.databasePath, d.databasePath + "-wal"]
+                let mark = d.signals.mark
+                for file in files { try #require(try await run("chattr", ["+i", file]).status == 0) }
+                func undo() async { for file in files { _ = try? await run("chattr", ["-i", file]) } }
+                do {
+                    let error = try await d.waitForCanSave(false, since: mark)
+                    #expect(!error.isEmpty)
+                    try await d.expectPlaybackGoesOnButChangesAreRefused()
+                    try await d.call("Pause")
+                    #expect(try await d.waitForStatus("Paused") == "Paused")
+                    let pausedAt = try await d.position()
+                    #expect(d.logLines(containing: "library changes can't be saved") == 1, "\(d.log)")
+                    #expect(d.logLines(containing: "cannot save the position") == 0, "\(d.log)")
+
+                    let recovered = d.signals.mark
+                    await undo()
+                    #expect(try await d.waitForCanSave(true, since: recovered) == "")
+                    let file = try await d.getBook(long)["position_file"]?.int64 ?? 0
+                    try await d.waitForSavedPosition(of: long, file: file, near: pausedAt, within: 300_000)
+                } catch {
+                    await undo()
+                    throw error
+                }
+                #expect(await d.stopDaemon() == 0, "\(d.log)")
+                #expect(try await d.integrityCheck() == "ok")
+            }
+        }
+
         @Test func theDatabaseDeletedWhilePlayingIsReportedAndPlaybackGoesOn() async throws {
             try await DaemonFixture.with { d in
                 let long = try await d.importOK(d.media.longBook)[0]
