@@ -52,6 +52,14 @@ extension DaemonFixture {
                           sourceLocation: sourceLocation)
     }
 
+    /// Imports longbook (3 × 20 s) and plays it; returns its id.
+    func playLongBook(sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int64 {
+        let long = try await importOK(media.longBook)[0]
+        try await lib("ActivateBook", [.int64(long), .boolean(true)])
+        #expect(try await waitForStatus("Playing") == "Playing", sourceLocation: sourceLocation)
+        return long
+    }
+
     /// How many lines of the daemon's log contain `text`.
     func logLines(containing text: String) -> Int { log.split(separator: "\n").filter { $0.contains(text) }.count }
 }
@@ -210,9 +218,7 @@ extension Integration {
         @Test(.enabled(if: isRoot, "chattr +i needs root"))
         func theDatabaseMadeReadOnlyWhilePlayingIsReportedAndWrittenOnceWritableAgain() async throws {
             try await DaemonFixture.with { d in
-                let long = try await d.importOK(d.media.longBook)[0]
-                try await d.lib("ActivateBook", [.int64(long), .boolean(true)])
-                #expect(try await d.waitForStatus("Playing") == "Playing")
+                let long = try await d.playLongBook()
                 // The database and its WAL (where SQLite writes first) made immutable while the daemon has them open.
                 let files = [d.databasePath, d.databasePath + "-wal"]
                 let mark = d.signals.mark
@@ -244,9 +250,7 @@ extension Integration {
 
         @Test func theDatabaseDeletedWhilePlayingIsReportedAndPlaybackGoesOn() async throws {
             try await DaemonFixture.with { d in
-                let long = try await d.importOK(d.media.longBook)[0]
-                try await d.lib("ActivateBook", [.int64(long), .boolean(true)])
-                #expect(try await d.waitForStatus("Playing") == "Playing")
+                _ = try await d.playLongBook()
                 let mark = d.signals.mark
                 try FileManager.default.removeItem(atPath: d.databasePath)
                 let error = try await d.waitForCanSave(false, since: mark)
