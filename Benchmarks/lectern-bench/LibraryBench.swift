@@ -2,6 +2,7 @@ import CDBus
 import Foundation
 import GRDB
 import LecternLibrary
+import Synchronization
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -83,6 +84,8 @@ struct BigLibraryResult {
     var closedBytes: (main: Int, wal: Int, shm: Int) = (0, 0, 0)
     var pageSize = 0, pageCount = 0
     var startupMs = Double.nan
+    /// `PRAGMA quick_check` of the closed file (what Library(path:) runs at open), ms: each of 3 runs.
+    var quickCheckMs: [Double] = []
     var idleRSSKB = 0
     var endRSSKB = 0, endHWMKB = 0
     var series: [CallSeries] = []
@@ -155,6 +158,11 @@ extension MessageReader {
         dbus_free(buffer)
         return Int(length)
     }
+}
+
+/// How many listings the other client finished, and whether it should stop; shared with its thread.
+private final class ListingCount: Sendable {
+    let state = Mutex<(done: Int, stop: Bool)>((0, false))
 }
 
 private let libraryName = "org.lectern.Lectern1"
@@ -404,6 +412,12 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         result.pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
         result.pageCount = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
     }
+    for _ in 0..<3 {
+        let start = now()
+        let report = try raw.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+        result.quickCheckMs.append(Double(now() - start) / 1e6)
+        if report != ["ok"] { notes.append("quick_check of the big library: \(report.prefix(3))") }
+    }
 
     let bus = try PrivateBus()
     defer { bus.stop() }
@@ -500,6 +514,47 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
     }, raw: { db in
         try booksThenTotals(db, "SELECT * FROM \"book\" ORDER BY \"title\" COLLATE \(localized)", [])
     }))
+
+    // Other callers while one client lists every book: a second connection calls ListBooks(0, true) in a loop
+    // and this one times MPRIS Get(PlaybackStatus) and ListShelves(0), paced like the Gets during the import.
+    func whileListing(_ name: String, _ make: () -> OpaquePointer) -> CallSeries {
+        progress("library: \(name)")
+        let listings = ListingCount()
+        let address = bus.address
+        let lister = Thread {
+            guard let other = try? BusClient(address: address) else { return }
+            while !listings.state.withLock({ $0.stop }) {
+                _ = other.timedCall(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks",
+                                                         [.int64(0), .bool(true)]), timeoutMs: 60_000)
+                listings.state.withLock { $0.done += 1 }
+            }
+        }
+        lister.start()
+        sleepFor(.milliseconds(50))
+        var s = CallSeries(name: name)
+        var values: [UInt64] = []
+        var errors = 0
+        // Until the other client has listed every book 5 times (at least 20 calls, at most the series budget).
+        let deadline = ContinuousClock.now + settings.seriesBudget
+        while values.count < 20 || listings.state.withLock({ $0.done }) < 5 && ContinuousClock.now < deadline {
+            sleepFor(settings.getPace)
+            let (ns, ok) = client.timedCall(make(), timeoutMs: 60_000)
+            values.append(ns)
+            if !ok { errors += 1 }
+        }
+        listings.state.withLock { $0.stop = true }
+        while !lister.isFinished { sleepFor(.milliseconds(10)) }
+        s.dbus = Samples(values)
+        s.errors = errors
+        return s
+    }
+    result.series.append(whileListing("MPRIS Get(PlaybackStatus) while another client calls ListBooks(0, true) in a loop") {
+        BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
+                             [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
+    })
+    result.series.append(whileListing("ListShelves(0) while another client calls ListBooks(0, true) in a loop") {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
+    })
 
     // What the localized collation costs: the same query sorted by SQLite's own NOCASE.
     var nocase = CallSeries(name: "(reference) the ListBooks(0, true) SQL with ORDER BY title COLLATE NOCASE instead")
@@ -631,6 +686,8 @@ enum LibraryReport {
             out += "| database size after closing (checkpointed), MB | \(mb(b.closedBytes.main)) + \(mb(b.closedBytes.wal)) "
                 + "+ \(mb(b.closedBytes.shm)) (\(b.pageCount) pages of \(b.pageSize) B) |\n"
             out += String(format: "| lecternd start-up with it (spawn → MPRIS name), ms | %.1f |\n", b.startupMs)
+            out += "| PRAGMA quick_check of the file (run by Library(path:) at open), ms, 3 runs | "
+                + b.quickCheckMs.map { String(format: "%.0f", $0) }.joined(separator: ", ") + " |\n"
             out += "| lecternd VmRSS idle → after the calls; VmHWM, MB | \(Report.mb(b.idleRSSKB)) → "
                 + "\(Report.mb(b.endRSSKB)); \(Report.mb(b.endHWMKB)) |\n\n"
             out += "| call (sequential, one client) | n | D-Bus p50 / p95 / p99, ms | reply: items, KB | "

@@ -329,18 +329,29 @@ public final class BusConnection: Sendable {
                                         member: method.name, arguments: call.arguments)
             let outputSignature = method.outputSignature
             enqueue { [self] in
-                do {
-                    let results = try await method.handler(methodCall)
-                    let signature = results.map(\.type.signature).joined()
-                    guard signature == outputSignature else {
-                        reply(to: call, error: .failed("internal error: \(member) produced '\(signature)', declared '\(outputSignature)'"))
-                        return
+                guard let deferred = method.deferred else {
+                    do {
+                        answer(call, member, outputSignature, .success(try await method.handler(methodCall)))
+                    } catch {
+                        answer(call, member, outputSignature, .failure(error))
                     }
-                    reply(to: call, results)
-                } catch let error as BusError {
-                    reply(to: call, error: error)
+                    return
+                }
+                let completion: Method.Completion
+                do {
+                    completion = try await deferred(methodCall)
                 } catch {
-                    reply(to: call, error: .failed("\(error)"))
+                    answer(call, member, outputSignature, .failure(error))
+                    return
+                }
+                // Before the queue moves on: the replies to this sender's later calls wait for this one.
+                holdLaterReplies(after: call)
+                Task.detached { [self] in
+                    do {
+                        answer(call, member, outputSignature, .success(try await completion()), deferred: true)
+                    } catch {
+                        answer(call, member, outputSignature, .failure(error), deferred: true)
+                    }
                 }
             }
         }
@@ -416,18 +427,104 @@ public final class BusConnection: Sendable {
         }
     }
 
+    /// Replies with a handler's result, checked against the declared output signature.
+    private func answer(_ call: ReceivedMessage, _ member: String, _ outputSignature: String,
+                        _ result: Result<[DBusValue], any Error>, deferred: Bool = false) {
+        let send: @Sendable () -> Void
+        switch result {
+        case .success(let results):
+            let signature = results.map(\.type.signature).joined()
+            if signature == outputSignature {
+                send = { [self] in sendReply(to: call, results) }
+            } else {
+                send = { [self] in sendReply(to: call, error: .failed("internal error: \(member) produced '\(signature)', declared '\(outputSignature)'")) }
+            }
+        case .failure(let error as BusError):
+            send = { [self] in sendReply(to: call, error: error) }
+        case .failure(let error):
+            send = { [self] in sendReply(to: call, error: .failed("\(error)")) }
+        }
+        if deferred { completeHeldReply(call, send) } else { sendInOrder(call, send) }
+    }
+
+    // MARK: - Reply order per sender (deferred methods)
+
+    /// One reply in a sender's queue: a deferred call still running (`send` nil), or a reply waiting behind one.
+    private struct HeldReply {
+        let serial: UInt32
+        var send: (@Sendable () -> Void)?
+    }
+
+    /// By sender, in the order of its calls: while a deferred call of a sender runs, the replies to that sender's
+    /// later calls wait here. Replies are sent under the lock, so that two completions can't reorder them.
+    private let heldReplies = Mutex<[String: [HeldReply]]>([:])
+
+    /// Whether serial `a` came before `b` from the same sender (serials increase, wrapping at 2³²).
+    private static func precedes(_ a: UInt32, _ b: UInt32) -> Bool { Int32(bitPattern: a &- b) < 0 }
+
+    private func holdLaterReplies(after call: ReceivedMessage) {
+        guard let sender = call.sender else { return }
+        heldReplies.withLock { held in
+            var queue = held[sender] ?? []
+            let index = queue.firstIndex { Self.precedes(call.serial, $0.serial) } ?? queue.endIndex
+            queue.insert(HeldReply(serial: call.serial, send: nil), at: index)
+            held[sender] = queue
+        }
+    }
+
+    /// Sends at once, unless an earlier deferred call of the same sender is still running.
+    private func sendInOrder(_ call: ReceivedMessage, _ send: @escaping @Sendable () -> Void) {
+        if let sender = call.sender {
+            let waits = heldReplies.withLock { held -> Bool in
+                guard var queue = held[sender],
+                      queue.contains(where: { $0.send == nil && Self.precedes($0.serial, call.serial) }) else { return false }
+                let index = queue.firstIndex { Self.precedes(call.serial, $0.serial) } ?? queue.endIndex
+                queue.insert(HeldReply(serial: call.serial, send: send), at: index)
+                held[sender] = queue
+                return true
+            }
+            if waits { return }
+        }
+        send()
+    }
+
+    /// A deferred call finished: its reply, and those that waited for it, go out in order.
+    private func completeHeldReply(_ call: ReceivedMessage, _ send: @escaping @Sendable () -> Void) {
+        guard let sender = call.sender else { return send() }
+        heldReplies.withLock { held in
+            guard var queue = held[sender], let index = queue.firstIndex(where: { $0.serial == call.serial && $0.send == nil }) else {
+                send()
+                return
+            }
+            queue[index].send = send
+            while let first = queue.first, let ready = first.send {
+                ready()
+                queue.removeFirst()
+            }
+            held[sender] = queue.isEmpty ? nil : queue
+        }
+    }
+
     private func reply(to call: ReceivedMessage, _ values: [DBusValue]) {
+        sendInOrder(call) { [self] in sendReply(to: call, values) }
+    }
+
+    private func reply(to call: ReceivedMessage, error: BusError) {
+        sendInOrder(call) { [self] in sendReply(to: call, error: error) }
+    }
+
+    private func sendReply(to call: ReceivedMessage, _ values: [DBusValue]) {
         guard !call.noReplyExpected else { return }
         guard let message = OutgoingMessage.reply(to: call.serial, destination: call.sender) else { return }
         do {
             try message.append(values)
             try send(message)
         } catch {
-            reply(to: call, error: .failed("cannot send the reply: \(error)"))
+            sendReply(to: call, error: .failed("cannot send the reply: \(error)"))
         }
     }
 
-    private func reply(to call: ReceivedMessage, error: BusError) {
+    private func sendReply(to call: ReceivedMessage, error: BusError) {
         guard !call.noReplyExpected,
               let message = OutgoingMessage.reply(to: call.serial, destination: call.sender, error: error) else { return }
         try? message.append([.string(error.message.replacingOccurrences(of: "\0", with: ""))])

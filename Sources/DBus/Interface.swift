@@ -45,18 +45,46 @@ public struct MethodCall: Sendable {
 
 public struct Method: Sendable {
     public typealias Handler = @Sendable (MethodCall) async throws -> [DBusValue]
+    /// The second part of a deferred method: runs off the call queue; its result is the reply.
+    public typealias Completion = @Sendable () async throws -> [DBusValue]
+    /// The first part of a deferred method: runs on the call queue, in arrival order, and returns the rest.
+    public typealias DeferredHandler = @Sendable (MethodCall) async throws -> Completion
     public let name: MemberName
     public let inputs: [ArgumentDecl]
     public let outputs: [ArgumentDecl]
+    /// The whole call, both parts of a deferred method in a row.
     public let handler: Handler
+    let deferred: DeferredHandler?
 
     public init(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                 handler: @escaping Handler) {
+        self.init(name, inputs, outputs, handler: handler, deferred: nil)
+    }
+
+    /// A method for long work (a big listing): `deferred` runs on the call queue in arrival order, where it
+    /// should only check its arguments and fix what it will read (e.g. a database snapshot), and returns the
+    /// work, which runs off the queue while the next calls are handled. The reply still reaches its sender
+    /// after the replies to that sender's earlier calls and before those to its later ones.
+    ///
+    /// ```swift
+    /// Method.deferred("ListAll", out: [("items", .array(.string))]) { call in
+    ///     let snapshot = try store.snapshot()
+    ///     return { [.array(.string, try snapshot.all().map(DBusValue.string))] }
+    /// }
+    /// ```
+    public static func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
+                                _ deferred: @escaping DeferredHandler) -> Method {
+        Method(name, inputs, outputs, handler: { call in try await deferred(call)() }, deferred: deferred)
+    }
+
+    private init(_ name: String, _ inputs: [(String, DBusType)], _ outputs: [(String, DBusType)],
+                 handler: @escaping Handler, deferred: DeferredHandler?) {
         guard let validName = MemberName(rawValue: name) else { preconditionFailure("invalid method name \(name)") }
         self.name = validName
         self.inputs = inputs.map { ArgumentDecl($0.0, $0.1) }
         self.outputs = outputs.map { ArgumentDecl($0.0, $0.1) }
         self.handler = handler
+        self.deferred = deferred
     }
 
     var inputSignature: String { inputs.map(\.type.signature).joined() }

@@ -1,5 +1,9 @@
 import Foundation
 import GRDB
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The library: one SQLite database (WAL, via a GRDB `DatabasePool`) and every operation on it, each in
 /// one transaction that either completes or changes nothing.
@@ -9,72 +13,227 @@ import GRDB
 /// let shelf = try library.createShelf(named: "Discworld", in: nil)
 /// ```
 public final class Library: Sendable {
-    let writer: any DatabaseWriter
+    /// Where reads go: the pool (or queue), or a snapshot of it (``snapshot()``).
+    let reader: any DatabaseReader
+    /// Where writes go; nil in a snapshot.
+    let writer: (any DatabaseWriter)?
     /// Set when the file at the path was corrupt and had to be moved aside: where it went.
     public let movedAsideCorruptFile: String?
+    /// True when the file could only be opened read-only (file mode, immutable file, read-only directory or
+    /// file system): everything can be read, nothing can be saved.
+    public let isReadOnly: Bool
+    /// The database file and its identity when opened, to notice it being deleted or replaced; nil in memory.
+    let file: (path: String, identity: FileIdentity?)?
+    /// Whether writes work, what failed last, and the playback bookkeeping waiting to be written.
+    let state = Mutex<WriteState>(WriteState())
 
-    /// Opens (creating and migrating) the database at `path`. A corrupt file is moved aside to
-    /// `path.corrupt-<date>` and a new library starts; ``movedAsideCorruptFile`` says so.
+    /// Opens (creating and migrating) the database at `path`, after checking every page of it
+    /// (`PRAGMA quick_check`). A corrupt file is moved aside to `path.corrupt-<date>` (with `-2`, `-3`… when
+    /// that name is taken; never deleted) and a new library starts; ``movedAsideCorruptFile`` says so.
+    /// A file that can't be written is opened read-only (``isReadOnly``).
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        var aside: String? = nil
+        var readOnly = false
+        let opened: any DatabaseWriter
         do {
-            writer = try Self.open(path)
-            movedAsideCorruptFile = nil
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB {
-            let aside = path + ".corrupt-" + ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-            try FileManager.default.moveItem(atPath: path, toPath: aside)
-            for suffix in ["-wal", "-shm"] { try? FileManager.default.moveItem(atPath: path + suffix, toPath: aside + suffix) }
-            writer = try Self.open(path)
-            movedAsideCorruptFile = aside
+            if Self.cannotWrite(path, directory) {
+                readOnly = true
+                opened = try Self.openReadOnly(path)
+            } else {
+                opened = try Self.open(path)
+            }
+        } catch let error as DatabaseError where Self.isCorrupt(error) && !readOnly {
+            aside = try Self.moveAside(path)
+            opened = try Self.open(path)
+        } catch let error as DatabaseError where Self.isWriteFailure(error) && !readOnly
+                                                  && FileManager.default.fileExists(atPath: path) {
+            // The checks above said writable, SQLite says otherwise (e.g. a read-only file system).
+            readOnly = true
+            opened = try Self.openReadOnly(path)
+        } catch let error as DatabaseError {
+            throw Self.translate(error)
+        }
+        writer = opened
+        reader = opened
+        movedAsideCorruptFile = aside
+        isReadOnly = readOnly
+        file = (path, FileIdentity(path))
+        if readOnly {
+            state.withLock { $0.failure = "the library database \(path) is read-only: changes can't be saved" }
         }
     }
 
     /// An in-memory library, for tests.
     public init() throws {
-        let queue = try DatabaseQueue(configuration: Self.configuration)
+        let queue = try DatabaseQueue(configuration: Self.configuration())
         try Schema.migrator.migrate(queue)
         writer = queue
+        reader = queue
         movedAsideCorruptFile = nil
+        isReadOnly = false
+        file = nil
     }
 
-    private static var configuration: Configuration {
-        var config = Configuration()
-        config.foreignKeysEnabled = true
-        config.busyMode = .timeout(5)
-        return config
+    private init(snapshot: DatabaseSnapshot) {
+        writer = nil
+        reader = snapshot
+        movedAsideCorruptFile = nil
+        isReadOnly = true
+        file = nil
+        state.withLock { $0.failure = "a snapshot of the library is never written" }
     }
 
-    private static func open(_ path: String) throws -> DatabasePool {
-        let pool = try DatabasePool(path: path, configuration: configuration)
-        try pool.read { db in
-            // Reading the schema finds a corrupt or foreign file now rather than at the first query.
-            _ = try Row.fetchAll(db, sql: "SELECT name FROM sqlite_master")
-        }
-        try Schema.migrator.migrate(pool)
-        return pool
-    }
-
-    /// `PRAGMA integrity_check`: "ok" when the file is sound.
-    public func integrityCheck() throws -> String {
-        try writer.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
-    }
-
-    // MARK: - Transactions
-
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    /// The library as it is now, frozen: reads on it see none of the changes made after this call. Long reads
+    /// (a listing of every book) run on it off the D-Bus call queue, with the result the call had when it
+    /// arrived. Costs a connection of its own (about a millisecond); released with the last reference.
+    /// An in-memory or read-only library is its own snapshot (nothing else writes to the read-only one).
+    public func snapshot() throws -> Library {
+        guard let pool = writer as? DatabasePool else { return self }
         do {
-            return try writer.write(body)
-        } catch let error as LibraryError {
-            throw error
+            return Library(snapshot: try pool.makeSnapshot())
         } catch let error as DatabaseError {
             throw Self.translate(error)
         }
     }
 
+    static func configuration(readOnly: Bool = false) -> Configuration {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        config.readonly = readOnly
+        config.prepareDatabase { db in db.add(function: Folding.function) }
+        return config
+    }
+
+    private static func open(_ path: String) throws -> DatabasePool {
+        let pool = try DatabasePool(path: path, configuration: configuration())
+        do {
+            // Every page, now: a file whose header and schema are sound but a page in the middle is not is found
+            // at start-up rather than by the query that reaches that page. ~1 s per 100 MB (docs/benchmarks.md).
+            try pool.read { db in try Self.quickCheck(db) }
+            try Schema.migrator.migrate(pool)
+        } catch {
+            try? pool.close()
+            throw error
+        }
+        return pool
+    }
+
+    /// Opens a file that can't be written: plainly (SQLite reads a WAL file read-only when its -shm can be made
+    /// or exists), else as immutable (a read-only directory: nothing can change it while we read).
+    private static func openReadOnly(_ path: String) throws -> DatabaseQueue {
+        func plain() throws -> DatabaseQueue {
+            let queue = try DatabaseQueue(path: path, configuration: configuration(readOnly: true))
+            try queue.read { db in _ = try Row.fetchAll(db, sql: "SELECT name FROM sqlite_master") }
+            return queue
+        }
+        let queue: DatabaseQueue
+        do {
+            queue = try plain()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CANTOPEN {
+            queue = try DatabaseQueue(path: URL(fileURLWithPath: path).absoluteString + "?immutable=1",
+                                      configuration: configuration(readOnly: true))
+        }
+        try queue.read { db in try Self.quickCheck(db) }
+        return queue
+    }
+
+    /// Throws SQLITE_CORRUPT unless `PRAGMA quick_check` says "ok".
+    private static func quickCheck(_ db: Database) throws {
+        let report = try String.fetchAll(db, sql: "PRAGMA quick_check")
+        guard report == ["ok"] else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: " + report.prefix(3).joined(separator: "; "))
+        }
+    }
+
+    static func isCorrupt(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
+    }
+
+    static func isWriteFailure(_ error: DatabaseError) -> Bool {
+        [.SQLITE_READONLY, .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_IOERR, .SQLITE_FULL].contains(error.resultCode)
+    }
+
+    /// An existing file that this process can't write, or whose directory it can't write (SQLite makes its
+    /// -wal and -shm files there). `access` also answers for root: an immutable file or a read-only mount.
+    private static func cannotWrite(_ path: String, _ directory: String) -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        return access(path, W_OK) != 0 || access(directory.isEmpty ? "." : directory, W_OK) != 0
+    }
+
+    /// Moves the corrupt file (and its -wal and -shm) to a name of its own; never over an existing file.
+    private static func moveAside(_ path: String) throws -> String {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let base = path + ".corrupt-" + stamp
+        let taken = { (name: String) in
+            ["", "-wal", "-shm"].contains { FileManager.default.fileExists(atPath: name + $0) }
+        }
+        var aside = base
+        var number = 2
+        // link + unlink rather than rename: link refuses an existing name, so a race can't overwrite a kept file.
+        while true {
+            if !taken(aside) {
+                if link(path, aside) == 0 { break }
+                let code = errno
+                // A file system without hard links (vfat): rename to the name just found free.
+                if code == EPERM || code == EOPNOTSUPP, rename(path, aside) == 0 { return moveCompanions(path, aside) }
+                guard code == EEXIST else {
+                    throw LibraryError.unavailable("cannot move the corrupt library \(path) aside to \(aside): \(String(cString: strerror(code)))")
+                }
+            }
+            aside = base + "-\(number)"
+            number += 1
+        }
+        unlink(path)
+        return moveCompanions(path, aside)
+    }
+
+    /// Moves the -wal and -shm of a file moved aside beside it; returns `aside`.
+    private static func moveCompanions(_ path: String, _ aside: String) -> String {
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            if link(path + suffix, aside + suffix) == 0 { unlink(path + suffix) } else { rename(path + suffix, aside + suffix) }
+        }
+        return aside
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound, else SQLite's report (or its error).
+    public func integrityCheck() throws -> String {
+        do {
+            return try reader.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+        } catch let error as DatabaseError where Self.isCorrupt(error) {
+            return error.message ?? "database disk image is malformed"
+        } catch let error as DatabaseError {
+            throw Self.translate(error)
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// One write transaction. A write that fails because the database can't be written (read-only, full disk,
+    /// the file deleted, an I/O error) is reported through ``health`` and the observer; the first one that works
+    /// afterwards also writes the bookkeeping kept in memory meanwhile (``savePosition(of:file:offset:)``...).
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        let result: T
+        do {
+            try checkWritable()
+            guard let writer else { preconditionFailure("a snapshot of the library is never written") }
+            result = try writer.write(body)
+        } catch let error as LibraryError {
+            throw error
+        } catch let error as DatabaseError {
+            let translated = Self.translate(error)
+            if Self.isWriteFailure(error) || Self.isCorrupt(error) { writeFailed(translated.description) }
+            throw translated
+        }
+        writeSucceeded()
+        return result
+    }
+
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try writer.read(body)
+            return try reader.read(body)
         } catch let error as LibraryError {
             throw error
         } catch let error as DatabaseError {
@@ -356,40 +515,56 @@ public final class Library: Sendable {
     // MARK: - Positions
 
     /// Saves where the book is; returns false (and writes nothing) when it is already saved there.
+    /// When the database can't be written, the position is kept in memory and written by the next write that
+    /// works (or ``retryUnsavedWrites()``); the `.unavailable` error is thrown all the same.
     @discardableResult
     public func savePosition(of book: Int64, file: Int64, offset: Int64) throws -> Bool {
-        try write { db in
+        let saved = try bookkeeping({ $0.positions[book] = (file, max(0, offset)) }) { db in
             _ = try Self.existingBook(db, book)
-            try db.execute(sql: """
-                UPDATE book SET positionFileId = ?, positionOffset = ?
-                WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
-                """, arguments: [file, max(0, offset), book, file, max(0, offset)])
-            return db.changesCount > 0
+            return try Self.writePosition(db, book: book, file: file, offset: offset)
         }
+        state.withLock { _ = $0.positions.removeValue(forKey: book) }
+        return saved
     }
 
+    static func writePosition(_ db: Database, book: Int64, file: Int64, offset: Int64) throws -> Bool {
+        try db.execute(sql: """
+            UPDATE book SET positionFileId = ?, positionOffset = ?
+            WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
+            """, arguments: [file, max(0, offset), book, file, max(0, offset)])
+        return db.changesCount > 0
+    }
+
+    /// Notes when the book was played; kept in memory when the database can't be written (as positions are).
     public func markPlayed(_ book: Int64, at date: Date = Date()) throws {
-        try write { db in
+        try bookkeeping({ $0.played[book] = date }) { db in
             _ = try Self.existingBook(db, book)
             try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book])
         }
+        state.withLock { _ = $0.played.removeValue(forKey: book) }
     }
 
-    /// The book that was current when the daemon last ran.
+    /// The book that was current when the daemon last ran (as saved: not one kept in memory, unsaved).
     public func currentBook() throws -> Int64? {
         try read { db in
             try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'currentBook'").flatMap { Int64($0) }
         }
     }
 
+    /// Kept in memory when the database can't be written (as positions are).
     public func setCurrentBook(_ book: Int64?) throws {
-        try write { db in
-            if let book {
-                _ = try Self.existingBook(db, book)
-                try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])
-            } else {
-                try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook'")
-            }
+        try bookkeeping({ $0.currentBook = .some(book) }) { db in
+            if let book { _ = try Self.existingBook(db, book) }
+            try Self.writeCurrentBook(db, book)
+        }
+        state.withLock { $0.currentBook = nil }
+    }
+
+    static func writeCurrentBook(_ db: Database, _ book: Int64?) throws {
+        if let book, try Book.exists(db, key: book) {
+            try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])
+        } else {
+            try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook'")
         }
     }
 

@@ -40,11 +40,8 @@ public struct BookTotals: Sendable, Equatable {
 }
 
 extension Library {
-    /// `LIKE` pattern for a case-insensitive substring match, with the wildcards in `text` escaped.
-    static func pattern(_ text: String) -> String {
-        "%" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_") + "%"
-    }
+    /// The condition for one searched column: `column` contains `text`, both case-folded (``Folding``).
+    static func contains(_ column: String) -> String { "instr(lectern_fold(\(column)), ?) > 0" }
 
     static func whereClause(_ query: LibraryQuery) -> (String, StatementArguments) {
         var clauses: [String] = []
@@ -54,17 +51,17 @@ extension Library {
             for value in values { _ = arguments.append(contentsOf: [value]) }
         }
         if let title = query.title {
-            clauses.append("b.title LIKE ? ESCAPE '\\'")
-            _ = arguments.append(contentsOf: [pattern(title)])
+            clauses.append(contains("b.title"))
+            _ = arguments.append(contentsOf: [Folding.fold(title)])
         }
         if let author = query.author {
-            let p = pattern(author)
-            clauses.append("(b.author LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (f.artist LIKE ? ESCAPE '\\' OR f.albumArtist LIKE ? ESCAPE '\\')))")
-            _ = arguments.append(contentsOf: [p, p, p])
+            let needle = Folding.fold(author)
+            clauses.append("(\(contains("b.author")) OR EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (\(contains("f.artist")) OR \(contains("f.albumArtist")))))")
+            _ = arguments.append(contentsOf: [needle, needle, needle])
         }
-        if let album = query.album { fileHas("f.album LIKE ? ESCAPE '\\'", [pattern(album)]) }
-        if let composer = query.composer { fileHas("f.composer LIKE ? ESCAPE '\\'", [pattern(composer)]) }
-        if let genre = query.genre { fileHas("f.genre LIKE ? ESCAPE '\\'", [pattern(genre)]) }
+        if let album = query.album { fileHas(contains("f.album"), [Folding.fold(album)]) }
+        if let composer = query.composer { fileHas(contains("f.composer"), [Folding.fold(composer)]) }
+        if let genre = query.genre { fileHas(contains("f.genre"), [Folding.fold(genre)]) }
         return (clauses.isEmpty ? "1" : clauses.joined(separator: " AND "), arguments)
     }
 

@@ -46,6 +46,16 @@ private final class Harness: Sendable {
                     log.append(call.arguments[0].string ?? "")
                     return []
                 },
+                Method.deferred("SlowList", in: [("tag", .string), ("ms", .uint32)], out: [("tag", .string)]) { call in
+                    let tag = call.arguments[0].string ?? ""
+                    log.append("start \(tag)")
+                    return {
+                        try await Task.sleep(for: .milliseconds(Int(call.arguments[1].int64 ?? 0)))
+                        log.append("done \(tag)")
+                        if tag == "fail" { throw BusError(name: "org.example.Error.Nope", message: "nope, later") }
+                        return [.string(tag)]
+                    }
+                },
                 Method("Fail") { _ in throw BusError(name: "org.example.Error.Nope", message: "nope, as asked") },
                 Method("Crash") { _ in throw CocoaError(.fileNoSuchFile) },
                 Method("Lie", out: [("n", .int32)]) { _ in [.string("not an int")] },
@@ -230,6 +240,56 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         for i in 0..<5 { _ = try await h.call("Record", [.string("quick\(i)")]) }
         _ = try await slow.value
         #expect(h.log.entries == ["slow", "quick0", "quick1", "quick2", "quick3", "quick4"])
+    }
+
+    @Test func aDeferredCallDoesNotHoldUpOtherSenders() async throws {
+        let h = try await Harness()
+        let other = try BusConnection(address: h.bus.address)
+        defer { other.close() }
+        let slow = Task { try await h.call("SlowList", [.string("slow"), .uint32(500)]) }
+        try await Task.sleep(for: .milliseconds(50))
+        _ = try await other.call(h.server.uniqueName, path: Harness.path, interface: Harness.interface, member: "Record",
+                                 [.string("other")])
+        let got = try await other.call(h.server.uniqueName, path: Harness.path, interface: "org.freedesktop.DBus.Properties",
+                                       member: "Get", [.string(Harness.interface), .string("Name")])
+        #expect(got.first?.unwrapped == .string("thing"))
+        // Handled and answered while the deferred call was still running.
+        #expect(h.log.entries == ["start slow", "other"])
+        #expect(try await slow.value == [.string("slow")])
+        #expect(h.log.entries == ["start slow", "other", "done slow"])
+    }
+
+    @Test func aSenderGetsItsRepliesInTheOrderOfItsCalls() async throws {
+        let h = try await Harness()
+        let replies = Recorder()
+        let slow = Task {
+            let reply = try await h.call("SlowList", [.string("slow"), .uint32(300)])
+            replies.append("slow")
+            return reply
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        // Sent after the deferred call by the same connection: handled at once, answered after it.
+        let quick = Task {
+            _ = try await h.call("Record", [.string("quick")])
+            replies.append("quick")
+        }
+        let get = Task {
+            _ = try await h.get("Name")
+            replies.append("get")
+        }
+        _ = try await slow.value
+        try await quick.value
+        try await get.value
+        #expect(h.log.entries == ["start slow", "quick", "done slow"])
+        #expect(replies.entries.first == "slow", "\(replies.entries)")
+        #expect(Set(replies.entries) == ["slow", "quick", "get"])
+    }
+
+    @Test func aDeferredCallsErrorsAreErrorReplies() async throws {
+        let h = try await Harness()
+        let error = await busError { _ = try await h.call("SlowList", [.string("fail"), .uint32(10)]) }
+        #expect(error?.name == "org.example.Error.Nope")
+        #expect(error?.message == "nope, later")
     }
 
     @Test func getWaitsForAnEarlierSetStillBeingHandled() async throws {

@@ -102,4 +102,18 @@ struct ConcurrencyTests {
         try Self.check(t.library, results)
         try Self.check(second, results)
     }
+
+    @Test("A snapshot reads the library as it was when it was taken")
+    func snapshotIsolation() throws {
+        let t = try TestLibrary()
+        let first = try t.library.add(importedBook("/one", title: "One"))
+        let snapshot = try t.library.snapshot()
+        try t.library.renameBook(first, to: "Renamed")
+        let second = try t.library.add(importedBook("/two", title: "Two"))
+        #expect(try snapshot.books(in: nil, recursive: true).map(\.title) == ["One"])
+        #expect(try snapshot.find(LibraryQuery(title: "two")).isEmpty)
+        #expect(try snapshot.totals(of: [first, second]).keys.sorted() == [first])
+        #expect(try t.library.books(in: nil, recursive: true).map(\.title) == ["Renamed", "Two"])
+        expectError(.unavailable) { try snapshot.createShelf(named: "Never", in: nil) }
+    }
 }

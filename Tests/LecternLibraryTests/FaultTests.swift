@@ -1,5 +1,6 @@
 import Foundation
 import LecternLibrary
+import Synchronization
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -90,23 +91,27 @@ struct FaultTests {
         try bytes.write(to: URL(fileURLWithPath: path))
 
         let library = try Library(path: path)
-        withKnownIssue("""
-            Library(path:) only reads sqlite_master and the migrations table at open: a file whose header and schema \
-            are sound but one data page is garbage opens as sound (movedAsideCorruptFile nil) and is kept
-            """) {
-            #expect(library.movedAsideCorruptFile != nil)
-        }
-        if library.movedAsideCorruptFile == nil {
-            // The file was kept although it isn't sound: integrity_check says so (here it even throws).
-            let report = Result { try library.integrityCheck() }
-            #expect((try? report.get()) != "ok")
-            if case .failure(let error) = report {
-                #expect(!(error is LibraryError))
-                withKnownIssue("integrityCheck() throws a raw GRDB DatabaseError (SQLITE_CORRUPT) rather than returning the report or a LibraryError") {
-                    () throws in throw error
-                }
-            }
-        }
+        let aside = try #require(library.movedAsideCorruptFile, "a file with page \(page) of \(pages) overwritten opened as sound")
+        #expect(aside.hasPrefix(path + ".corrupt-"))
+        #expect(FileManager.default.contents(atPath: aside) == bytes, "the corrupt file was not kept as it was")
+        #expect(try library.integrityCheck() == "ok")
+        #expect(try library.bookCount() == 0)
+        try library.add(importedBook("/after"))
+        #expect(try Library(path: path).movedAsideCorruptFile == nil)
+    }
+
+    @Test("integrityCheck reports a corrupt page rather than throwing")
+    func integrityReport() throws {
+        let dir = try TemporaryDirectory(prefix: "lectern-library")
+        let path = dir.path + "/library.sqlite"
+        var bytes = try Self.filledFile.get()
+        let page = bytes.count / 4096 / 2
+        for index in (page * 4096)..<((page + 1) * 4096) { bytes[index] = 0x5A }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        // The sqlite3 shell, an independent reader, agrees that the file is not sound.
+        if let report = try sqlite3(path, "PRAGMA quick_check") { #expect(report != ["ok"]) }
+        let library = try Library(path: path)
+        #expect(library.movedAsideCorruptFile != nil)
     }
 
     @Test("Two corrupt files moved aside in the same second")
@@ -121,10 +126,22 @@ struct FaultTests {
             try Data("an earlier corrupt file".utf8).write(to: URL(fileURLWithPath: name))
         }
         try Data(repeating: 0xAB, count: 4096).write(to: URL(fileURLWithPath: path))
-        withKnownIssue("the aside name has a 1-second resolution and moveItem refuses an existing name: Library(path:) throws a CocoaError") { () throws in
+        let first: String
+        do {
             let library = try Library(path: path)
-            #expect(library.movedAsideCorruptFile != nil)
+            first = try #require(library.movedAsideCorruptFile)
             #expect(try library.bookCount() == 0)
+        }
+        // Another corrupt file in the same second gets a name of its own; nothing earlier is overwritten.
+        try Data(repeating: 0xCD, count: 4096).write(to: URL(fileURLWithPath: path))
+        let second = try #require(try Library(path: path).movedAsideCorruptFile)
+        #expect(first != second)
+        #expect(FileManager.default.contents(atPath: first) == Data(repeating: 0xAB, count: 4096))
+        #expect(FileManager.default.contents(atPath: second) == Data(repeating: 0xCD, count: 4096))
+        let earlier = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        #expect(earlier.count == 6, "\(earlier)")
+        for name in earlier where ![first, second].contains(dir.path + "/" + name) {
+            #expect(FileManager.default.contents(atPath: dir.path + "/" + name) == Data("an earlier corrupt file".utf8))
         }
     }
 
@@ -168,7 +185,7 @@ struct FaultTests {
             if isRoot { _ = try? run("chattr", ["-i", path]) } else { _ = chmod(path, 0o644) }
         }
         #expect(FileHandle(forWritingAtPath: path) == nil, "the file is writable")
-        try checkReadOnly(prepared, whenOpenFails: "Library(path:) can't open a read-only database file")
+        try checkReadOnly(prepared)
     }
 
     @Test("A read-only database file in a read-only directory: reads work, writes fail with .unavailable",
@@ -199,25 +216,20 @@ struct FaultTests {
         }
         #expect(FileManager.default.createFile(atPath: data + "/probe", contents: Data()) == false, "the directory is writable")
         #expect(FileHandle(forWritingAtPath: path) == nil, "the file is writable")
-        try checkReadOnly(prepared, whenOpenFails: """
-            Library(path:) can't open a WAL database in a read-only directory (the -shm can't be created): it throws \
-            a raw GRDB DatabaseError (SQLITE_CANTOPEN) rather than a LibraryError, and nothing can be read
-            """)
+        try checkReadOnly(prepared)
     }
 
-    private func checkReadOnly(_ prepared: Prepared, whenOpenFails: Comment) throws {
-        let library: Library
-        do {
-            library = try Library(path: prepared.path)
-        } catch {
-            withKnownIssue(whenOpenFails) { () throws in throw error }
-            return
-        }
+    private func checkReadOnly(_ prepared: Prepared) throws {
+        let library = try Library(path: prepared.path)
         let (before, bookId, fileId) = (prepared.before, prepared.bookId, prepared.fileId)
         #expect(library.movedAsideCorruptFile == nil)
+        #expect(library.isReadOnly)
+        #expect(library.health.canSave == false)
+        #expect(library.health.lastError.contains("read-only"), "\(library.health.lastError)")
         #expect(try Snapshot(library) == before)
         #expect(try library.integrityCheck() == "ok")
         #expect(try library.find(LibraryQuery(title: "ro")).map(\.id) == [bookId])
+        #expect(try library.find(LibraryQuery(title: "RO")).map(\.id) == [bookId])
         expectError(.unavailable) { try library.createShelf(named: "New", in: nil) }
         expectError(.unavailable) { try library.importBook(importedBook("/new"), into: nil) }
         expectError(.unavailable) { try library.savePosition(of: bookId, file: fileId, offset: 99) }
@@ -232,16 +244,10 @@ struct FaultTests {
     @Test("A full disk: the import that doesn't fit fails with .unavailable and the library is intact",
           .enabled(if: canMount, "mounting a small tmpfs needs root with CAP_SYS_ADMIN"))
     func fullDisk() throws {
-        let dir = try TemporaryDirectory(prefix: "lectern-library")
-        let mountPoint = dir.path + "/tiny"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        // 512 KB: with 200 KB the setup itself hits the full disk (after the migrations the WAL is ~100 KB and the
-        // -shm 32 KB, and every transaction appends pages to the WAL).
-        let mount = try run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "mount tmpfs: \(mount.stderr)")
-        defer {
-            if (try? run("umount", [mountPoint]))?.status != 0 { _ = try? run("umount", ["-l", mountPoint]) }
-        }
+        try withSmallDisk { mountPoint in try fullDisk(mountPoint) }
+    }
+
+    private func fullDisk(_ mountPoint: String) throws {
         let path = mountPoint + "/library.sqlite"
         let before: Snapshot
         do {
@@ -272,5 +278,72 @@ struct FaultTests {
         #expect(library.movedAsideCorruptFile == nil)
         #expect(try Snapshot(library) == before)
         #expect(try library.integrityCheck() == "ok")
+    }
+
+    @Test("A full disk while running: positions are kept in memory and written once there is room; told once",
+          .enabled(if: canMount, "mounting a small tmpfs needs root with CAP_SYS_ADMIN"))
+    func fullDiskWhileRunning() throws {
+        try withSmallDisk { mountPoint in try fullDiskWhileRunning(mountPoint) }
+    }
+
+    private func fullDiskWhileRunning(_ mountPoint: String) throws {
+        let path = mountPoint + "/library.sqlite"
+        let (bookId, fileId, otherFile): (Int64, Int64, Int64)
+        do {
+            let library = try Library(path: path)
+            let told = Mutex<[LibraryHealth]>([])
+            library.observeHealth { health in told.withLock { $0.append(health) } }
+            bookId = try library.add(importedBook("/full"))
+            (fileId, otherFile) = (try library.fileIds(of: bookId)[0], try library.fileIds(of: bookId)[1])
+            try library.savePosition(of: bookId, file: fileId, offset: 1_000)
+            #expect(library.health == LibraryHealth(canSave: true, lastError: "", unsaved: 0))
+
+            // Fill the disk (dd stops at ENOSPC).
+            _ = try run("dd", ["if=/dev/zero", "of=\(mountPoint)/filler", "bs=4096"])
+            for second in 1...5 {
+                expectError(.unavailable) { try library.savePosition(of: bookId, file: otherFile, offset: Int64(second) * 1_000_000) }
+            }
+            expectError(.unavailable) { try library.setCurrentBook(bookId) }
+            expectError(.unavailable) { try library.createShelf(named: "No room", in: nil) }
+            #expect(library.health.canSave == false)
+            #expect(library.health.lastError.contains("full"), "\(library.health.lastError)")
+            #expect(library.health.unsaved == 2)
+            // Reads still work, and show what is saved on disk.
+            #expect(try library.book(bookId).positionOffset == 1_000)
+            #expect(try library.currentBook() == nil)
+            #expect(library.retryUnsavedWrites() == false)
+            // Told once that writes fail, not once per failed write.
+            #expect(told.withLock { $0.map(\.canSave) } == [false])
+
+            try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            #expect(library.retryUnsavedWrites())
+            #expect(library.health == LibraryHealth(canSave: true, lastError: "", unsaved: 0))
+            #expect(told.withLock { $0.map(\.canSave) } == [false, true])
+            let book = try library.book(bookId)
+            #expect(book.positionFileId == otherFile)
+            #expect(book.positionOffset == 5_000_000)
+            #expect(try library.integrityCheck() == "ok")
+        }
+        // Written to the file, not only in memory.
+        let again = try Library(path: path)
+        #expect(try again.book(bookId).positionOffset == 5_000_000)
+        #expect(try again.currentBook() == bookId)
+        #expect(try again.allShelves().isEmpty)
+    }
+
+    @Test("The database file deleted while open: writes are refused and kept in memory, reads go on")
+    func deletedWhileOpen() throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let bookId = try library.add(importedBook("/gone"))
+        let fileId = try library.fileIds(of: bookId)[0]
+        try FileManager.default.removeItem(atPath: t.path)
+        expectError(.unavailable) { try library.createShelf(named: "Lost", in: nil) }
+        expectError(.unavailable) { try library.savePosition(of: bookId, file: fileId, offset: 42) }
+        #expect(library.health.canSave == false)
+        #expect(library.health.lastError.contains("deleted"), "\(library.health.lastError)")
+        #expect(library.health.unsaved == 1)
+        #expect(library.retryUnsavedWrites() == false)
+        #expect(try library.book(bookId).title == "gone")
     }
 }

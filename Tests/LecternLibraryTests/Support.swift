@@ -135,6 +135,21 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
 
 var isRoot: Bool { geteuid() == 0 }
 
+/// Runs `body` with a 512 KB tmpfs mounted in a fresh temporary directory (its path given), unmounted after.
+/// 512 KB: with 200 KB a library's setup itself hits the full disk (after the migrations the WAL is ~100 KB and the
+/// -shm 32 KB, and every transaction appends pages to the WAL).
+func withSmallDisk(_ body: (String) throws -> Void) throws {
+    let dir = try TemporaryDirectory(prefix: "lectern-library")
+    let mountPoint = dir.path + "/tiny"
+    try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+    let mount = try run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
+    try #require(mount.status == 0, "mount tmpfs: \(mount.stderr)")
+    defer {
+        if (try? run("umount", [mountPoint]))?.status != 0 { _ = try? run("umount", ["-l", mountPoint]) }
+    }
+    try body(mountPoint)
+}
+
 /// Whether this process may mount (a tmpfs, a read-only bind mount): root with CAP_SYS_ADMIN. Tried once.
 let canMount: Bool = {
     guard isRoot, let dir = try? TemporaryDirectory(prefix: "lectern-mount-probe") else { return false }

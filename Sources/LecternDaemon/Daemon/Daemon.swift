@@ -127,8 +127,9 @@ public enum Daemon {
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0)),
-        ])
+        ].merging(LibraryService.healthProperties(library.health)) { $1 })
         service.object.withLock { $0 = lecternObject }
+        library.observeHealth { service.healthChanged($0) }
         await listening.publish(on: lecternObject)
         await outputWatcher.publish(on: lecternObject)
 
@@ -147,6 +148,7 @@ public enum Daemon {
             group.addTask { await player.run(); return "the player stopped" }
             group.addTask { await session.run(); return "the book session stopped" }
             group.addTask { await outputWatcher.run(); return "the output watcher stopped" }
+            group.addTask { await service.retryUnsavedWrites(); return "the library retry loop stopped" }
             group.addTask {
                 for await reason in quitRequests { return reason }
                 return "cancelled"
@@ -171,6 +173,11 @@ private func openLibrary(_ path: String, logger: Logger) -> (Library, String) {
             logger.error("the library database was corrupt: moved it aside and started a new one",
                          metadata: ["corrupt": "\(aside)", "path": "\(path)"])
             return (library, "recreated: the corrupt database was moved to \(aside)")
+        }
+        if library.isReadOnly {
+            logger.error("the library database is read-only: it can be read and played from, changes won't be saved",
+                         metadata: ["path": "\(path)"])
+            return (library, "read-only: \(library.health.lastError)")
         }
         return (library, "ok")
     } catch {

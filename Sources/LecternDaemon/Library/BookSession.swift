@@ -79,7 +79,7 @@ actor BookSession {
         if book.finished {
             startIndex = 0
             offset = 0
-            try library.setFinished(bookId, false)
+            try? library.setFinished(bookId, false)
             book.finished = false
         }
         let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
@@ -100,8 +100,9 @@ actor BookSession {
                                         loop: LoopMode(rawValue: book.loop) ?? .none)
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
                           name: "book/\(bookId)", shuffleOrder: shuffleOrder)
-        try library.setCurrentBook(bookId)
-        try library.markPlayed(bookId)
+        // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
+        try? library.setCurrentBook(bookId)
+        try? library.markPlayed(bookId)
         announce(.currentBook(book))
     }
 
@@ -228,6 +229,8 @@ actor BookSession {
         guard let book, let bookId = book.id, let fileId = files[url]?.id else { return }
         do {
             try library.savePosition(of: bookId, file: fileId, offset: offset)
+        } catch let error as LibraryError where error.isUnavailable {
+            // Kept in memory by the library; the daemon logs once that writes fail (LibraryService.healthChanged).
         } catch {
             logger.error("cannot save the position", metadata: ["book": "\(bookId)", "error": "\(error)"])
         }

@@ -57,6 +57,30 @@ final class LibraryService: Sendable {
     /// The daemon added a bookmark by itself (the sleep timer, an unplug).
     func bookmarksChanged(_ book: Int64) { emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(book)]) }
 
+    /// Whether changes can be saved changed (CanSave, LastError): told once per change, not per failed write.
+    func healthChanged(_ health: LibraryHealth) {
+        if health.canSave {
+            logger.notice("the library can be written again", metadata: ["unsaved": "\(health.unsaved)"])
+        } else {
+            logger.error("library changes can't be saved; positions are kept in memory until they can",
+                         metadata: ["error": "\(health.lastError)"])
+        }
+        object.withLock { $0 }?.update(Self.libraryInterface, Self.healthProperties(health))
+    }
+
+    static func healthProperties(_ health: LibraryHealth) -> [String: DBusValue] {
+        ["CanSave": .boolean(health.canSave), "LastError": .string(health.lastError)]
+    }
+
+    /// Writes what was kept in memory while the database couldn't be written, every few seconds, until cancelled:
+    /// positions saved while paused reach the disk once it works again without waiting for the next save.
+    func retryUnsavedWrites() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(2))
+            if !library.isReadOnly, library.health.unsaved > 0 { library.retryUnsavedWrites() }
+        }
+    }
+
     /// The current book changed (activation, restore, a client opening other files).
     func currentBookChanged(_ book: Book?) {
         object.withLock { $0 }?.update(Self.libraryInterface, ["CurrentBook": .int64(book?.id ?? 0)])
@@ -93,6 +117,7 @@ final class LibraryService: Sendable {
                 },
                 method("DeleteShelf", in: [("id", .int64), ("recursive", .boolean)]) { a in
                     let id = a[0].int64 ?? 0
+                    try self.library.checkWritable()
                     let books = (try? self.library.books(in: id, recursive: true).compactMap(\.id)) ?? []
                     try self.library.deleteShelf(id, recursive: a[1].bool ?? false)
                     if let current = await self.session.book?.id, books.contains(current) { await self.session.detach() }
@@ -101,9 +126,10 @@ final class LibraryService: Sendable {
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
-                method("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { a in
-                    let books = try self.library.books(in: Self.optionalID(a[0]), recursive: a[1].bool ?? false)
-                    return [.array(dict, try self.encode(books))]
+                // Listings scale with the library: read from a snapshot taken in call order, off the call queue.
+                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { a, snapshot in
+                    let books = try snapshot.books(in: Self.optionalID(a[0]), recursive: a[1].bool ?? false)
+                    return [.array(dict, try Self.encode(books, snapshot))]
                 },
                 method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { a in
                     [try self.encodeDetails(a[0].int64 ?? 0)]
@@ -120,6 +146,7 @@ final class LibraryService: Sendable {
                 },
                 method("DeleteBook", in: [("id", .int64)]) { a in
                     let id = a[0].int64 ?? 0
+                    try self.library.checkWritable()
                     if await self.session.book?.id == id { await self.session.detach() }
                     try self.library.deleteBook(id)
                     self.emit(Self.libraryInterface, "BookRemoved", [a[0]])
@@ -164,24 +191,24 @@ final class LibraryService: Sendable {
                 method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { a in
                     [.uint32(try self.startImport(path: a[0].string ?? "", shelfPath: a[1].string ?? ""))]
                 },
-                method("Find", in: [("query", dict)], out: [("books", .array(dict))]) { a in
-                    [.array(dict, try self.encode(try self.library.find(try Self.query(a[0]))))]
+                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { a, snapshot in
+                    [.array(dict, try Self.encode(try snapshot.find(try Self.query(a[0])), snapshot))]
                 },
-                method("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { a in
+                deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { a, snapshot in
                     guard let property = LibraryQuery.Property(rawValue: a[1].string ?? "") else {
                         throw LibraryError.invalidArgument("group by one of: title, author, album, composer, genre")
                     }
-                    let groups = try self.library.group(try Self.query(a[0]), by: property)
+                    let groups = try snapshot.group(try Self.query(a[0]), by: property)
                     return [.array(.structure([.string, .uint32]), groups.map { .structure([.string($0.value), .uint32(UInt32(clamping: $0.books))]) })]
                 },
-                method("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { a in
+                deferred("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { a, snapshot in
                     let query = try Self.query(a[0])
                     switch a[1].string {
                     case "book":
-                        guard let book = try self.library.randomBook(query) else { throw LibraryError.notFound("no book matches") }
-                        return [try self.encode([book])[0]]
+                        guard let book = try snapshot.randomBook(query) else { throw LibraryError.notFound("no book matches") }
+                        return [try Self.encode([book], snapshot)[0]]
                     case "file":
-                        guard let file = try self.library.randomFile(query) else { throw LibraryError.notFound("no file matches") }
+                        guard let file = try snapshot.randomFile(query) else { throw LibraryError.notFound("no file matches") }
                         return [Self.encode(file)]
                     default:
                         throw LibraryError.invalidArgument("Random picks a 'book' or a 'file'")
@@ -192,6 +219,8 @@ final class LibraryService: Sendable {
                 Property("CurrentBook", .int64),
                 Property("BookCount", .uint32),
                 Property("DatabaseStatus", .string, changes: .const),
+                Property("CanSave", .boolean),
+                Property("LastError", .string),
             ],
             signals: [
                 SignalDecl("ShelvesChanged"),
@@ -246,6 +275,19 @@ final class LibraryService: Sendable {
             signals: [SignalDecl("BookmarksChanged", [("book", .int64)])])
     }
 
+    /// A method that reads a snapshot of the library taken in call order (on the call queue) and does the rest,
+    /// the query and the encoding, off the queue: other callers aren't kept waiting (Method.deferred).
+    private func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
+                          _ body: @escaping @Sendable ([DBusValue], Library) throws -> [DBusValue]) -> Method {
+        Method.deferred(name, in: inputs, out: outputs) { call in
+            // Without a snapshot (its connection can't be opened: the file was deleted), read the library itself.
+            let snapshot = (try? self.library.snapshot()) ?? self.library
+            return {
+                do { return try body(call.arguments, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
+            }
+        }
+    }
+
     /// A method whose library errors become org.lectern.Error.* replies.
     private func method(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                         _ body: @escaping @Sendable ([DBusValue]) async throws -> [DBusValue]) -> Method {
@@ -270,6 +312,7 @@ final class LibraryService: Sendable {
 
     private func startImport(path: String, shelfPath: String) throws -> UInt32 {
         guard path.hasPrefix("/") else { throw LibraryError.invalidArgument("the path to import must be absolute, not '\(path)'") }
+        try library.checkWritable()
         let folder = URL(fileURLWithPath: path).standardizedFileURL
         guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
         let job = nextJob.wrappingAdd(1, ordering: .relaxed).oldValue
@@ -348,14 +391,15 @@ final class LibraryService: Sendable {
         .vardict(["id": .int64(shelf.id ?? 0), "parent": .int64(shelf.parentId ?? 0), "name": .string(shelf.name)])
     }
 
-    func encode(_ books: [Book]) throws -> [DBusValue] {
+    /// Books as ListBooks gives them, with their totals read from `library` (the snapshot the books came from).
+    static func encode(_ books: [Book], _ library: Library) throws -> [DBusValue] {
         let totals = try library.totals(of: books.compactMap(\.id))
         return books.map { book in
             var map: [String: DBusValue] = [
                 "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
                 "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
                 "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
-                "added": Self.time(book.addedAt), "modified": Self.time(book.modifiedAt), "last_played": Self.time(book.lastPlayedAt),
+                "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
                 "finished": .boolean(book.finished), "note": .string(book.note),
                 "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
                 "loop": .string(book.loop), "position_file": .int64(book.positionFileId ?? 0),
@@ -390,7 +434,7 @@ final class LibraryService: Sendable {
 
     func encodeDetails(_ id: Int64) throws -> DBusValue {
         let book = try library.book(id)
-        guard case .dictionary(_, _, var entries) = try encode([book])[0] else { return .emptyVardict }
+        guard case .dictionary(_, _, var entries) = try Self.encode([book], library)[0] else { return .emptyVardict }
         let chapters = try library.chapters(of: id)
         let files = try library.files(of: id).map { file -> DBusValue in
             guard case .dictionary(let k, let v, var fileEntries) = Self.encode(file) else { return .emptyVardict }
