@@ -108,8 +108,11 @@ public actor Player {
     ///   - name: names the queue in track ids (see ``PlayerState/queueName``); nil for a fresh "queue/N".
     ///   - shuffleOrder: the play order to keep when `settings` shuffle (a permutation of the items' indices);
     ///     a new one is drawn when it is nil or not a permutation.
+    ///   - pausedFor: opened paused, how long the listener has not listened already (a book last played days
+    ///     ago): the smart rewind counts it.
     public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true,
-                     settings: PlaybackSettings? = nil, name: String? = nil, shuffleOrder: [Int]? = nil) {
+                     settings: PlaybackSettings? = nil, name: String? = nil, shuffleOrder: [Int]? = nil,
+                     pausedFor: Duration = .zero) {
         userCommand()
         guard !items.isEmpty else { return }
         if let settings {
@@ -142,7 +145,7 @@ public actor Player {
             rebuildOrder(keeping: start)
         }
         setStatus(play ? .playing : .paused)
-        pausedAt = play ? nil : now()  // opened paused: the pause starts now, whatever came before
+        pausedAt = play ? nil : now() - max(.zero, pausedFor)  // opened paused: whatever came before, this pause
         load(orderPosition: orderPosition, at: max(.zero, position))
     }
 

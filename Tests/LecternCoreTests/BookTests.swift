@@ -389,6 +389,17 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
+    @Test func aBookOpenedPausedCountsTheTimeSinceItWasLastPlayed() async {
+        await withHarness(options: Self.options) { h in
+            await h.player.open(makeItems(2), position: .seconds(50), play: false, pausedFor: .seconds(150))
+            await h.ready(.seconds(100))
+            h.tickClock.advance(by: .seconds(10))
+            h.reset()
+            await h.player.play()
+            #expect(h.log.seeks == [.seconds(35)])  // a pause of 160 s
+        }
+    }
+
     @Test func theRewindCrossesBackIntoThePreviousFile() async {
         await withHarness(options: Self.options) { h in
             await h.player.open(makeItems(2), startAt: 1, position: .seconds(2))

@@ -98,8 +98,10 @@ actor BookSession {
         let shuffleOrder = savedShuffleOrder.compactMap { id in available.firstIndex { $0.id == id } }
         let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
                                         loop: LoopMode(rawValue: book.loop) ?? .none)
+        // Not listened to since it was last playing: the smart rewind on Play counts that pause.
+        let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
-                          name: "book/\(bookId)", shuffleOrder: shuffleOrder)
+                          name: "book/\(bookId)", shuffleOrder: shuffleOrder, pausedFor: pausedFor)
         // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
@@ -170,6 +172,8 @@ actor BookSession {
             if previousStatus != status && status != .stopped || previousURL != currentURL || previousTrack != currentTrack {
                 savePosition()
             }
+            // "Last played" is when it last stopped playing: what the smart rewind measures a pause from.
+            if previousStatus == .playing && status != .playing, let id = book?.id { try? library.markPlayed(id) }
         case .seeked:
             savePosition()
         case .stopped(let itemID, let position):
