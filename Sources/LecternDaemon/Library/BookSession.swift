@@ -62,7 +62,13 @@ actor BookSession {
     func activate(_ bookId: Int64, play: Bool) async throws {
         savePosition()
         var book = try library.book(bookId)
-        let available = try library.files(of: bookId).filter { $0.available && FileManager.default.fileExists(atPath: $0.path) }
+        let all = try library.files(of: bookId)
+        let available = all.filter { $0.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: $0.path)) }
+        let skipped = all.filter { file in !available.contains { $0.id == file.id } }
+        if !skipped.isEmpty {
+            logger.warning("skipping files that cannot be played (missing, unreadable, empty or not a file)",
+                           metadata: ["book": "\(bookId)", "files": "\(skipped.map(\.path))"])
+        }
         guard !available.isEmpty else { throw LibraryError.invalidArgument("none of the files of “\(book.title)” can be found") }
         var startIndex = available.firstIndex { $0.id == book.positionFileId } ?? 0
         var offset = startIndex == 0 && book.positionFileId != available.first?.id ? 0 : book.positionOffset
