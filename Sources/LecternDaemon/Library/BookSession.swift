@@ -4,7 +4,7 @@ import LecternLibrary
 import Logging
 
 /// The current book, between the library and the player: activating a book loads its files at the saved
-/// position with its settings; while it plays, the position is saved every second and at every pause,
+/// position with its settings; while it plays, the position is saved every half second and at every pause,
 /// seek, stop, book change and shutdown, only when it changed; settings changed by clients are saved
 /// to the book.
 ///
@@ -38,7 +38,7 @@ actor BookSession {
         self.bookChanged = bookChanged
     }
 
-    /// Handles player events and saves the position every second while playing, until cancelled.
+    /// Handles player events and saves the position every half second while playing, until cancelled.
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [events] in
@@ -46,7 +46,8 @@ actor BookSession {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(1))
+                    // Half a second: a crash loses less than that (clients expect a resume within 1 s).
+                    try? await Task.sleep(for: .milliseconds(500))
                     await self.tick()
                 }
             }
