@@ -92,6 +92,9 @@ extension Reliability {
                 try await Task.sleep(for: .milliseconds(500))
                 try await rig.mpris("Pause")
                 _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Paused" })
+                // The player re-anchors its clock on the pipeline's real position a moment after the pause (a few
+                // ms): read where a paused player rests.
+                try await Task.sleep(for: .milliseconds(300))
                 let paused = try await Self.bookPosition(rig)
                 #expect(try await rig.stop() == 0)
                 let resumedPaused = try await Self.restart(rig, book: book)
