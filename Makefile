@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: all build release run test bench deps clean
+.PHONY: all build release run test bench reliability deps clean
 
 all: build
 
@@ -28,6 +28,10 @@ test:
 # Benchmarks against mpv + mpv-mpris in the same run; figures go to docs/benchmarks.md by hand.
 bench:
 	scripts/bench.sh $(ARGS)
+
+# The reliability suite with a table of criteria: make reliability (short) or make reliability ARGS=full.
+reliability:
+	scripts/reliability.sh $(ARGS)
 
 clean:
 	rm -rf .build

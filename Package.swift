@@ -51,13 +51,16 @@ let package = Package(
         .executableTarget(name: "lectern-bench", dependencies: ["CDBus", "TestSupport", "LecternLibrary", .product(name: "GRDB", package: "GRDB.swift")], path: "Benchmarks/lectern-bench"),
 
         // Tests: helpers to start a private bus, spawn processes and make audio files.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
+        // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
+        // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.
+        .testTarget(name: "ReliabilityTests", dependencies: ["DBus", "CDBus", "TestSupport", "lecternd"]),
         .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport", "lecternd"]),
     ],
     swiftLanguageModes: [.v6]

@@ -393,7 +393,8 @@ public final class BusConnection: Sendable {
                 reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only"))
                 return
             }
-            let value = call.arguments[2].unwrapped
+            // Exactly one variant level: a value nested in further variants is not of the property's type.
+            let value: DBusValue = if case .variant(let inner) = call.arguments[2] { inner } else { call.arguments[2] }
             guard value.type == property.type else {
                 reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'"))
                 return
@@ -527,8 +528,17 @@ public final class BusConnection: Sendable {
     private func sendReply(to call: ReceivedMessage, error: BusError) {
         guard !call.noReplyExpected,
               let message = OutgoingMessage.reply(to: call.serial, destination: call.sender, error: error) else { return }
-        try? message.append([.string(error.message.replacingOccurrences(of: "\0", with: ""))])
+        try? message.append([.string(Self.errorText(error.message))])
         try? send(message)
+    }
+
+    /// An error message as sent: without NULs, and at most 1 KiB (a message may quote what a client sent, e.g.
+    /// a 16 MB name: echoing it back takes seconds on this thread and tells nobody anything).
+    static func errorText(_ message: String) -> String {
+        let limit = 1024
+        var text = message.utf8.count > limit ? String(decoding: message.utf8.prefix(limit), as: UTF8.self) + "…" : message
+        if text.utf8.contains(0) { text = text.replacingOccurrences(of: "\0", with: "") }
+        return text
     }
 }
 

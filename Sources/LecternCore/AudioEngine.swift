@@ -44,6 +44,9 @@ public enum EngineEvent: Sendable, Equatable {
     case endOfStream
     /// The stream failed (unreadable, undecodable); the engine is stopped.
     case failed(String)
+    /// The stream set with `setNext` failed while the engine prepared it, before it started; the engine is
+    /// stopped (the current stream with it, where it was).
+    case nextFailed(URL, String)
     /// The output failed (the sound server went away, the device broke); the engine is stopped, the stream
     /// itself is fine and can be loaded again where it was.
     case outputFailed(String)

@@ -32,6 +32,10 @@ public actor Player {
     /// The output failed under the current item: the engine holds nothing, and the next Play loads the item
     /// again where it was.
     var needsReload = false
+    /// Files that failed one after the other: the rest of the queue is tried, each file once.
+    var consecutiveFailures = 0
+    /// Items that failed as the gapless next stream: not offered as the next one again in this queue.
+    var failedItems: Set<Int> = []
     var nextItemID = 1
     var nextQueueNumber = 1
     /// Set when the output went away while playing; any command since clears it (see `resumeForReturnedOutput`).
@@ -129,6 +133,8 @@ public actor Player {
             state.queueName = "queue/\(nextQueueNumber)"
             nextQueueNumber += 1
         }
+        failedItems = []
+        consecutiveFailures = 0
         state.queue = items.map { item in
             var copy = item
             copy.id = nextItemID
@@ -393,6 +399,7 @@ public actor Player {
         case .ready(let url, let duration):
             guard !engineReady, state.current?.url == url, state.status != .stopped else { return }  // stale
             engineReady = true
+            consecutiveFailures = 0
             if let duration { setCurrentDuration(duration) }
             if state.status == .playing { engine.play() }
             anchorClock()
@@ -431,14 +438,43 @@ public actor Player {
             }
             positionClock.set(PositionClock(anchor: at))
             publish()
-        case .failed(let message):
-            pausedForLostOutput = false
-            logger.error("playback failed", metadata: ["error": "\(message)"])
-            state.lastError = message
-            setStatus(.stopped)
+        case .nextFailed(let url, let message):
+            guard let target = pendingNext, state.queue[order[target]].url == url, target != orderPosition else {
+                handle(.failed(message))
+                return
+            }
+            // The next file failed while the engine prepared it, and took the current stream down with it: play
+            // the current one on from where it was, with the file after the bad one as the next.
+            let item = state.queue[order[target]]
+            logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
+            observer(.itemFailed(itemID: item.id, message: message))
+            failedItems.insert(item.id)
+            let at = engine.position ?? positionClock.position()
             engineReady = false
-            positionClock.set(PositionClock(anchor: .zero))
+            load(orderPosition: orderPosition, at: at)
+            state.lastError = message
             publish()
+        case .failed(let message):
+            // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
+            // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
+            pausedForLostOutput = false
+            engineReady = false
+            consecutiveFailures += 1
+            if let item = state.current {
+                logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
+                observer(.itemFailed(itemID: item.id, message: message))
+            }
+            if state.status != .stopped, consecutiveFailures < state.queue.count,
+               let next = nextOrderPosition(wrapping: state.loop == .playlist) {
+                load(orderPosition: next, at: .zero)
+                state.lastError = message
+                publish()
+            } else {
+                state.lastError = message
+                setStatus(.stopped)
+                positionClock.set(PositionClock(anchor: .zero))
+                publish()
+            }
         }
     }
 
@@ -630,10 +666,23 @@ public actor Player {
         return previousOrderPosition().flatMap { lastTrack(ofItem: order[$0]) }
     }
 
-    private func nextOrderPosition(wrapping: Bool) -> Int? {
+    /// The next position in play order; with `skippingFailed`, past items that already failed as the next one.
+    private func nextOrderPosition(wrapping: Bool, skippingFailed: Bool = false) -> Int? {
         guard state.currentIndex != nil, !order.isEmpty else { return nil }
-        if orderPosition + 1 < order.count { return orderPosition + 1 }
-        return wrapping ? 0 : nil
+        var position = orderPosition
+        for _ in order.indices {
+            if position + 1 < order.count {
+                position += 1
+            } else if wrapping {
+                position = 0
+            } else {
+                return nil
+            }
+            if !skippingFailed || position == orderPosition || !failedItems.contains(state.queue[order[position]].id) {
+                return position
+            }
+        }
+        return nil
     }
 
     private func previousOrderPosition() -> Int? {
@@ -664,8 +713,8 @@ public actor Player {
         case .track:
             let single = state.currentIndex.map { firstTrack(ofItem: $0) == lastTrack(ofItem: $0) } ?? false
             next = single ? orderPosition : nil
-        case .playlist: next = nextOrderPosition(wrapping: true)
-        case .none: next = nextOrderPosition(wrapping: false)
+        case .playlist: next = nextOrderPosition(wrapping: true, skippingFailed: true)
+        case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
         }
         pendingNext = next
         engine.setNext(next.map { state.queue[order[$0]].url })

@@ -94,6 +94,8 @@ public enum PlayerEvent: Sendable, Equatable {
     case finished
     /// The sleep timer paused playback at this position of this item.
     case sleepTimerFired(itemID: Int, at: Duration)
+    /// This item could not be played (the engine's message); playback went on with the next one, if any.
+    case itemFailed(itemID: Int, message: String)
 }
 
 /// Why a command was refused. Nothing changed.

@@ -409,16 +409,7 @@ final class DaemonFixture: Sendable {
     }
 
     /// The D-Bus error name `body` throws; nil if it succeeds (or throws something that is not a D-Bus error).
-    func errorName(_ body: () async throws -> Void) async -> String? {
-        do {
-            try await body()
-            return nil
-        } catch let error as BusError {
-            return error.name
-        } catch {
-            return "not a BusError: \(error)"
-        }
-    }
+    func errorName(_ body: () async throws -> Void) async -> String? { await busErrorName(body) }
 
     // MARK: Player helpers
 

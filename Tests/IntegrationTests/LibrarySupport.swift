@@ -354,12 +354,7 @@ extension DaemonFixture {
     }
 
     /// `PRAGMA integrity_check` of the library file, through python3's sqlite3 module.
-    func integrityCheck() async throws -> String {
-        let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute('PRAGMA integrity_check').fetchone()[0])"
-        let result = try await Subprocess.run("python3", ["-c", script, databasePath], timeout: .seconds(20))
-        guard result.status == 0 else { throw FixtureError("python3 sqlite3: \(result.stderr)") }
-        return result.stdout.trimmingTrailingNewlines
-    }
+    func integrityCheck() async throws -> String { try await sqliteIntegrityCheck(databasePath) }
 }
 
 extension RecordedSignal {

@@ -295,6 +295,27 @@ extension Integration {
             }
         }
 
+        @Test func aFileThatCannotBePlayedIsReportedAndTheNextOnePlays() async throws {
+            let folder = try TemporaryDirectory(prefix: "lectern-badfile")
+            defer { folder.remove() }
+            for name in MediaLibrary.shortFiles {
+                try FileManager.default.copyItem(at: try MediaLibrary.shared().shortBook.appendingPathComponent(name),
+                                                 to: folder.appending(name))
+            }
+            try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: folder.appending("2.ogg"))
+            try await DaemonFixture.with { d in
+                let mark = d.signals.mark
+                try await d.openURI(folder.url)
+                let failed = await d.signals.waitFor(since: mark, timeout: .seconds(10)) { $0.member == "FileFailed" }
+                #expect(failed?.interface == Listen.interface && failed?.path == Lib.path)
+                #expect(failed?.arguments.first == .int32(1))
+                #expect(failed?.arguments[1].string?.hasSuffix("/2.ogg") == true, "\(String(describing: failed))")
+                #expect(try await d.waitForURL(endingWith: "/3.ogg")?.hasSuffix("/3.ogg") == true)
+                #expect(try await d.listenProperty("LastError").string?.contains("/2.ogg: ") == true)
+                #expect(try await d.waitForStatus("Stopped", timeout: .seconds(5)) == "Stopped")  // 3.ogg played to the end
+            }
+        }
+
         @Test func theShuffledOrderIsKeptAcrossARestart() async throws {
             try await DaemonFixture.with { d in
                 let book = try await d.activateImported(try d.libraryMedia.big)

@@ -572,14 +572,46 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
-    @Test func aStreamFailureStillStops() async {
+    @Test func aStreamFailureOfTheLastFileStops() async {
         await withHarness { h in
-            await h.player.open(makeItems(2))
+            await h.player.open(makeItems(2), startAt: 1)
             await h.ready(.seconds(100))
             await h.player.handle(.failed("not an audio file"))
             #expect(h.log.lastState?.status == .stopped)
             #expect(h.log.lastState?.lastError == "not an audio file")
             #expect(await !h.player.isPausedForLostOutput)
+        }
+    }
+}
+
+@Suite struct NextFileFailureTests {
+    @Test func aBadNextFileIsSkippedAndTheCurrentOnePlaysOn() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(98))
+            let bad = await h.player.snapshot.queue[1].id
+            await h.settle()
+            h.reset()
+
+            await h.send(.nextFailed(fileURL(1), "Could not determine type of stream."))
+            #expect(h.log.all.first == .itemFailed(itemID: bad, message: "Could not determine type of stream."))
+            guard case .load(let url, let at)? = h.engine.calls.first else {
+                Issue.record("the current file was not loaded again: \(h.engine.calls)")
+                return
+            }
+            #expect(url == fileURL(0))
+            #expect(at >= .seconds(97) && at <= .seconds(99), "reloaded at \(at)")
+            #expect(h.engine.nextURL == fileURL(2))  // past the bad file
+            #expect(h.log.lastState?.currentIndex == 0)
+            #expect(h.log.lastState?.status == .playing)
+            #expect(h.log.lastState?.lastError == "Could not determine type of stream.")
+
+            // Ready again, it plays on and hands over to the file after the bad one.
+            await h.ready(.seconds(100))
+            #expect(h.engine.isPlaying)
+            #expect(await h.finish() == .advanced(fileURL(2)))
+            #expect(h.log.lastState?.currentIndex == 2)
         }
     }
 }

@@ -781,26 +781,45 @@ import Testing
 // MARK: - Errors and metadata
 
 @Suite struct EngineEventTests {
-    @Test func failureStopsAndSetsLastError() async {
+    @Test func aFailureGoesOnWithTheNextFileAndTheLastOneStops() async {
         await withHarness { h in
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
             h.engine.advance(by: .seconds(30))
+            let first = await h.player.snapshot.queue[0].id
             h.reset()
 
             await h.send(.failed("decoder exploded"))
-            #expect(h.log.states.count == 1)
-            #expect(h.log.lastState?.status == .stopped)
+            #expect(h.log.all.first == .itemFailed(itemID: first, message: "decoder exploded"))
+            #expect(h.engine.calls == [.load(fileURL(1), at: .zero), .setNext(nil)])
+            #expect(h.log.lastState?.status == .playing)
+            #expect(h.log.lastState?.currentIndex == 1)
             #expect(h.log.lastState?.lastError == "decoder exploded")
-            #expect(h.log.lastState?.currentIndex == 0)
+
+            // The last file fails too: stopped, nothing else to try.
+            h.reset()
+            await h.send(.failed("truncated"))
+            #expect(h.engine.calls == [])
+            #expect(h.log.lastState?.status == .stopped)
+            #expect(h.log.lastState?.lastError == "truncated")
             #expect(h.positionClock == PositionClock(anchor: .zero, at: h.positionClock.anchoredAt, speed: 0))
 
             // The next load clears it.
             h.reset()
             await h.player.play()
-            #expect(h.engine.calls == [.load(fileURL(0), at: .zero), .setNext(fileURL(1))])
+            #expect(h.engine.calls == [.load(fileURL(1), at: .zero), .setNext(nil)])
             #expect(h.log.lastState?.lastError == nil)
             #expect(h.log.lastState?.status == .playing)
+        }
+    }
+
+    @Test func withLoopPlaylistEveryFileIsTriedOnceThenItStops() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3), startAt: 1, settings: PlaybackSettings(loop: .playlist))
+            for _ in 0..<3 { await h.send(.failed("not audio")) }
+            let loads = h.engine.calls.compactMap { if case .load(let url, _) = $0 { url } else { nil } }
+            #expect(loads == [fileURL(1), fileURL(2), fileURL(0)])
+            #expect(h.log.lastState?.status == .stopped)
         }
     }
 

@@ -291,12 +291,7 @@ final class RouteDaemon: Sendable {
     @discardableResult
     func waitFor<T: Sendable>(_ read: () async throws -> T, timeout: Duration = .seconds(5),
                               _ condition: (T) -> Bool) async throws -> T {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let value = try await read()
-            if condition(value) || ContinuousClock.now >= deadline { return value }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await poll(timeout: timeout, every: .milliseconds(5), read, until: condition)
     }
 
     /// Opens the long file and waits until it plays on "headphones" with the position moving.

@@ -234,7 +234,16 @@ private final class Translation: Sendable {
                 control.setState(.null)
                 state.phase = .failed
                 state.wantsPlaying = false
-                output.append(fromSink ? .outputFailed(message) : .failed(message))
+                if fromSink {
+                    output.append(.outputFailed(message))
+                } else if let next = state.takenNext {
+                    // After about-to-finish handed over the next URI and before it started: that stream's failure
+                    // (typically "Could not determine type of stream" from its decodebin).
+                    state.takenNext = nil
+                    output.append(.nextFailed(next, message))
+                } else {
+                    output.append(.failed(message))
+                }
             default:
                 break
             }

@@ -161,6 +161,10 @@ final class LibraryService: Sendable {
                 method("SetBookSettings", in: [("id", .int64), ("settings", dict)]) { a in
                     let id = a[0].int64 ?? 0
                     var settings = try self.library.book(id).settings
+                    if case .dictionary(_, _, let entries) = a[1],
+                       let nested = entries.first(where: { if case .variant(.variant) = $0.value { true } else { false } }) {
+                        throw LibraryError.invalidArgument("setting \(nested.key) is a variant inside a variant")
+                    }
                     let changes = a[1].stringKeyedDictionary ?? [:]
                     for key in changes.keys where !["volume", "speed", "shuffle", "loop"].contains(key) {
                         throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop)")

@@ -26,16 +26,26 @@ final class ListeningService: Sendable {
 
     /// Feed the player's events here.
     func handle(_ event: PlayerEvent) {
-        guard case .stateChanged(let state) = event else { return }
-        latest.withLock { $0 = (state, .now) }
-        object.withLock { $0 }?.update(Self.interface, properties(state))
+        switch event {
+        case .stateChanged(let state):
+            latest.withLock { $0 = (state, .now) }
+            object.withLock { $0 }?.update(Self.interface, properties(state))
+        case .itemFailed(let itemID, let message):
+            let state = latest.withLock { $0.state }
+            guard let object = object.withLock({ $0 }), let index = state.queue.firstIndex(where: { $0.id == itemID }) else { return }
+            let uri = state.queue[index].url.absoluteString
+            object.update(Self.interface, ["LastError": .string("\(uri): \(message)")])
+            try? object.emit(Self.interface, "FileFailed", [.int32(Int32(clamping: index)), .string(uri), .string(message)])
+        default:
+            break
+        }
     }
 
     func publish(on object: ExportedObject) async {
         let state = await player.snapshot
         latest.withLock { $0 = (state, .now) }
         object.update(Self.interface, properties(state))
-        object.update(Self.interface, ["SkipStep": .int64(skipStep.withLock { $0 }.microseconds)])
+        object.update(Self.interface, ["SkipStep": .int64(skipStep.withLock { $0 }.microseconds), "LastError": .string("")])
         self.object.withLock { $0 = object }
     }
 
@@ -129,12 +139,14 @@ final class ListeningService: Sendable {
                 Property("ChapterLength", .int64),
                 Property("BookLength", .int64),
                 Property("SleepTimer", .string),
+                Property("LastError", .string),
                 Property("FilePosition", .int64, changes: .none, get: { [self] in .int64(progress()?.filePosition.microseconds ?? 0) }),
                 Property("ChapterPosition", .int64, changes: .none, get: { [self] in .int64(progress()?.trackPosition.microseconds ?? 0) }),
                 Property("BookPosition", .int64, changes: .none, get: { [self] in .int64(progress()?.bookPosition.microseconds ?? 0) }),
                 Property("Remaining", .int64, changes: .none, get: { [self] in .int64(progress()?.remaining.microseconds ?? 0) }),
                 Property("SleepTimeLeft", .int64, changes: .none, get: { [self] in .int64(sleepTimeLeft()?.microseconds ?? -1) }),
-            ])
+            ],
+            signals: [SignalDecl("FileFailed", [("file", .int32), ("uri", .string), ("message", .string)])])
     }
 
     // MARK: - Values

@@ -37,6 +37,11 @@ public final class MediaOpener: Sendable {
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw BusError(name: "org.freedesktop.DBus.Error.FileNotFound", message: "No such file or folder: \(url.path)")
         }
+        // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
+        // a symlink to one): refused from its name and stat, before anything opens it.
+        guard isDirectory.boolValue || Self.isPlayableFile(url) else {
+            throw BusError.invalidArgs("Not an audio file Lectern can play: \(url.path)")
+        }
         let files = isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
         guard let first = files.first else {
             throw BusError.invalidArgs("No audio files in \(url.path)")
@@ -99,6 +104,9 @@ public final class MediaOpener: Sendable {
     // MARK: - Paths
 
     static func fileURL(from uri: String) throws -> URL {
+        // First, in O(1): no path is longer than PATH_MAX (4096), even percent-encoded, and going through megabytes
+        // (the NUL check, URL parsing) takes seconds during which no other call is answered.
+        guard uri.utf8.count <= 3 * 4096 + 64 else { throw BusError.invalidArgs("The URI is too long (\(uri.utf8.count) bytes)") }
         guard !uri.isEmpty, !uri.utf8.contains(0) else { throw BusError.invalidArgs("The URI is empty") }
         if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
         guard let url = URL(string: uri), let scheme = url.scheme?.lowercased() else {
@@ -111,6 +119,17 @@ public final class MediaOpener: Sendable {
             throw BusError.notSupported("Lectern opens local files only, not files on \(url.host ?? "")")
         }
         return URL(fileURLWithPath: url.path).standardizedFileURL
+    }
+
+    /// Whether `url` is a file to play: an audio file name, which stays one once symlinks are resolved, naming a
+    /// non-empty regular file this process may read.
+    static func isPlayableFile(_ url: URL) -> Bool {
+        let resolved = url.resolvingSymlinksInPath()
+        guard audioExtensions.contains(url.pathExtension.lowercased()),
+              audioExtensions.contains(resolved.pathExtension.lowercased()) else { return false }
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return false }
+        return access(url.path, R_OK) == 0
     }
 
     /// The audio files below `folder` (subfolders included), in natural order of their relative paths.

@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Files generated once per test process (audio made with gst-launch or ffmpeg takes seconds), only read after,
+/// and removed when the process exits.
+///
+/// ```swift
+/// let root = try GeneratedFiles.directory("reliability-media") { root in
+///     try AudioFiles.ogg(root.appendingPathComponent("a.ogg"), seconds: 2)
+/// }
+/// ```
+public enum GeneratedFiles {
+    private static let made = Mutex<[String: Result<URL, any Error>]>([:])
+
+    /// `$TMPDIR/lectern-<name>-<pid>`, filled by `make` the first time it is asked for (a failure is kept too).
+    public static func directory(_ name: String, _ make: (URL) throws -> Void) throws -> URL {
+        try made.withLock { cache in
+            if let cached = cache[name] { return try cached.get() }
+            if cache.isEmpty { atexit { GeneratedFiles.removeAll() } }
+            let result = Result { () throws -> URL in
+                let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+                let root = URL(fileURLWithPath: base).appendingPathComponent("lectern-\(name)-\(getpid())", isDirectory: true)
+                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+                try make(root)
+                return root
+            }
+            cache[name] = result
+            return try result.get()
+        }
+    }
+
+    private static func removeAll() {
+        for case .success(let root) in made.withLock({ Array($0.values) }) {
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+}
+
+/// A SplitMix64 generator: the same seed makes the same random choices, so a failure can be replayed.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// `PRAGMA integrity_check` of an SQLite file, read by python3's sqlite3 module (another SQLite than the one under
+/// test): "ok" when the file is sound.
+public func sqliteIntegrityCheck(_ path: String) async throws -> String {
+    let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print(c.execute('PRAGMA integrity_check').fetchone()[0])"
+    let result = try await Subprocess.run("python3", ["-c", script, path], timeout: .seconds(20))
+    guard result.status == 0 else { throw SQLiteCheckFailed(description: "python3 sqlite3: \(result.stderr)") }
+    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+public struct SQLiteCheckFailed: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Reads `read` every `interval` until `condition` holds or `timeout` passes; returns the last value read (the
+/// caller checks it, so that a failure shows what was seen).
+public func poll<T: Sendable>(timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+                              _ read: () async throws -> T, until condition: (T) -> Bool) async throws -> T {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let value = try await read()
+        if condition(value) || ContinuousClock.now >= deadline { return value }
+        try await Task.sleep(for: interval)
+    }
+}

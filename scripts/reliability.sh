@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs the reliability suite (Tests/ReliabilityTests, issue 6) and prints a table: criterion, pass/fail, key figures.
+#
+#   scripts/reliability.sh [short|full]      default short (what every `swift test` runs); full: 20 SIGKILLs,
+#                                            a 10,000-call flood, a fuzzer of 4,000 calls
+#
+# Exits non-zero when any criterion fails (or the build does), known issues included: `swift test` passes over
+# a bug marked `withKnownIssue` (CI stays green), this table does not. The whole `swift test` output goes to
+# .build/reliability/<profile>.log, the figures to .build/reliability/<profile>.tsv.
+# LECTERN_SKIP_DEPS=1 skips scripts/install-deps.sh. LECTERN_RELIABILITY_SEED=N replays the random choices of a
+# failed run (the seed is printed in the failure and in the table).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+profile="${1:-short}"
+case "$profile" in
+    short|full) ;;
+    *) echo "usage: scripts/reliability.sh [short|full]" >&2; exit 2 ;;
+esac
+
+if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
+    scripts/install-deps.sh || exit 1
+fi
+swift build --build-tests || exit 1
+
+out=.build/reliability
+mkdir -p "$out"
+log="$out/$profile.log"
+figures="$out/$profile.tsv"
+: > "$figures"
+started=$(date +%s)
+LECTERN_RELIABILITY="$profile" LECTERN_RELIABILITY_FIGURES="$PWD/$figures" \
+    swift test --no-parallel --skip-build --filter ReliabilityTests >"$log" 2>&1
+status=$?
+elapsed=$(( $(date +%s) - started ))
+
+# criterion | test function | key in the figures file
+criteria=(
+    "SIGKILL while playing: resume within 1 s, integrity ok|afterSIGKILLAtRandomInstantsTheBookResumesWithinOneSecondAndTheDatabaseIsSound|sigkill"
+    "SIGTERM: exact resume|afterSIGTERMTheBookResumesExactly|sigterm"
+    "Bad media files: error < 1 s, rest of the book plays|aDamagedFileIsReportedWithinASecondAndTheRestOfTheBookPlays|bad media"
+    "32 clients, flood, deaf client: no errors, others < 100 ms, memory back|thirtyTwoClientsAFloodAndADeafClientGetNoErrorsOthersAreAnsweredQuicklyMemoryComesBack|flood"
+    "Hostile calls: error or ignore, state unchanged, no file outside opened|hostileCallsGetAnErrorOrAreIgnoredChangeNothingAndOpenNoFileOutsideTheLibrary|hostile"
+    "Fuzzer on every exported member: alive and answering|randomCallsToEveryMemberNeverKillOrHangTheDaemon|fuzzer"
+    "A second lecternd refuses, first and database untouched|aSecondDaemonRefusesToStartAndLeavesTheFirstAndItsDatabaseUntouched|second instance"
+)
+
+failed=0
+echo
+echo "## Reliability ($profile profile, $(date -u +%Y-%m-%d), ${elapsed} s)"
+echo
+echo "| criterion | result | figures |"
+echo "|---|---|---|"
+for row in "${criteria[@]}"; do
+    IFS='|' read -r name test key <<<"$row"
+    line=$(grep -E "Test ${test}\(\) (passed|failed)" "$log" | tail -1)
+    if [[ "$line" == *"passed"*"known issue"* ]]; then
+        # A known bug (withKnownIssue: the test suite passes, CI stays green) is still a criterion not met.
+        result="**FAIL** (known issue)"; failed=1
+    elif [[ "$line" == *"passed"* ]]; then
+        result="pass"
+    elif [[ "$line" == *"failed"* ]]; then
+        result="**FAIL**"; failed=1
+    else
+        result="**not run**"; failed=1
+    fi
+    figs=$(awk -F'\t' -v k="$key" '$1 == k { printf "%s%s: %s", sep, $2, $3; sep = "; " }' "$figures")
+    echo "| $name | $result | ${figs:--} |"
+done
+echo
+echo "Log: $log"
+if (( status != 0 || failed != 0 )); then
+    echo "reliability: FAILED (swift test exit $status)" >&2
+    exit 1
+fi
+echo "reliability: all criteria pass"
