@@ -86,18 +86,21 @@ extension PlayerState {
         progress(ofTrack: index, atFilePosition: tracks[index].start, item: tracks[index].itemIndex)
     }
 
+    /// In whole microseconds (the unit clients see), so that a duration refined below a microsecond changes no figure.
     private func progress(ofTrack index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
         let track = tracks[index]
-        let before = playOrder.prefix { $0 != item }.reduce(Duration.zero) { $0 + (queue[$1].duration ?? .zero) }
-        let length = queue.reduce(Duration.zero) { $0 + ($1.duration ?? .zero) }
-        let position = max(.zero, filePosition)
+        func us(_ duration: Duration?) -> Int64 { duration?.microseconds ?? 0 }
+        let before = playOrder.prefix { $0 != item }.reduce(Int64(0)) { $0 + us(queue[$1].duration) }
+        let length = queue.reduce(Int64(0)) { $0 + us($1.duration) }
+        let position = max(0, us(filePosition))
         let bookPosition = before + position
-        var trackPosition = max(.zero, position - track.start)
-        if let trackLength = track.length { trackPosition = min(trackPosition, trackLength) }
-        return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: position, fileLength: queue[item].duration,
-                        trackIndex: index, trackCount: tracks.count, trackTitle: track.title,
-                        trackPosition: trackPosition, trackLength: track.length,
-                        bookPosition: bookPosition, bookLength: length,
-                        remaining: max(.zero, length - bookPosition) / max(rate, PlayerState.minimumRate), rate: rate)
+        var trackPosition = max(0, position - us(track.start))
+        if let trackLength = track.length { trackPosition = min(trackPosition, us(trackLength)) }
+        let remaining = Double(max(0, length - bookPosition)) / max(rate, PlayerState.minimumRate)
+        return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: .microseconds(position),
+                            fileLength: queue[item].duration, trackIndex: index, trackCount: tracks.count,
+                            trackTitle: track.title, trackPosition: .microseconds(trackPosition), trackLength: track.length,
+                            bookPosition: .microseconds(bookPosition), bookLength: .microseconds(length),
+                            remaining: .microseconds(Int64(remaining.rounded(.down))), rate: rate)
     }
 }

@@ -108,6 +108,8 @@ public enum Daemon {
                 libraryService.withLock { $0 }?.bookChanged(id)
             case .bookmarksChanged(let id):
                 libraryService.withLock { $0 }?.bookmarksChanged(id)
+            case .filesSkipped(let files):
+                listeningService.withLock { $0 }?.filesSkipped(files)
             }
         }
         let service = LibraryService(library: library, session: session,

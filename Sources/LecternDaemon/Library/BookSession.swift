@@ -22,6 +22,8 @@ actor BookSession {
         case currentBook(Book?)
         case bookChanged(Int64)
         case bookmarksChanged(Int64)
+        /// Files of the book left out at activation because they cannot be played.
+        case filesSkipped([URL])
     }
 
     private(set) var book: Book?
@@ -80,6 +82,7 @@ actor BookSession {
         if !skipped.isEmpty {
             logger.warning("skipping files that cannot be played (missing, unreadable, empty or not a file)",
                            metadata: ["book": "\(bookId)", "files": "\(skipped.map(\.path))"])
+            announce(.filesSkipped(skipped.map { URL(fileURLWithPath: $0.path) }))
         }
         guard !available.isEmpty else { throw LibraryError.invalidArgument("none of the files of “\(book.title)” can be found") }
         var startIndex = available.firstIndex { $0.id == book.positionFileId } ?? 0

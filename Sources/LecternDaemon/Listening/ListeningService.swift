@@ -41,6 +41,16 @@ final class ListeningService: Sendable {
         }
     }
 
+    /// Files of a book left out at activation (missing, unreadable, not audio): FileFailed with file -1.
+    func filesSkipped(_ files: [URL]) {
+        guard let object = object.withLock({ $0 }), let last = files.last else { return }
+        let message = "cannot be played (missing, unreadable, empty or not an audio file): left out of the book"
+        for file in files {
+            try? object.emit(Self.interface, "FileFailed", [.int32(-1), .string(file.absoluteString), .string(message)])
+        }
+        object.update(Self.interface, ["LastError": .string("\(last.absoluteString): \(message)")])
+    }
+
     func publish(on object: ExportedObject) async {
         let state = await player.snapshot
         latest.withLock { $0 = (state, .now) }
