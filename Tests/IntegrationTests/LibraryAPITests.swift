@@ -158,6 +158,7 @@ extension Integration {
                 // MoveBook
                 let shelf = try await d.lib("CreateShelf", [.string("Shelf"), .int64(0)]).first?.int64 ?? 0
                 let inner = try await d.lib("CreateShelf", [.string("Inner"), .int64(shelf)]).first?.int64 ?? 0
+                try await d.signals.barrier()  // CreateShelf's ShelvesChanged recorded before the mark
                 mark = d.signals.mark
                 try await d.lib("MoveBook", [.int64(book), .int64(inner)])
                 try await d.signals.barrier()
