@@ -65,41 +65,41 @@ final class ListeningService: Sendable {
         let player = self.player
         return Interface(Self.interface,
             methods: [
-                Method("Skip", in: [("offset", .int64)]) { call in
-                    try await Self.requireCurrent(player)
+                Method("Skip", in: [("offset", .int64)]) { [self] call in
+                    try requireCurrent()
                     await player.skip(by: .microseconds(call.arguments[0].int64 ?? 0))
                     return []
                 },
                 Method("SkipForward") { [self] _ in
-                    try await Self.requireCurrent(player)
+                    try requireCurrent()
                     await player.skip(by: skipStep.withLock { $0 })
                     return []
                 },
                 Method("SkipBackward") { [self] _ in
-                    try await Self.requireCurrent(player)
+                    try requireCurrent()
                     await player.skip(by: .zero - skipStep.withLock { $0 })
                     return []
                 },
-                Method("JumpToFile", in: [("file", .int32), ("position", .int64)]) { call in
-                    try await Self.requireCurrent(player)
+                Method("JumpToFile", in: [("file", .int32), ("position", .int64)]) { [self] call in
+                    try requireCurrent()
                     try await Self.run { () async throws(PlayerError) in
                         try await player.jump(toFile: Int(call.arguments[0].int64 ?? -1),
                                               at: .microseconds(call.arguments[1].int64 ?? -1))
                     }
                     return []
                 },
-                Method("GoToChapter", in: [("chapter", .int32)]) { call in
-                    try await Self.requireCurrent(player)
+                Method("GoToChapter", in: [("chapter", .int32)]) { [self] call in
+                    try requireCurrent()
                     try await Self.run { () async throws(PlayerError) in try await player.goTo(track: Int(call.arguments[0].int64 ?? -1)) }
                     return []
                 },
-                Method("NextChapter") { _ in
-                    try await Self.requireCurrent(player)
+                Method("NextChapter") { [self] _ in
+                    try requireCurrent()
                     await player.next()
                     return []
                 },
-                Method("PreviousChapter") { _ in
-                    try await Self.requireCurrent(player)
+                Method("PreviousChapter") { [self] _ in
+                    try requireCurrent()
                     await player.previous()
                     return []
                 },
@@ -163,12 +163,6 @@ final class ListeningService: Sendable {
 
     private func properties(_ state: PlayerState) -> [String: DBusValue] {
         let progress = state.progress(atFilePosition: state.track?.start ?? .zero)
-        let sleep: String
-        switch state.sleepTimer?.mode {
-        case nil: sleep = "off"
-        case .after?: sleep = "time"
-        case .endOfChapter?: sleep = "chapter"
-        }
         return [
             "Speed": .double(state.rate),
             "FileIndex": .int32(Int32(clamping: state.currentIndex ?? -1)),
@@ -178,7 +172,7 @@ final class ListeningService: Sendable {
             "ChapterTitle": .string(state.track?.title ?? ""),
             "ChapterLength": .int64(state.track?.length?.microseconds ?? 0),
             "BookLength": .int64(progress?.bookLength.microseconds ?? 0),
-            "SleepTimer": .string(sleep),
+            "SleepTimer": .string(Self.sleepName(state.sleepTimer)),
         ]
     }
 
@@ -224,21 +218,27 @@ final class ListeningService: Sendable {
             map["bookLength"] = .int64(progress.bookLength.microseconds)
             map["remaining"] = .int64(progress.remaining.microseconds)
         }
-        switch state.sleepTimer?.mode {
-        case .after?: map["sleep"] = .string("time")
-        case .endOfChapter?: map["sleep"] = .string("chapter")
-        case nil: map["sleep"] = .string("off")
-        }
+        map["sleep"] = .string(Self.sleepName(state.sleepTimer))
         if let left = sleepTimeLeft() { map["sleepTimeLeft"] = .int64(left.microseconds) }
         return .vardict(map)
+    }
+
+    /// The sleep timer as SleepTimer and GetStatus name it: "off", "time" or "chapter".
+    static func sleepName(_ timer: SleepTimerStatus?) -> String {
+        switch timer?.mode {
+        case nil: "off"
+        case .after?: "time"
+        case .endOfChapter?: "chapter"
+        }
     }
 
     // MARK: - Errors
 
     static func invalidArgument(_ message: String) -> BusError { BusError(name: "org.lectern.Error.InvalidArgument", message: message) }
 
-    private static func requireCurrent(_ player: Player) async throws {
-        guard await player.snapshot.current != nil else {
+    /// From the last published state: no hop to the player (nor a copy of its whole queue) per call.
+    private func requireCurrent() throws {
+        guard latest.withLock({ $0.state.current != nil }) else {
             throw BusError(name: "org.lectern.Error.NotFound", message: "Nothing is loaded: open a book or files first")
         }
     }

@@ -210,10 +210,10 @@ public final class MPRISService: Sendable {
                 Method("RemoveTrack", in: [("TrackId", .objectPath)]) { _ in
                     throw BusError.notSupported("The track list is the book's chapters: CanEditTracks is false")
                 },
-                Method("GoTo", in: [("TrackId", .objectPath)]) { call in
+                Method("GoTo", in: [("TrackId", .objectPath)]) { [self] call in
                     // An id that is not in the list is ignored, as the spec says.
                     guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
-                          queue == (await player.snapshot.queueName) else { return [] }
+                          queue == latest.withLock({ $0.queueName }) else { return [] }
                     try? await player.goTo(track: track)
                     return []
                 },
