@@ -206,7 +206,9 @@ public actor Player {
     public func stop() {
         userCommand()
         guard let item = state.current, state.status != .stopped else { return }
-        let stoppedAt = position
+        // Paused, the place is where clients saw it stop (the clock's anchor), not where the pipeline came to
+        // rest a few milliseconds later.
+        let stoppedAt = state.status == .paused ? positionClock.position() : position
         setStatus(.stopped)
         engine.stop()
         engineReady = false
