@@ -20,7 +20,7 @@ let package = Package(
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-pbutils-1.0",
                        providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
-        // GLib/GStreamer macros and variadic functions Swift cannot call.
+        // GLib/GStreamer macros and variadic functions Swift cannot call, and the C that runs on streaming threads.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
 
         // Typed D-Bus over libdbus: values, names, connection, exported objects, client calls. Knows no MPRIS.

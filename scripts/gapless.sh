@@ -8,8 +8,9 @@
 # The source is one continuous 440 Hz sine cut mid-wave into 1.3 s + 0.9 s (57,330 + 39,690 = 97,020 samples
 # at 44.1 kHz), encoded per format. Each player's figure is the samples it rendered for the two-file book minus
 # the 97,020 of the source: 0 means the files follow sample for sample, more means silence (encoder delay and
-# padding left in) at the ends and the boundary. "Decoded alone" is GStreamer's decodebin on each file by itself:
-# Lectern − that = what Lectern's own gapless handover adds (0 expected), the rest is the decoder's.
+# padding left in) at the ends and the boundary, less means sound lost. "Decoded alone" is plain GStreamer
+# (decodebin on each file by itself, without Lectern's MP3 tag fix): Lectern − that = what Lectern changes.
+# "mp3" is written by FFmpeg (libmp3lame, "Lavc" tag), "mp3-lame" by the lame tool (only if installed).
 # LECTERN_SKIP_DEPS=1 skips the package installation. Exits non-zero only if something cannot be built or run.
 set -euo pipefail
 
@@ -74,6 +75,7 @@ encode() {  # format source.wav target
         ogg) gst-launch-1.0 -q filesrc location="$2" ! wavparse ! audioconvert ! vorbisenc ! oggmux ! filesink location="$3" ;;
         opus) gst-launch-1.0 -q filesrc location="$2" ! wavparse ! audioconvert ! audioresample ! opusenc ! oggmux ! filesink location="$3" ;;
         mp3) ffmpeg -nostdin -loglevel error -y -i "$2" -c:a libmp3lame "$3" ;;
+        mp3-lame) lame --quiet "$2" "$3" ;;
         m4a) ffmpeg -nostdin -loglevel error -y -i "$2" -c:a aac "$3" ;;
     esac
 }
@@ -86,14 +88,18 @@ for _ in $(seq 100); do [[ -S "$work/bus" ]] && break; sleep 0.05; done
 source=97020
 echo "| format | decoded alone − source | Lectern − source | Lectern − decoded alone | mpv − source |"
 echo "|---|---:|---:|---:|---:|"
-for format in wav flac ogg opus mp3 m4a; do
+formats="wav flac ogg opus mp3 m4a"
+# MP3 from the LAME command-line tool (its own "LAME" tag) when it is installed (Debian package lame).
+command -v lame >/dev/null 2>&1 && formats="wav flac ogg opus mp3 mp3-lame m4a"
+for format in $formats; do
     book="$work/book-$format"
+    ext="${format%%-*}"
     mkdir -p "$book"
-    encode "$format" "$work/1.wav" "$book/1.$format"
-    encode "$format" "$work/2.wav" "$book/2.$format"
+    encode "$format" "$work/1.wav" "$book/1.$ext"
+    encode "$format" "$work/2.wav" "$book/2.$ext"
     alone=0
     for n in 1 2; do
-        gst-launch-1.0 -q filesrc location="$book/$n.$format" ! decodebin ! $raw ! filesink location="$work/alone.wav"
+        gst-launch-1.0 -q filesrc location="$book/$n.$ext" ! decodebin ! $raw ! filesink location="$work/alone.wav"
         alone=$(( alone + $(count "$work/alone.wav") ))
     done
 
@@ -114,7 +120,7 @@ for format in wav flac ogg opus mp3 m4a; do
     mpv_cell="–"
     if command -v mpv >/dev/null 2>&1; then
         mpv --no-config --really-quiet --no-video --gapless-audio=yes --ao=pcm --ao-pcm-file="$work/mpv.wav" \
-            --audio-format=s16 --audio-channels=mono --audio-samplerate=44100 "$book/1.$format" "$book/2.$format" \
+            --audio-format=s16 --audio-channels=mono --audio-samplerate=44100 "$book/1.$ext" "$book/2.$ext" \
             >/dev/null 2>&1 || true
         if [[ -s "$work/mpv.wav" ]]; then
             mpv_cell=$(( $(count "$work/mpv.wav") - source ))

@@ -26,7 +26,8 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// from a lock-protected slot. ``control`` is the `Sendable` handle for seeks and queries from other threads.
 ///
 /// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
-/// `scaletempo`, so rate changes keep the pitch. `deinit` stops the bus thread, sets NULL and releases the element.
+/// `scaletempo`, so rate changes keep the pitch. MP3 encoder delay and padding are trimmed for FFmpeg-written
+/// files too (GStreamer 1.22 trims them only when LAME wrote the file; see mp3_gapless.c). `deinit` stops the bus thread, sets NULL and releases the element.
 public final class Playbin {
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:
     /// further bus messages wait for it. The ``PlaybinControl`` is this playbin's thread-safe handle.
@@ -83,6 +84,8 @@ public final class Playbin {
 
         let raw = UnsafeMutableRawPointer(element)
         lectern_gst_set_object_arg(raw, "flags", "audio+soft-volume")
+        // MP3s written by FFmpeg lose their encoder delay and padding like LAME's own (gapless across files).
+        lectern_gst_enable_mp3_gapless(raw)
         // The playbin sinks the floating references of the filter and the sink bin.
         lectern_gst_object_set_object(raw, "audio-filter", UnsafeMutableRawPointer(filter))
         if let sink {

@@ -7,10 +7,14 @@ import TestSupport
 enum PCM {
     static let rate = 44_100
 
-    /// A continuous 440 Hz sine of `count` samples starting at sample `offset` (so that two pieces join
-    /// without a step), at 0.5 full scale.
-    static func sine(_ count: Int, from offset: Int) -> [Int16] {
-        (offset..<offset + count).map { Int16(16_383 * sin(2 * Double.pi * 440 * Double($0) / Double(rate))) }
+    /// A continuous rising sweep of `count` samples starting at sample `offset` of the sweep (so that two pieces
+    /// join without a step), at 0.5 full scale: 200 Hz at sample 0, rising by 800 Hz a second. Unlike a steady
+    /// tone, it matches itself at one alignment only, so a lossy copy can be lined up with it.
+    static func sweep(_ count: Int, from offset: Int) -> [Int16] {
+        (offset..<offset + count).map { n in
+            let t = Double(n) / Double(rate)
+            return Int16(16_383 * sin(2 * Double.pi * (200 * t + 400 * t * t)))
+        }
     }
 
     /// A mono 16-bit WAV file of `samples`.
@@ -48,21 +52,59 @@ extension Integration {
     /// Gapless, measured: a two-file book rendered through a file sink comes out as the files' samples one
     /// after the other, nothing inserted or lost at the boundary.
     @Suite struct Gapless {
+        /// Lossless formats: the rendered book is the source, sample for sample.
         @Test(arguments: ["wav", "flac"])
         func aTwoFileBookRendersWithoutAGap(_ format: String) async throws {
+            let (first, second, rendered) = try await renderTwoFileBook(format)
+            let expected = first + second
+            let inserted = rendered.count - expected.count
+            #expect(inserted == 0, "\(format): \(inserted) samples inserted (\(rendered.count) rendered, \(expected.count) in the files)")
+            // Sample for sample, across the boundary.
+            let boundary = first.count
+            let window = max(0, boundary - 64)..<min(expected.count, boundary + 64)
+            #expect(rendered.count >= window.upperBound && Array(rendered[window]) == Array(expected[window]),
+                    "the samples around the boundary differ")
+            #expect(rendered == expected)
+        }
+
+        /// MP3 as FFmpeg writes it (libmp3lame; the encoder delay and padding recorded in the LAME tag under FFmpeg's
+        /// own version string): the delay and padding are trimmed, so the book has exactly the source's length and
+        /// the second file's sound starts where the first one's stops (lossy: lined up, not equal).
+        @Test func anFFmpegMP3BookRendersWithoutAGap() async throws {
+            let (first, second, rendered) = try await renderTwoFileBook("mp3")
+            let expected = first + second
+            let inserted = rendered.count - expected.count
+            #expect(inserted == 0, "mp3: \(inserted) samples inserted (\(rendered.count) rendered, \(expected.count) in the files)")
+            // Around the boundary the rendered sound lines up with the source at offset 0 (an untrimmed encoder delay
+            // shows as an offset of about 1,105 samples), and it never goes quiet (a gap shows as a run of silence).
+            let boundary = first.count
+            let window = boundary - 2_048..<boundary + 2_048
+            try #require(rendered.count >= window.upperBound + 1_200)
+            #expect(bestOffset(of: rendered, against: expected, in: window, within: 1_200) == 0)
+            let quiet = longestRun(in: Array(rendered[window])) { abs(Int($0)) < 300 }
+            #expect(quiet < 20, "\(quiet) quiet samples in a row around the boundary")
+        }
+
+        /// Encodes the two pieces of the sweep (1.3 s + 0.9 s, cut mid-wave) as a two-file book in `format`, plays it
+        /// through a WAV file sink and returns both pieces and what was rendered.
+        private func renderTwoFileBook(_ format: String) async throws -> (first: [Int16], second: [Int16], rendered: [Int16]) {
             let folder = try TemporaryDirectory(prefix: "lectern-gapless")
             defer { folder.remove() }
-            // 1.3 s + 0.9 s of one continuous sine, cut mid-wave.
-            let first = PCM.sine(57_330, from: 0)
-            let second = PCM.sine(39_690, from: 57_330)
+            let first = PCM.sweep(57_330, from: 0)
+            let second = PCM.sweep(39_690, from: 57_330)
             let book = folder.appending("book")
             try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
             for (name, samples) in [("1", first), ("2", second)] {
                 let wav = (format == "wav" ? book : folder.url).appendingPathComponent("\(name).wav")
                 try PCM.wav(samples).write(to: wav)
-                if format == "flac" {
-                    try AudioFiles.gst("filesrc location=\(wav.path) ! wavparse ! audioconvert ! flacenc"
-                                       + " ! filesink location=\(book.appendingPathComponent("\(name).flac").path)")
+                let encoded = book.appendingPathComponent("\(name).\(format)").path
+                switch format {
+                case "flac":
+                    try AudioFiles.gst("filesrc location=\(wav.path) ! wavparse ! audioconvert ! flacenc ! filesink location=\(encoded)")
+                case "mp3":
+                    try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "libmp3lame", encoded])
+                default:
+                    break
                 }
             }
             let output = folder.appending("out.wav")
@@ -73,16 +115,32 @@ extension Integration {
                 // The file sink does not keep time: the whole book renders at once, then playback stops.
                 #expect(try await d.waitForStatus("Stopped", timeout: .seconds(20)) == "Stopped")
             }
-            let rendered = try PCM.samples(ofWAV: try Data(contentsOf: output))
-            let expected = first + second
-            let inserted = rendered.count - expected.count
-            #expect(inserted == 0, "\(format): \(inserted) samples inserted (\(rendered.count) rendered, \(expected.count) in the files)")
-            // Sample for sample, across the boundary.
-            let boundary = first.count
-            let window = max(0, boundary - 64)..<min(expected.count, boundary + 64)
-            #expect(rendered.count >= window.upperBound && Array(rendered[window]) == Array(expected[window]),
-                    "the samples around the boundary differ")
-            #expect(rendered == expected)
+            return (first, second, try PCM.samples(ofWAV: try Data(contentsOf: output)))
+        }
+
+        /// The shift of `signal` against `reference` over `window` (signal[i + shift] ≈ reference[i]) with the least
+        /// squared difference, among shifts of at most `limit` samples either way.
+        private func bestOffset(of signal: [Int16], against reference: [Int16], in window: Range<Int>, within limit: Int) -> Int {
+            var best = (shift: 0, error: Double.infinity)
+            for shift in -limit...limit {
+                var error = 0.0
+                for i in window {
+                    let difference = Double(signal[i + shift]) - Double(reference[i])
+                    error += difference * difference
+                }
+                if error < best.error { best = (shift, error) }
+            }
+            return best.shift
+        }
+
+        private func longestRun(in samples: [Int16], where matches: (Int16) -> Bool) -> Int {
+            var longest = 0
+            var current = 0
+            for sample in samples {
+                current = matches(sample) ? current + 1 : 0
+                longest = max(longest, current)
+            }
+            return longest
         }
     }
 }

@@ -7,6 +7,7 @@
 #define LECTERN_GST_SHIMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 // g_object_set is variadic: one setter per value type.
@@ -57,5 +58,15 @@ uint64_t lectern_gst_clock_time_none(void);
 // G_OBJECT_GET_CLASS is a macro: whether `object` has a property named `property` (asking g_object_get for a
 // property a class doesn't have logs a GLib warning).
 bool lectern_gst_object_has_property(void *object, const char *property);
+
+// Gapless MP3 for files FFmpeg wrote (mp3_gapless.c): makes GStreamer honour the encoder delay and padding FFmpeg
+// records in the LAME tag under its own version string ("Lavc"/"Lavf"), which mpegaudioparse 1.22 ignores.
+// Connects to `bin`'s "deep-element-added" (a playbin or any bin that will hold an mpegaudioparse).
+void lectern_gst_enable_mp3_gapless(void *bin);
+// The same for a GstDiscoverer (through its "source-setup"), so that the durations it reports are trimmed too.
+void lectern_gst_enable_mp3_gapless_in_discoverer(void *discoverer);
+// Where FFmpeg's version string of the LAME tag starts in `data` (the start of an MP3 stream, after any ID3v2
+// tag), or -1 when the first frame has no such tag (LAME's own "LAME" tag, no tag, not MP3, too short).
+long lectern_mp3_ffmpeg_gapless_tag(const uint8_t *data, size_t size);
 
 #endif
