@@ -47,6 +47,9 @@ public actor Player {
     var wakeTask: Task<Void, Never>?
     /// The last snapshot the observer was given: nothing is published twice.
     var published: PlayerState?
+    /// The stall watchdog: the engine's position at the last tick while playing, and since when (on `now`) it
+    /// has stood there.
+    var standing: (position: Duration?, since: Duration)?
 
     /// The current position as a function of time; readable from any thread without awaiting the actor.
     public nonisolated let positionClock = SharedPositionClock()
@@ -480,10 +483,50 @@ public actor Player {
         }
     }
 
-    func tick() {
-        guard state.status == .playing, engineReady else { return }
+    /// Once a second while running (`run()`): re-anchors the position clock to the engine's position, catches a
+    /// chapter change a wake-up missed, and watches for a stall. Tests may call it directly.
+    public func tick() {
+        guard state.status == .playing, engineReady else {
+            standing = nil
+            return
+        }
+        let enginePosition = engine.position
         anchorClock()
         checkPosition()
+        watchForStall(enginePosition)
+    }
+
+    /// How long the engine's position may stand still while playing before the player calls playback stalled.
+    static let stallLimit = Duration.seconds(5)
+
+    /// Called every tick while playing: a position that stands still for ``stallLimit`` is a stall (no error
+    /// came, no end of stream: a frozen "Playing"). At the end of a file with a next one set, the next file is
+    /// what never started (a stream GStreamer hangs on during the gapless handover): it is skipped as if it had
+    /// failed. Anywhere else the file or the output is stuck: the player pauses where it was and says so;
+    /// Play loads the file again.
+    private func watchForStall(_ enginePosition: Duration?) {
+        guard let standing, standing.position == enginePosition else {
+            standing = (enginePosition, now())
+            return
+        }
+        guard now() - standing.since >= Self.stallLimit else { return }
+        self.standing = nil
+        let at = enginePosition ?? positionClock.position()
+        if let target = pendingNext, target != orderPosition, let duration = state.current?.duration,
+           at >= duration - .seconds(1) {
+            handle(.nextFailed(state.queue[order[target]].url,
+                               "did not start: playback stood still at the end of the file before it"))
+            return
+        }
+        let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
+        logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
+        engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"
+        engineReady = false
+        needsReload = true
+        setStatus(.paused)
+        positionClock.set(PositionClock(anchor: at))
+        state.lastError = message
+        publish()
     }
 
     // MARK: - Internals

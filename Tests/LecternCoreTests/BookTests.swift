@@ -615,3 +615,79 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 }
+
+/// A frozen "Playing": the engine's position stands still, and no error or end of stream comes.
+@Suite struct StallTests {
+    /// Ticks the player once a second for `seconds` seconds of the manual clock, the engine's position not moving
+    /// (or moving by `step` a tick).
+    private func tick(_ h: Harness, seconds: Int, step: Duration = .zero) async {
+        for _ in 0..<seconds {
+            h.engine.advance(by: step)
+            h.tickClock.advance(by: .seconds(1))
+            await h.player.tick()
+        }
+    }
+
+    @Test func standingStillAtTheEndOfAFileSkipsTheNextOne() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(99.6))   // the handover to the next file hangs here
+            let next = await h.player.snapshot.queue[1].id
+            h.reset()
+
+            await tick(h, seconds: 4)
+            #expect(h.log.all.allSatisfy { if case .itemFailed = $0 { false } else { true } }, "too early")
+            await tick(h, seconds: 3)
+            let failures = h.log.all.compactMap { event -> (id: Int, message: String)? in
+                if case .itemFailed(let id, let message) = event { (id, message) } else { nil }
+            }
+            #expect(failures.map(\.id) == [next], "\(h.log.all)")
+            #expect(failures.first?.message.contains("did not start") == true)
+            // The current file again, at its end, handing over to the file after the stuck one.
+            #expect(h.engine.calls.contains { if case .load(let url, let at) = $0 { url == fileURL(0) && at >= .seconds(99) } else { false } },
+                    "\(h.engine.calls)")
+            #expect(h.engine.nextURL == fileURL(2))
+            #expect(h.log.lastState?.status == .playing)
+            await h.ready(.seconds(100))
+            #expect(await h.finish() == .advanced(fileURL(2)))
+        }
+    }
+
+    @Test func standingStillInsideAFilePausesThereAndPlayLoadsItAgain() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(30))
+            h.reset()
+
+            await tick(h, seconds: 7)
+            let state = h.log.lastState
+            #expect(state?.status == .paused)
+            #expect(state?.lastError?.contains("stood still") == true, "\(state?.lastError ?? "nil")")
+            #expect(state?.currentIndex == 0)
+            #expect(h.engine.calls.contains(.pause))
+            #expect(h.log.all.allSatisfy { if case .itemFailed = $0 { false } else { true } }, "no file is blamed")
+            #expect(await h.player.position == .seconds(30))
+
+            h.reset()
+            await h.player.play()
+            #expect(h.engine.calls.first == .load(fileURL(0), at: .seconds(30)))
+        }
+    }
+
+    @Test func aSlowButMovingPositionIsNotAStall() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            await tick(h, seconds: 12, step: .milliseconds(100))
+            #expect(h.log.lastState?.status == .playing)
+            #expect(h.log.lastState?.lastError == nil)
+            // Paused, nothing moves, and that is no stall either.
+            await h.player.pause()
+            await tick(h, seconds: 12)
+            #expect(h.log.lastState?.status == .paused)
+            #expect(h.log.lastState?.lastError == nil)
+        }
+    }
+}
