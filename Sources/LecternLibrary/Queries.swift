@@ -79,8 +79,17 @@ extension Library {
         let (condition, arguments) = Self.whereClause(query)
         let sql: String
         switch property {
-        case .title, .author:
-            sql = "SELECT b.\(property.rawValue) AS v, count(*) FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE"
+        case .title:
+            sql = "SELECT b.title AS v, count(*) FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE"
+        case .author:
+            // A book without an author of its own counts under its first file's album artist or artist, by which
+            // find(author:) matches it.
+            sql = """
+                SELECT coalesce(b.author, (SELECT coalesce(f.albumArtist, f.artist) FROM bookFile f
+                                           WHERE f.bookId = b.id AND coalesce(f.albumArtist, f.artist) IS NOT NULL
+                                           ORDER BY f.position LIMIT 1)) AS v, count(*)
+                FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
+                """
         case .album, .composer, .genre:
             sql = """
                 SELECT f.\(property.rawValue) AS v, count(DISTINCT b.id) FROM book b JOIN bookFile f ON f.bookId = b.id
