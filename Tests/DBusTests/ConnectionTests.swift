@@ -246,8 +246,9 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         let h = try await Harness()
         let other = try BusConnection(address: h.bus.address)
         defer { other.close() }
-        let slow = Task { try await h.call("SlowList", [.string("slow"), .uint32(500)]) }
-        try await Task.sleep(for: .milliseconds(50))
+        let slow = Task { try await h.call("SlowList", [.string("slow"), .uint32(1_000)]) }
+        // The deferred call is running (not merely sent: under load the task may not have run yet).
+        _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
         _ = try await other.call(h.server.uniqueName, path: Harness.path, interface: Harness.interface, member: "Record",
                                  [.string("other")])
         let got = try await other.call(h.server.uniqueName, path: Harness.path, interface: "org.freedesktop.DBus.Properties",
@@ -263,25 +264,30 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         let h = try await Harness()
         let replies = Recorder()
         let slow = Task {
-            let reply = try await h.call("SlowList", [.string("slow"), .uint32(300)])
+            let reply = try await h.call("SlowList", [.string("slow"), .uint32(1_000)])
             replies.append("slow")
             return reply
         }
-        try await Task.sleep(for: .milliseconds(50))
+        // The deferred call is running (a fixed sleep was not always enough on a loaded machine: "quick" went first).
+        _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
         // Sent after the deferred call by the same connection: handled at once, answered after it.
         let quick = Task {
             _ = try await h.call("Record", [.string("quick")])
             replies.append("quick")
+            // Held until the deferred call's reply went out, i.e. after its handler finished (it takes 1 s; answered
+            // at once, "done slow" would not be in the log yet). Which client task runs first after both replies
+            // arrived is up to the scheduler, so that order proves nothing.
+            return h.log.entries
         }
         let get = Task {
             _ = try await h.get("Name")
             replies.append("get")
         }
         _ = try await slow.value
-        try await quick.value
+        let logWhenQuickWasAnswered = try await quick.value
         try await get.value
         #expect(h.log.entries == ["start slow", "quick", "done slow"])
-        #expect(replies.entries.first == "slow", "\(replies.entries)")
+        #expect(logWhenQuickWasAnswered.contains("done slow"), "\(logWhenQuickWasAnswered)")
         #expect(Set(replies.entries) == ["slow", "quick", "get"])
     }
 
