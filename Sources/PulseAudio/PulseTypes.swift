@@ -125,3 +125,25 @@ public enum PulseError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension PulseSink {
+    /// The jack events between `old` and this later snapshot of the same sink: whether the port that was active
+    /// got unplugged (usable before, unavailable now, whatever port the server made active since), and which
+    /// ports were plugged in (unavailable before, usable now).
+    ///
+    /// ```swift
+    /// let change = new.jackChanges(since: old)
+    /// if let port = change.unplugged { print("\(port) unplugged") }
+    /// ```
+    public func jackChanges(since old: PulseSink) -> (unplugged: String?, pluggedIn: [String]) {
+        var unplugged: String?
+        if let port = old.activePort, old.activePortInfo?.availability != .no,
+           ports.first(where: { $0.name == port })?.availability == .no {
+            unplugged = port
+        }
+        let pluggedIn = ports.filter { port in
+            port.availability != .no && old.ports.first(where: { $0.name == port.name })?.availability == .no
+        }
+        return (unplugged, pluggedIn.map(\.name))
+    }
+}

@@ -383,14 +383,13 @@ public actor OutputWatcher {
 
     /// A jack: the active port of the output in use became unavailable, or a port we lost came back.
     private func portsChanged(from old: PulseSink, to new: PulseSink) async {
-        if new.name == currentOutput, let port = old.activePort, old.activePortInfo?.availability != .no,
-           new.ports.first(where: { $0.name == port })?.availability == .no {
+        let change = new.jackChanges(since: old)
+        if new.name == currentOutput, let port = change.unplugged {
             await outputLost(new.name, port: port, reason: .portUnavailable, seenBy: "port unavailable")
             return
         }
-        for port in new.ports where port.availability != .no
-            && old.ports.first(where: { $0.name == port.name })?.availability == .no {
-            await outputAppeared(Self.outputID(sink: new.name, port: port.name), sink: new.name, port: port.name)
+        for port in change.pluggedIn {
+            await outputAppeared(Self.outputID(sink: new.name, port: port), sink: new.name, port: port)
         }
     }
 
