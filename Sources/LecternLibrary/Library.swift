@@ -515,23 +515,25 @@ public final class Library: Sendable {
     // MARK: - Positions
 
     /// Saves where the book is; returns false (and writes nothing) when it is already saved there.
+    /// `playedAt`, given while the book plays, is also noted as when it was last played, in the same write: after
+    /// a crash the smart rewind counts from the last moment heard, not from when playback started.
     /// When the database can't be written, the position is kept in memory and written by the next write that
     /// works (or ``retryUnsavedWrites()``); the `.unavailable` error is thrown all the same.
     @discardableResult
-    public func savePosition(of book: Int64, file: Int64, offset: Int64) throws -> Bool {
+    public func savePosition(of book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
         let saved = try bookkeeping({ $0.positions[book] = (file, max(0, offset)) }) { db in
             _ = try Self.existingBook(db, book)
-            return try Self.writePosition(db, book: book, file: file, offset: offset)
+            return try Self.writePosition(db, book: book, file: file, offset: offset, playedAt: playedAt)
         }
         state.withLock { _ = $0.positions.removeValue(forKey: book) }
         return saved
     }
 
-    static func writePosition(_ db: Database, book: Int64, file: Int64, offset: Int64) throws -> Bool {
+    static func writePosition(_ db: Database, book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
         try db.execute(sql: """
-            UPDATE book SET positionFileId = ?, positionOffset = ?
+            UPDATE book SET positionFileId = ?, positionOffset = ?, lastPlayedAt = coalesce(?, lastPlayedAt)
             WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
-            """, arguments: [file, max(0, offset), book, file, max(0, offset)])
+            """, arguments: [file, max(0, offset), playedAt, book, file, max(0, offset)])
         return db.changesCount > 0
     }
 

@@ -21,8 +21,8 @@ extension Reliability {
         }
 
         /// Starts a daemon on the rig's database and waits until it resumed `book` (paused) and reports a place in it.
-        static func restart(_ rig: Rig, book: Int64) async throws -> Int64 {
-            try await rig.start()
+        static func restart(_ rig: Rig, book: Int64, arguments: [String] = []) async throws -> Int64 {
+            try await rig.start(arguments: arguments)
             let current = try await rig.poll({ try await rig.currentBook() }, until: { $0 == book })
             guard current == book else { throw RigError("the restarted daemon resumed book \(current), not \(book)\n\(rig.daemonLog)") }
             let url = try await rig.poll({ try await rig.currentURL() ?? "" }, until: { $0.contains("/book/") })
@@ -39,6 +39,30 @@ extension Reliability {
             _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
             try await rig.mpris("Seek", [.int64(fileDuration.microsecondsValue - 3_000_000)])
             return book
+        }
+
+        /// The smart rewind after a crash counts the pause from the last moment the book was heard (the saves while
+        /// playing note it), not from when playback started.
+        @Test func afterSIGKILLTheSmartRewindCountsFromTheLastMomentHeard() async throws {
+            let rewind = ["--smart-rewind", "3-3", "--rewind-after", "6"]
+            try await Rig.with { rig in
+                try await rig.start(arguments: rewind)
+                let book = try await rig.importBook(try ReliabilityMedia.shared().book)
+                try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
+                _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
+                // Longer than --rewind-after: counted from the start of playback, the crash's pause would earn 3 s back.
+                try await Task.sleep(for: .seconds(8))
+                let lastSeen = try await Self.bookPosition(rig)
+                try await rig.crash()
+                let resumed = try await Self.restart(rig, book: book, arguments: rewind)
+                #expect(abs(resumed - lastSeen) <= 1_000_000, "resumed at \(resumed) µs, last seen at \(lastSeen) µs")
+                try await rig.mpris("Play")
+                _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
+                let playing = try await Self.bookPosition(rig)
+                #expect(playing >= resumed - 1_000_000,
+                        "resumed at \(resumed) µs but Play went back to \(playing) µs: the pause was counted from before the crash")
+                _ = try await rig.stop()
+            }
         }
 
         @Test func afterSIGKILLAtRandomInstantsTheBookResumesWithinOneSecondAndTheDatabaseIsSound() async throws {

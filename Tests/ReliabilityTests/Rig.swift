@@ -142,11 +142,11 @@ final class Rig: Sendable {
          "--cache-directory", directory.appending("cache").path]
     }
 
-    /// Starts lecternd (behind `wrapper`, e.g. strace or setpriv) and waits until it owns both names and has
-    /// resumed its book, if any.
+    /// Starts lecternd (behind `wrapper`, e.g. strace or setpriv; with `arguments` after the rig's own) and waits
+    /// until it owns both names and has resumed its book, if any.
     @discardableResult
-    func start(wrapper: [String] = []) async throws -> Subprocess {
-        let command = wrapper + [builtExecutable("lecternd").path] + daemonArguments
+    func start(wrapper: [String] = [], arguments: [String] = []) async throws -> Subprocess {
+        let command = wrapper + [builtExecutable("lecternd").path] + daemonArguments + arguments
         let process = try Subprocess(command[0], Array(command.dropFirst()), environment: environment,
                                      stdout: .appendingToFile(log), stderr: .appendingToFile(log))
         current.withLock { $0 = process }

@@ -233,19 +233,20 @@ actor BookSession {
     }
 
     private func tick() {
-        if status == .playing { savePosition() }
+        // While playing, each save also notes the moment as the book's last played (see Library.savePosition).
+        if status == .playing { savePosition(playedAt: Date()) }
     }
 
     /// Saves the player's position in the current book (a no-op when nothing changed).
-    func savePosition() {
+    func savePosition(playedAt: Date? = nil) {
         guard status != .stopped, let url = currentURL else { return }
-        savePosition(url: url, offset: player.positionClock.position().microseconds)
+        savePosition(url: url, offset: player.positionClock.position().microseconds, playedAt: playedAt)
     }
 
-    private func savePosition(url: URL, offset: Int64) {
+    private func savePosition(url: URL, offset: Int64, playedAt: Date? = nil) {
         guard let book, let bookId = book.id, let fileId = files[url]?.id else { return }
         do {
-            try library.savePosition(of: bookId, file: fileId, offset: offset)
+            try library.savePosition(of: bookId, file: fileId, offset: offset, playedAt: playedAt)
         } catch let error as LibraryError where error.isUnavailable {
             // Kept in memory by the library; the daemon logs once that writes fail (LibraryService.healthChanged).
         } catch {
