@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import TestSupport
 
 /// Small audio (and non-audio) files for tests, made with gst-launch-1.0 and ffmpeg in a temporary directory.
 ///
@@ -8,7 +8,6 @@ import Synchronization
 /// let info = try Discoverer.discover(files.url(.ogg10s))
 /// ```
 /// Files are generated once per test process, on first use, and shared by all tests (read-only).
-/// Self-contained (Foundation only) so it can move to TestSupport.
 final class AudioFixtures: Sendable {
     /// A generated file and what it contains.
     enum File: String, CaseIterable, Sendable {
@@ -45,38 +44,21 @@ final class AudioFixtures: Sendable {
         static let genre = "Audiobook"
         static let track = 3
         static let disc = 2
-    }
-
-    enum FixtureError: Error, CustomStringConvertible {
-        case toolFailed(String, Int32, String)
-        var description: String {
-            switch self {
-            case .toolFailed(let command, let status, let output): "\(command) exited \(status): \(output)"
-            }
-        }
+        static let all = AudioFiles.Tags(title: title, artist: artist, album: album, albumArtist: albumArtist,
+                                         genre: genre, track: track, disc: disc)
     }
 
     let directory: URL
 
-    private static let instance = Mutex<Result<AudioFixtures, any Error>?>(nil)
-
     /// The process-wide fixtures, generated on first call (blocks while generating, a few seconds).
     static func shared() throws -> AudioFixtures {
-        try instance.withLock { cached in
-            if let cached { return try cached.get() }
-            let result = Result { try AudioFixtures() }
-            cached = result
-            return try result.get()
-        }
+        AudioFixtures(directory: try GeneratedFiles.directory("gst-fixtures") { root in
+            for file in File.allCases { try make(file, in: root) }
+        })
     }
 
-    init() throws {
-        directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("lectern-gst-fixtures-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        for file in File.allCases {
-            try make(file)
-        }
+    private init(directory: URL) {
+        self.directory = directory
     }
 
     func url(_ file: File) -> URL {
@@ -90,70 +72,32 @@ final class AudioFixtures: Sendable {
 
     // MARK: Generation
 
-    private func make(_ file: File) throws {
+    private static func make(_ file: File, in root: URL) throws {
+        func url(_ file: File) -> URL { root.appendingPathComponent(file.rawValue) }
         let out = url(file).path
         switch file {
         case .ogg10s:
-            try gst("audiotestsrc num-buffers=430 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=430 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
         case .ogg2sA:
-            try gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=440 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=440 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
         case .ogg2sB:
-            try gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=660 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=86 samplesperbuffer=1025 freq=660 ! audioconvert ! vorbisenc ! oggmux ! filesink location=\(out)")
         case .wav2s:
-            try gst("audiotestsrc num-buffers=20 samplesperbuffer=4410 freq=440 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=20 samplesperbuffer=4410 freq=440 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
         case .wav1500ms:
-            try gst("audiotestsrc num-buffers=15 samplesperbuffer=4410 freq=880 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=15 samplesperbuffer=4410 freq=880 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(out)")
         case .flac3s:
-            try gst("audiotestsrc num-buffers=30 samplesperbuffer=4410 ! audioconvert ! flacenc ! filesink location=\(out)")
+            try AudioFiles.gst("audiotestsrc num-buffers=30 samplesperbuffer=4410 ! audioconvert ! flacenc ! filesink location=\(out)")
         case .mp3Tagged:
-            try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3"] + taggedMetadata + ["-c:a", "libmp3lame", out])
+            try AudioFiles.mp3(url(file), seconds: 3, tags: Tags.all)
         case .mp3WithCover:
-            try ffmpeg([
-                "-i", url(.mp3Tagged).path, "-i", url(.png).path, "-map", "0", "-map", "1", "-c", "copy",
-                "-id3v2_version", "3", "-metadata:s:v", "title=Album cover", "-metadata:s:v", "comment=Cover (front)", out,
-            ])
+            try AudioFiles.mp3WithCover(url(.mp3Tagged), cover: url(.png), output: url(file))
         case .m4bTagged:
-            try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=4"] + taggedMetadata + ["-c:a", "aac", out])
+            try AudioFiles.m4b(url(file), seconds: 4, tags: Tags.all)
         case .png:
-            try gst("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! pngenc ! filesink location=\(out)")
+            try AudioFiles.gst("videotestsrc num-buffers=1 ! video/x-raw,width=320,height=240 ! pngenc ! filesink location=\(out)")
         case .text:
             try Data("These are not the sounds you are looking for.\n".utf8).write(to: url(file))
-        }
-    }
-
-    private var taggedMetadata: [String] {
-        [
-            "-metadata", "title=\(Tags.title)", "-metadata", "artist=\(Tags.artist)",
-            "-metadata", "album=\(Tags.album)", "-metadata", "album_artist=\(Tags.albumArtist)",
-            "-metadata", "genre=\(Tags.genre)", "-metadata", "track=\(Tags.track)", "-metadata", "disc=\(Tags.disc)",
-        ]
-    }
-
-    private func gst(_ pipeline: String) throws {
-        try Self.run("/usr/bin/gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init))
-    }
-
-    private func ffmpeg(_ arguments: [String]) throws {
-        try Self.run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-loglevel", "error", "-y"] + arguments)
-    }
-
-    /// Runs a tool to completion and throws with its output if it fails.
-    static func run(_ executable: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw FixtureError.toolFailed(
-                ([executable] + arguments).joined(separator: " "), process.terminationStatus,
-                String(decoding: data, as: UTF8.self)
-            )
         }
     }
 

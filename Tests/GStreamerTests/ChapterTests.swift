@@ -1,15 +1,10 @@
 import Foundation
 import GStreamer
-import Synchronization
 import Testing
 import TestSupport
 
-/// Files with chapters for the discoverer's TOC, made once per test process.
+/// Files with chapters for the discoverer's TOC (``ChapterBook``'s chapters), made once per test process.
 final class ChapterFixtures: Sendable {
-    static let titles = ["Chapter 1", "Chapitre 2 — L’été", "Three"]
-    static let starts: [Duration] = [.zero, .seconds(10), .milliseconds(20_500)]
-    static let ends: [Duration] = [.seconds(10), .milliseconds(20_500), .seconds(30)]
-
     enum File: String, CaseIterable, Sendable {
         /// Vorbis in Matroska, three chapters.
         case mkaVorbis = "book-vorbis.mka"
@@ -25,42 +20,28 @@ final class ChapterFixtures: Sendable {
         case plain = "plain.ogg"
     }
 
-    let directory: TemporaryDirectory
+    let directory: URL
 
-    func url(_ file: File) -> URL { directory.appending(file.rawValue) }
-
-    private static let instance = Mutex<Result<ChapterFixtures, any Error>?>(nil)
+    func url(_ file: File) -> URL { directory.appendingPathComponent(file.rawValue) }
 
     static func shared() throws -> ChapterFixtures {
-        try instance.withLock { cached in
-            if let cached { return try cached.get() }
-            let result = Result { try ChapterFixtures() }
-            cached = result
-            return try result.get()
-        }
+        ChapterFixtures(directory: try GeneratedFiles.directory("chapter-fixtures") { root in
+            let input = try ChapterBook.ffmpegInput(chaptersFile: root.appendingPathComponent("chapters.txt"))
+            func path(_ file: File) -> String { root.appendingPathComponent(file.rawValue).path }
+            try AudioFiles.ffmpeg(input + ["-c:a", "libvorbis", path(.mkaVorbis)])
+            try AudioFiles.ffmpeg(input + ["-c:a", "flac", path(.mkaFLAC)])
+            try AudioFiles.ffmpeg(input + ["-c:a", "aac", path(.m4b)])
+            try AudioFiles.ffmpeg(input + ["-c:a", "flac", path(.flacComments)])
+            try AudioFiles.ffmpeg(ChapterBook.sine + ["-c:a", "flac", path(.flacCueSheet)])
+            let flac = try Data(contentsOf: URL(fileURLWithPath: path(.flacCueSheet)))
+            try insertCueSheet(into: flac, sampleRate: 44_100, starts: [0, 441_000, 904_050], totalSamples: 1_323_000)
+                .write(to: URL(fileURLWithPath: path(.flacCueSheet)))
+            try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-c:a", "libvorbis", path(.plain)])
+        })
     }
 
-    private init() throws {
-        directory = try TemporaryDirectory(prefix: "lectern-chapter-fixtures")
-        var metadata = ";FFMETADATA1\ntitle=A Book\n"
-        let bounds = [0, 10_000, 20_500, 30_000]
-        for (index, title) in Self.titles.enumerated() {
-            metadata += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(bounds[index])\nEND=\(bounds[index + 1])\ntitle=\(title)\n"
-        }
-        let chapters = directory.appending("chapters.txt")
-        try metadata.write(to: chapters, atomically: true, encoding: .utf8)
-        let input = ["-f", "lavfi", "-i", "sine=frequency=440:duration=30", "-i", chapters.path,
-                     "-map_metadata", "1", "-map_chapters", "1"]
-        try AudioFiles.ffmpeg(input + ["-c:a", "libvorbis", url(.mkaVorbis).path])
-        try AudioFiles.ffmpeg(input + ["-c:a", "flac", url(.mkaFLAC).path])
-        try AudioFiles.ffmpeg(input + ["-c:a", "aac", url(.m4b).path])
-        try AudioFiles.ffmpeg(input + ["-c:a", "flac", url(.flacComments).path])
-        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=30", "-c:a", "flac",
-                               url(.flacCueSheet).path])
-        let flac = try Data(contentsOf: url(.flacCueSheet))
-        try Self.insertCueSheet(into: flac, sampleRate: 44_100, starts: [0, 441_000, 904_050], totalSamples: 1_323_000)
-            .write(to: url(.flacCueSheet))
-        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-c:a", "libvorbis", url(.plain).path])
+    private init(directory: URL) {
+        self.directory = directory
     }
 
     struct UnexpectedLayout: Error {}
@@ -96,10 +77,10 @@ struct ChapterTests {
     @Test("Matroska chapters: titles, starts and ends", arguments: [ChapterFixtures.File.mkaVorbis, .mkaFLAC])
     func matroska(file: ChapterFixtures.File) throws {
         let info = try Discoverer.discover(files.url(file))
-        #expect(info.chapters.map(\.title) == ChapterFixtures.titles)
+        #expect(info.chapters.map(\.title) == ChapterBook.titles)
         for (index, chapter) in info.chapters.enumerated() where index < 3 {
-            expectClose(chapter.start, ChapterFixtures.starts[index], within: .milliseconds(1))
-            expectClose(chapter.end, ChapterFixtures.ends[index], within: .milliseconds(1))
+            expectClose(chapter.start, ChapterBook.starts[index], within: .milliseconds(1))
+            expectClose(chapter.end, ChapterBook.ends[index], within: .milliseconds(1))
         }
     }
 

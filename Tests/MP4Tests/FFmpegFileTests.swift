@@ -30,7 +30,7 @@ func expectChapters(
 
 /// The chapters the fixtures were made with.
 func expectFixtureChapters(_ chapters: [MP4Chapter]?, sourceLocation: SourceLocation = #_sourceLocation) {
-    expectChapters(chapters, titles: MP4Fixtures.titles, starts: MP4Fixtures.starts, ends: MP4Fixtures.ends,
+    expectChapters(chapters, titles: ChapterBook.titles, starts: ChapterBook.starts, ends: ChapterBook.ends,
                    sourceLocation: sourceLocation)
 }
 
@@ -50,7 +50,7 @@ struct FFmpegFileTests {
         let sources = try MP4ChapterReader.sources(of: files.url(file))
         expectFixtureChapters(sources.quickTimeTrack)
         expectFixtureChapters(sources.nero)
-        #expect(sources.duration == MP4Fixtures.duration)
+        #expect(sources.duration == ChapterBook.duration)
         #expect(sources.preferred == sources.quickTimeTrack)
         #expect(try MP4ChapterReader.chapters(of: files.url(file)) == sources.quickTimeTrack)
         // The in-memory entry point reads the same.
@@ -90,7 +90,7 @@ struct FFmpegFileTests {
             ("Prologue", 0), ("Chapitre 2 — L’été", 123_456_789), ("日本語の章", 250_000_000),
         ]
         let data = try AtomSurgery.appendToUserData(files.data(.plain), MP4Bytes.chpl(entries))
-        let url = files.directory.appending("patched-chpl.m4b")
+        let url = files.directory.appendingPathComponent("patched-chpl.m4b")
         try data.write(to: url)
 
         let sources = try MP4ChapterReader.sources(of: url)
@@ -123,6 +123,6 @@ struct FFmpegFileTests {
         let second = try MP4ChapterReader.sources(in: longer)
         #expect(second.quickTimeTrack?.count == 3)
         #expect(second.preferred.map(\.title) == ["a", "b", "c", "d"])
-        #expect(second.preferred.last?.end == MP4Fixtures.duration)
+        #expect(second.preferred.last?.end == ChapterBook.duration)
     }
 }

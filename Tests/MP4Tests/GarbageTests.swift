@@ -92,7 +92,7 @@ struct GarbageTests {
             do {
                 let chapters = try MP4ChapterReader.chapters(of: url)
                 #expect(length > moov.offset, "chapters from \(length) bytes")
-                #expect(chapters.count <= MP4Fixtures.titles.count)
+                #expect(chapters.count <= ChapterBook.titles.count)
             } catch .notMP4 {
                 #expect(length < 8)
             } catch .malformed {
@@ -117,7 +117,7 @@ struct GarbageTests {
         }
         for length in [8, 30, 100, 1000, mdat.offset - 1, mdat.offset + 8, mdat.offset + 20] {
             let chapters = survive(data.prefix(length), "faststart cut at \(length)")
-            #expect((chapters?.count ?? 0) <= MP4Fixtures.titles.count)
+            #expect((chapters?.count ?? 0) <= ChapterBook.titles.count)
         }
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TestSupport
 
 /// MP4 files with chapters made by ffmpeg, generated once per test process on first use and shared (read-only).
@@ -22,54 +21,28 @@ final class MP4Fixtures: Sendable {
         case plain = "plain.m4b"
     }
 
-    /// What the chapters file says.
-    static let titles = ["Chapter 1", "Chapitre 2 — L’été", "Three"]
-    static let starts: [Duration] = [.zero, .seconds(10), .milliseconds(20_500)]
-    static let duration: Duration = .seconds(30)
-    static var ends: [Duration] { Array(starts.dropFirst()) + [duration] }
+    let directory: URL
 
-    /// An ;FFMETADATA1 file with `chapters` (title, start ms, end ms).
-    static func metadata(_ chapters: [(title: String, start: Int, end: Int)]) -> String {
-        var text = ";FFMETADATA1\ntitle=A Book\n"
-        for chapter in chapters {
-            text += "[CHAPTER]\nTIMEBASE=1/1000\nSTART=\(chapter.start)\nEND=\(chapter.end)\ntitle=\(chapter.title)\n"
-        }
-        return text
-    }
-
-    static var expectedMetadata: String {
-        let milliseconds = starts.map { Int($0 / .milliseconds(1)) } + [Int(duration / .milliseconds(1))]
-        return metadata(titles.indices.map { (titles[$0], milliseconds[$0], milliseconds[$0 + 1]) })
-    }
-
-    let directory: TemporaryDirectory
-
-    func url(_ file: File) -> URL { directory.appending(file.rawValue) }
+    func url(_ file: File) -> URL { directory.appendingPathComponent(file.rawValue) }
 
     func data(_ file: File) throws -> Data { try Data(contentsOf: url(file)) }
 
-    private static let instance = Mutex<Result<MP4Fixtures, any Error>?>(nil)
-
+    /// The files, made on first use (chapters: ``ChapterBook``).
     static func shared() throws -> MP4Fixtures {
-        try instance.withLock { cached in
-            if let cached { return try cached.get() }
-            let result = Result { try MP4Fixtures() }
-            cached = result
-            return try result.get()
-        }
+        MP4Fixtures(directory: try GeneratedFiles.directory("mp4-fixtures") { root in
+            let withChapters = try ChapterBook.ffmpegInput(chaptersFile: root.appendingPathComponent("chapters.txt"))
+                + ["-c:a", "aac"]
+            func path(_ file: File) -> String { root.appendingPathComponent(file.rawValue).path }
+            try AudioFiles.ffmpeg(withChapters + [path(.m4b)])
+            try AudioFiles.ffmpeg(withChapters + ["-f", "mp4", path(.mp4)])
+            try AudioFiles.ffmpeg(withChapters + [path(.m4a)])
+            try AudioFiles.ffmpeg(withChapters + ["-movflags", "+faststart", path(.faststart)])
+            try AudioFiles.ffmpeg(ChapterBook.sine + ["-c:a", "aac", path(.plain)])
+        })
     }
 
-    private init() throws {
-        directory = try TemporaryDirectory(prefix: "lectern-mp4-fixtures")
-        let chapters = directory.appending("chapters.txt")
-        try Self.expectedMetadata.write(to: chapters, atomically: true, encoding: .utf8)
-        let sine = ["-f", "lavfi", "-i", "sine=frequency=440:duration=30"]
-        let withChapters = sine + ["-i", chapters.path, "-map_metadata", "1", "-map_chapters", "1", "-c:a", "aac"]
-        try AudioFiles.ffmpeg(withChapters + [url(.m4b).path])
-        try AudioFiles.ffmpeg(withChapters + ["-f", "mp4", url(.mp4).path])
-        try AudioFiles.ffmpeg(withChapters + [url(.m4a).path])
-        try AudioFiles.ffmpeg(withChapters + ["-movflags", "+faststart", url(.faststart).path])
-        try AudioFiles.ffmpeg(sine + ["-c:a", "aac", url(.plain).path])
+    private init(directory: URL) {
+        self.directory = directory
     }
 }
 

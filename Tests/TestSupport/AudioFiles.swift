@@ -20,15 +20,17 @@ public enum AudioFiles {
         public var albumArtist: String?
         public var genre: String?
         public var track: Int?
+        public var disc: Int?
 
         public init(title: String? = nil, artist: String? = nil, album: String? = nil, albumArtist: String? = nil,
-                    genre: String? = nil, track: Int? = nil) {
+                    genre: String? = nil, track: Int? = nil, disc: Int? = nil) {
             self.title = title
             self.artist = artist
             self.album = album
             self.albumArtist = albumArtist
             self.genre = genre
             self.track = track
+            self.disc = disc
         }
 
         var ffmpegArguments: [String] {
@@ -40,6 +42,7 @@ public enum AudioFiles {
             add("album_artist", albumArtist)
             add("genre", genre)
             add("track", track.map(String.init))
+            add("disc", disc.map(String.init))
             return out
         }
     }
