@@ -9,7 +9,7 @@
 # at 44.1 kHz), encoded per format. Each player's figure is the samples it rendered for the two-file book minus
 # the 97,020 of the source: 0 means the files follow sample for sample, more means silence (encoder delay and
 # padding left in) at the ends and the boundary, less means sound lost. "Decoded alone" is plain GStreamer
-# (decodebin on each file by itself, without Lectern's MP3 tag fix): Lectern − that = what Lectern changes.
+# (decodebin on each file by itself, without Lectern's MP3 and MP4 fixes): Lectern − that = what Lectern changes.
 # "mp3" is written by FFmpeg (libmp3lame, "Lavc" tag), "mp3-lame" by the lame tool (only if installed).
 # LECTERN_SKIP_DEPS=1 skips the package installation. Exits non-zero only if something cannot be built or run.
 set -euo pipefail

@@ -31,8 +31,8 @@ public enum Discoverer {
             throw .failed("Cannot create a media discoverer: \(consumeError(error) ?? "unknown error")")
         }
         defer { g_object_unref(UnsafeMutableRawPointer(discoverer)) }
-        // The duration of an MP3 written by FFmpeg without its encoder delay and padding, as the playbin plays it.
-        lectern_gst_enable_mp3_gapless_in_discoverer(UnsafeMutableRawPointer(discoverer))
+        // Durations as the playbin plays the files (see Playbin: encoder delay and padding).
+        lectern_gst_enable_gapless_fixes_in_discoverer(UnsafeMutableRawPointer(discoverer))
 
         let info = gst_discoverer_discover_uri(discoverer, url.absoluteString, &error)
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }

@@ -26,8 +26,9 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// from a lock-protected slot. ``control`` is the `Sendable` handle for seeks and queries from other threads.
 ///
 /// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
-/// `scaletempo`, so rate changes keep the pitch. MP3 encoder delay and padding are trimmed for FFmpeg-written
-/// files too (GStreamer 1.22 trims them only when LAME wrote the file; see mp3_gapless.c). `deinit` stops the bus thread, sets NULL and releases the element.
+/// `scaletempo`, so rate changes keep the pitch. Consecutive files follow without a gap where GStreamer 1.22 alone
+/// would leave one (FFmpeg-written MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
+/// `deinit` stops the bus thread, sets NULL and releases the element.
 public final class Playbin {
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:
     /// further bus messages wait for it. The ``PlaybinControl`` is this playbin's thread-safe handle.
@@ -84,8 +85,8 @@ public final class Playbin {
 
         let raw = UnsafeMutableRawPointer(element)
         lectern_gst_set_object_arg(raw, "flags", "audio+soft-volume")
-        // MP3s written by FFmpeg lose their encoder delay and padding like LAME's own (gapless across files).
-        lectern_gst_enable_mp3_gapless(raw)
+        // Encoder delay and padding handled where GStreamer 1.22 does not (FFmpeg MP3s, the end of MP4 audio).
+        lectern_gst_enable_gapless_fixes(raw)
         // The playbin sinks the floating references of the filter and the sink bin.
         lectern_gst_object_set_object(raw, "audio-filter", UnsafeMutableRawPointer(filter))
         if let sink {

@@ -59,14 +59,19 @@ uint64_t lectern_gst_clock_time_none(void);
 // property a class doesn't have logs a GLib warning).
 bool lectern_gst_object_has_property(void *object, const char *property);
 
-// Gapless MP3 for files FFmpeg wrote (mp3_gapless.c): makes GStreamer honour the encoder delay and padding FFmpeg
-// records in the LAME tag under its own version string ("Lavc"/"Lavf"), which mpegaudioparse 1.22 ignores.
-// Connects to `bin`'s "deep-element-added" (a playbin or any bin that will hold an mpegaudioparse).
-void lectern_gst_enable_mp3_gapless(void *bin);
-// The same for a GstDiscoverer (through its "source-setup"), so that the durations it reports are trimmed too.
-void lectern_gst_enable_mp3_gapless_in_discoverer(void *discoverer);
+// Gapless fixes (gapless.c), connected to `bin`'s "deep-element-added" (a playbin, or any bin that will hold the
+// decoding elements): MP3s written by FFmpeg get the encoder delay and padding trimmed that FFmpeg records in the LAME
+// tag under its own version string ("Lavc"/"Lavf"), which mpegaudioparse 1.22 ignores; MP4 sound tracks whose edit
+// skips priming samples get their last packet decoded, which qtdemux 1.22 drops.
+void lectern_gst_enable_gapless_fixes(void *bin);
+// The same for a GstDiscoverer (through its "source-setup"), so that the durations it reports agree.
+void lectern_gst_enable_gapless_fixes_in_discoverer(void *discoverer);
 // Where FFmpeg's version string of the LAME tag starts in `data` (the start of an MP3 stream, after any ID3v2
 // tag), or -1 when the first frame has no such tag (LAME's own "LAME" tag, no tag, not MP3, too short).
 long lectern_mp3_ffmpeg_gapless_tag(const uint8_t *data, size_t size);
+// Lengthens, in place, the single priming-skipping edit of each sound track of the moov box `data` (a whole box,
+// from its header) just past the track's last packet; returns how many it changed, or -1 if `data` is no moov box.
+// `added_ns` (may be NULL) gets the last change's lengthening in nanoseconds.
+long lectern_mp4_extend_priming_edits(uint8_t *data, size_t size, uint64_t *added_ns);
 
 #endif
