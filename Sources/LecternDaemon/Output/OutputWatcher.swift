@@ -37,10 +37,6 @@ public actor OutputWatcher {
         }
         enum Action: String, Sendable {
             case none, paused, resumed
-            /// The engine stopped with the server; the position is kept for its return.
-            case stopped
-            /// Loaded again, paused, at the kept position (the server is back, the policy doesn't resume).
-            case reloaded
         }
         var kind: Kind
         var output: String
@@ -55,16 +51,6 @@ public actor OutputWatcher {
             .structure([.string(kind.rawValue), .string(output), .string(port), .string(action.rawValue), .int64(time)])
         }
         static let type = DBusType.structure([.string, .string, .string, .string, .int64])
-    }
-
-    /// What the player was doing when the sound server died, to load it again once the server is back: pulsesink
-    /// fails with the server ("Connection terminated"), which stops the player and resets its position.
-    private struct Recovery {
-        var items: [MediaItem]
-        var index: Int
-        var position: Duration
-        /// The player's state once the engine had failed; still equal at reconnection = nothing happened since.
-        var failedState: PlayerState?
     }
 
     private let player: Player
@@ -84,11 +70,7 @@ public actor OutputWatcher {
     private var stream: PulseSinkInput?
     private var currentOutput = ""
     private var lastEvent = RouteEvent.initial
-    private var recovery: Recovery?
     private var wasDisconnected = false
-    /// The player's position clock, last seen moving, and when: pulsesink fails with a dying server as soon as we
-    /// hear of it, and the failure resets the position, so this is where the player was (see `sampleClock`).
-    private var lastPlayingClock: (clock: PositionClock, seen: ContinuousClock.Instant)?
 
     private var monitor: DeviceMonitor?
     private let deviceChanges: AsyncStream<DeviceChange>
@@ -164,27 +146,10 @@ public actor OutputWatcher {
             group.addTask { [deviceChanges] in
                 for await change in deviceChanges { await self.handle(change) }
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    await self.sampleClock()
-                    do { try await Task.sleep(for: .milliseconds(250), tolerance: .milliseconds(50)) } catch { return }
-                }
-            }
             await group.next()
             group.cancelAll()
         }
         await stopDeviceMonitor()
-    }
-
-    /// Remembers the position clock while it moves; forgets it when the player stands still somewhere (a pause
-    /// keeps its position as anchor); keeps it through a reset to zero, which is what an engine failure does.
-    private func sampleClock() {
-        let clock = player.positionClock.value
-        if clock.speed > 0 {
-            lastPlayingClock = (clock, .now)
-        } else if clock.anchor != .zero {
-            lastPlayingClock = nil
-        }
     }
 
     private func handle(_ event: PulseClient.Event) async {
@@ -249,37 +214,20 @@ public actor OutputWatcher {
         updateCurrentOutput()
         object?.update(Self.interfaceName, ["ServerConnected": .boolean(false)])
 
+        // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
+        // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
         let snapshot = await player.snapshot
-        // The clock, not the engine: pulsesink's position is meaningless once its server is gone.
-        var position = player.positionClock.position()
-        var playing = snapshot.status == .playing
-        // pulsesink may have failed with the server before we heard of it: the player stopped, at 0.
-        var engineFailed = false
-        // pulsesink's failure may also have come first as an output failure: the player paused itself, keeping its
-        // place (lastError says it was the engine, not an earlier unplug).
-        var pausedByEngine = false
-        if !playing, snapshot.status == .paused, snapshot.lastError != nil, await player.isPausedForLostOutput {
-            playing = true
-            pausedByEngine = true
-        }
-        if !playing, snapshot.status == .stopped, snapshot.lastError != nil, snapshot.currentIndex != nil,
-           let sample = lastPlayingClock, ContinuousClock.now - sample.seen < .seconds(1) {
-            playing = true
-            engineFailed = true
-            position = sample.clock.position()
-        }
-        let decision = policy.handle(.lost(output: previous, reason: .serverLost, playing: playing), at: .now)
+        let pausedForLostOutput = await player.isPausedForLostOutput
+        let pausedByEngine = snapshot.status == .paused && snapshot.lastError != nil && pausedForLostOutput
+        let playing = snapshot.status == .playing
+        let decision = policy.handle(.lost(output: previous, reason: .serverLost, playing: playing || pausedByEngine),
+                                     at: .now)
         var action = RouteEvent.Action.none
         if decision == .pause {
-            if engineFailed {
-                action = .stopped
-                recovery = Recovery(items: snapshot.queue, index: snapshot.currentIndex ?? 0, position: position,
-                                    failedState: snapshot)
-            } else if pausedByEngine, await player.isPausedForLostOutput {
+            if pausedByEngine {
                 action = .paused
             } else if await player.pauseForLostOutput() {
                 action = .paused
-                recovery = Recovery(items: snapshot.queue, index: snapshot.currentIndex ?? 0, position: position)
             } else {
                 policy.forget()
             }
@@ -288,49 +236,17 @@ public actor OutputWatcher {
                        metadata: ["error": "\(reason)", "action": "\(action.rawValue)"])
         record(.serverLost, output: previous, action: action)
         await stopDeviceMonitor()
-        await awaitEngineFailure()
     }
 
-    /// After our pause, the engine usually fails with the server too (pulsesink: "Disconnected"), which stops the
-    /// player: note the state it left, to tell at reconnection whether anything happened since.
-    private func awaitEngineFailure() async {
-        guard let recovery, recovery.failedState == nil else { return }
-        let deadline = ContinuousClock.now + .milliseconds(1500)
-        while ContinuousClock.now < deadline {
-            let state = await player.snapshot
-            if state.status == .stopped, state.lastError != nil {
-                self.recovery?.failedState = state
-                return
-            }
-            // A command came in the meantime: nothing of ours to undo.
-            guard state.status == .paused, await player.isPausedForLostOutput else {
-                self.recovery = nil
-                return
-            }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        // No failure (a sink that doesn't need the server): the player's own flag says whether it was touched.
-    }
-
+    /// The server is back: the player, paused by the loss and untouched since, resumes when the policy says so (it
+    /// loads the file again: the pipeline failed with the server).
     private func serverReturned() async {
-        var untouched = await player.isPausedForLostOutput
-        var reload = false
-        if let failedState = recovery?.failedState {
-            untouched = await player.snapshot == failedState
-            reload = untouched
-        }
+        let untouched = await player.isPausedForLostOutput
         let decision = policy.handle(.serverReturned(untouched: untouched), at: .now)
         var action = RouteEvent.Action.none
-        if reload, let recovery {
-            // The engine's pipeline failed with the server: load the item again where it was, on the live server;
-            // paused unless the policy resumes (so that Play continues from the right place).
-            let play = decision == .resume
-            await player.open(recovery.items, startAt: recovery.index, position: recovery.position, play: play)
-            action = play ? .resumed : .reloaded
-        } else if decision == .resume, await player.resumeForReturnedOutput() {
+        if decision == .resume, await player.resumeForReturnedOutput() {
             action = .resumed
         }
-        recovery = nil
         record(.serverReturned, output: currentOutput, action: action)
     }
 
