@@ -51,7 +51,7 @@ let package = Package(
         .executableTarget(name: "lectern-bench", dependencies: ["CDBus", "TestSupport", "LecternLibrary", .product(name: "GRDB", package: "GRDB.swift")], path: "Benchmarks/lectern-bench"),
 
         // Tests: helpers to start a private bus, spawn processes and make audio files.
-        .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DBus", "CDBus"], path: "Tests/TestSupport"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),

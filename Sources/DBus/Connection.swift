@@ -5,9 +5,9 @@ import Synchronization
 /// A connection to a message bus, with its own I/O thread (``EventLoop``).
 ///
 /// Server side: ``export(_:interfaces:)`` objects, run ``serveCalls()`` to handle their method calls
-/// one at a time in arrival order; `Get`, `GetAll` and `Introspect` are answered on the I/O thread
-/// when no earlier call is still being handled. Client side: ``call(_:path:interface:member:_:timeout:)``
-/// and ``signals(_:)``.
+/// one at a time, each sender's in arrival order, senders taking turns (``CallQueue``); `Get` and `GetAll`
+/// are answered on the I/O thread when no earlier call of the same sender is still being handled,
+/// `Introspect` always. Client side: ``call(_:path:interface:member:_:timeout:)`` and ``signals(_:)``.
 ///
 /// ```swift
 /// let bus = try BusConnection(address: address)
@@ -33,10 +33,12 @@ public final class BusConnection: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Method calls waiting for, or in, their handler; Get/GetAll go the fast way only when this is 0.
-    private let callsInFlight = Atomic<Int>(0)
-    private let calls: AsyncStream<@Sendable () async -> Void>
-    private let callsContinuation: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// Method calls waiting for, or in, their handler, by sender; a sender's Get/GetAll go the fast way only
+    /// when it has none. Filled on the I/O thread, emptied by ``serveCalls()``.
+    private let calls = Mutex(CallQueue<@Sendable () async -> Void>())
+    /// Wakes ``serveCalls()`` when a call is queued; finished when the connection closes.
+    private let callQueued: AsyncStream<Void>
+    private let callQueuedContinuation: AsyncStream<Void>.Continuation
 
     private static let threadsInitialised: Bool = { dbus_threads_init_default() != 0 }()
 
@@ -59,7 +61,7 @@ public final class BusConnection: Sendable {
         raw = connection
         uniqueName = String(cString: name)
         loop = try EventLoop(connection: connection)
-        (calls, callsContinuation) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
+        (callQueued, callQueuedContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         guard dbus_connection_add_filter(connection, filter, Unmanaged.passUnretained(self).toOpaque(), nil) != 0 else {
             throw BusError.noMemory()
         }
@@ -93,7 +95,7 @@ public final class BusConnection: Sendable {
         }
         _ = objects
         finishSubscriptions()
-        callsContinuation.finish()
+        stopQueueingCalls()
         loop.stop()
     }
 
@@ -238,13 +240,33 @@ public final class BusConnection: Sendable {
         state.withLock { _ = $0.objects.removeValue(forKey: path) }
     }
 
-    /// Handles the exported objects' method calls and property sets, one at a time, in arrival order,
-    /// until the connection closes. Run it once, in the owner's task group.
+    /// Handles the exported objects' method calls and property sets, one at a time, each sender's in arrival
+    /// order and senders in turn, until the connection closes. Run it once, in the owner's task group.
     public func serveCalls() async {
-        for await handle in calls {
-            await handle()
-            callsInFlight.subtract(1, ordering: .sequentiallyConsistent)
-        }
+        var wakeUps = callQueued.makeAsyncIterator()
+        repeat {
+            var backlog = 0  // the most calls waiting at once since the queue was last empty
+            while let (sender, handle, waiting) = calls.withLock({ queue -> (String, @Sendable () async -> Void, Int)? in
+                guard let (sender, job) = queue.next() else { return nil }
+                return (sender, job, queue.count + 1)
+            }) {
+                backlog = max(backlog, waiting)
+                await handle()
+                calls.withLock { $0.finished(sender) }
+            }
+            // A burst of queued calls grew the heap, and glibc keeps the freed pages of a fragmented heap: measured,
+            // 10,000 calls pipelined by one client left 12 MiB more resident for good. A few ms, after bursts only.
+            if backlog >= Self.trimAfterBacklog { _ = malloc_trim(0) }
+        } while await wakeUps.next() != nil
+    }
+
+    /// How many calls waiting at once make a burst after which ``serveCalls()`` gives memory back.
+    static let trimAfterBacklog = 500
+
+    /// The connection closed: calls queued so far are still handled, later ones not.
+    private func stopQueueingCalls() {
+        calls.withLock { $0.close() }
+        callQueuedContinuation.finish()
     }
 
     // MARK: - Incoming messages (I/O thread)
@@ -272,7 +294,7 @@ public final class BusConnection: Sendable {
             if signal.interface == "org.freedesktop.DBus.Local", signal.member == "Disconnected" {
                 state.withLock { $0.closed = true }
                 finishSubscriptions()
-                callsContinuation.finish()
+                stopQueueingCalls()
             }
             let targets = state.withLock { s in s.subscriptions.values.filter { $0.rule.matches(signal) } }
             for target in targets { target.continuation.yield(signal) }
@@ -328,7 +350,7 @@ public final class BusConnection: Sendable {
             let methodCall = MethodCall(sender: call.sender, path: object.path, interface: declaration.name,
                                         member: method.name, arguments: call.arguments)
             let outputSignature = method.outputSignature
-            enqueue { [self] in
+            enqueue(from: call) { [self] in
                 guard let deferred = method.deferred else {
                     do {
                         answer(call, member, outputSignature, .success(try await method.handler(methodCall)))
@@ -372,11 +394,11 @@ public final class BusConnection: Sendable {
         switch call.member {
         case "Get":
             let name = call.arguments[1].string ?? ""
-            answerNowOrInOrder { [self] in
+            answerNowOrInOrder(call) { [self] in
                 do { reply(to: call, [.variant(try object.value(interface, name))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
             }
         case "GetAll":
-            answerNowOrInOrder { [self] in
+            answerNowOrInOrder(call) { [self] in
                 do { reply(to: call, [.vardict(try object.allValues(interface))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
             }
         default:  // Set
@@ -399,7 +421,7 @@ public final class BusConnection: Sendable {
                 reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'"))
                 return
             }
-            enqueue { [self] in
+            enqueue(from: call) { [self] in
                 do {
                     try await setter(value)
                     reply(to: call, [])
@@ -412,20 +434,19 @@ public final class BusConnection: Sendable {
         }
     }
 
-    /// Runs `answer` at once when no earlier call is pending (keeping arrival order), else queues it.
-    private func answerNowOrInOrder(_ answer: @escaping @Sendable () -> Void) {
-        if callsInFlight.load(ordering: .sequentiallyConsistent) == 0 {
-            answer()
-        } else {
-            enqueue { answer() }
+    /// Runs `answer` at once when no earlier call of the same sender is pending, else queues it behind them
+    /// (a Get sent after a Set sees the Set). Another sender's calls don't hold it up: nothing orders them.
+    private func answerNowOrInOrder(_ call: ReceivedMessage, _ answer: @escaping @Sendable () -> Void) {
+        let sender = call.sender ?? ""
+        let queued = calls.withLock { queue in
+            queue.hasUnfinished(sender) && queue.append({ answer() }, from: sender)
         }
+        if queued { callQueuedContinuation.yield() } else { answer() }
     }
 
-    private func enqueue(_ job: @escaping @Sendable () async -> Void) {
-        callsInFlight.add(1, ordering: .sequentiallyConsistent)
-        if case .terminated = callsContinuation.yield(job) {
-            callsInFlight.subtract(1, ordering: .sequentiallyConsistent)
-        }
+    /// Queues a call's handling behind its sender's earlier calls (dropped once the connection has closed).
+    private func enqueue(from call: ReceivedMessage, _ job: @escaping @Sendable () async -> Void) {
+        if calls.withLock({ $0.append(job, from: call.sender ?? "") }) { callQueuedContinuation.yield() }
     }
 
     /// Replies with a handler's result, checked against the declared output signature.

@@ -14,6 +14,15 @@ final class Counter: Sendable {
     let value = Mutex<Int32>(0)
 }
 
+/// Closed until `open()`: a handler waiting on it holds the call queue.
+final class Gate: Sendable {
+    private let isOpen = Mutex(false)
+    func open() { isOpen.withLock { $0 = true } }
+    func wait() async throws {
+        while !isOpen.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+    }
+}
+
 /// A server and a client connection on a private dbus-daemon, with one exported test object.
 private final class Harness: Sendable {
     let bus: PrivateBus
@@ -21,6 +30,8 @@ private final class Harness: Sendable {
     let client: BusConnection
     let object: ExportedObject
     let log = Recorder()
+    /// What `Hold` waits for.
+    let gate = Gate()
     let serving: Task<Void, Never>
     static let path = "/org/example/Thing"
     static let interface = "org.example.Thing"
@@ -30,6 +41,7 @@ private final class Harness: Sendable {
         server = try BusConnection(address: bus.address)
         client = try BusConnection(address: bus.address)
         let log = self.log
+        let gate = self.gate
         let counter = Counter()
         let thing = Interface(Self.interface,
             methods: [
@@ -39,6 +51,11 @@ private final class Harness: Sendable {
                 },
                 Method("Record", in: [("tag", .string)]) { call in
                     log.append(call.arguments[0].string ?? "")
+                    return []
+                },
+                Method("Hold", in: [("tag", .string)]) { call in
+                    log.append(call.arguments[0].string ?? "")
+                    try await gate.wait()
                     return []
                 },
                 Method("SlowRecord", in: [("tag", .string), ("ms", .uint32)]) { call in
@@ -240,6 +257,35 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         for i in 0..<5 { _ = try await h.call("Record", [.string("quick\(i)")]) }
         _ = try await slow.value
         #expect(h.log.entries == ["slow", "quick0", "quick1", "quick2", "quick3", "quick4"])
+    }
+
+    @Test func sendersTakeTurnsInTheCallQueueAndEachKeepsItsOrder() async throws {
+        let h = try await Harness()
+        let flood = try RawClient(address: h.bus.address)
+        let quiet = try RawClient(address: h.bus.address)
+        defer {
+            flood.close()
+            quiet.close()
+        }
+        let server = h.server.uniqueName
+        // One sender's call holds the queue; 20 more of its calls queue up behind it, then one of another sender.
+        flood.send(server, Harness.path, Harness.interface, "Hold", ["F0"])
+        let held = try await poll(timeout: .seconds(5), { h.log.entries }, until: { $0 == ["F0"] })
+        try #require(held == ["F0"])
+        for n in 1...20 { flood.send(server, Harness.path, Harness.interface, "Record", ["F\(n)"]) }
+        try flood.ping(server)  // answered once the server has dispatched (queued) the 20 calls
+        quiet.send(server, Harness.path, Harness.interface, "Record", ["Q"])
+        try quiet.ping(server)
+
+        // A Get of a third sender with nothing queued is answered while the queue is held.
+        #expect(try await h.get("Name") == .string("thing"))
+
+        h.gate.open()
+        let log = try await poll(timeout: .seconds(5), { h.log.entries }, until: { $0.count == 22 })
+        // The quiet sender's call comes at its turn: after the call running and one more of the flood, not after
+        // all 20 (a FIFO's order); the flood's calls keep theirs.
+        #expect(log.firstIndex(of: "Q").map { $0 <= 2 } == true, "\(log)")
+        #expect(log.filter { $0 != "Q" } == (0...20).map { "F\($0)" }, "\(log)")
     }
 
     @Test func aDeferredCallDoesNotHoldUpOtherSenders() async throws {

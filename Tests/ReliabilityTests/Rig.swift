@@ -89,14 +89,15 @@ final class Rig: Sendable {
         let entries = Mutex<[(job: UInt32, books: [Int64], error: String)]>([])
     }
 
-    static func with(_ body: (Rig) async throws -> Void) async throws {
-        let rig = try await Rig()
+    /// `busLimits`: see `PrivateBus.init(timeout:limits:)`.
+    static func with(busLimits: [String: Int] = [:], _ body: (Rig) async throws -> Void) async throws {
+        let rig = try await Rig(busLimits: busLimits)
         defer { rig.tearDown() }
         try await body(rig)
     }
 
-    private init() async throws {
-        bus = try PrivateBus()
+    private init(busLimits: [String: Int]) async throws {
+        bus = try PrivateBus(limits: busLimits)
         directory = try TemporaryDirectory(prefix: "lectern-rel")
         log = directory.appending("lecternd.log")
         databasePath = directory.appending("db/library.sqlite").path

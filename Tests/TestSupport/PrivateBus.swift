@@ -45,8 +45,10 @@ public final class PrivateBus: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    /// Starts the bus and waits for its address (a few ms; gives up after `timeout`).
-    public init(timeout: Duration = .seconds(5)) throws {
+    /// Starts the bus and waits for its address (a few ms; gives up after `timeout`). `limits` become `<limit>`
+    /// elements of its configuration: e.g. `["max_replies_per_connection": 50_000]`, as a desktop's session bus
+    /// has it (dbus-daemon's own default lets a sender wait for 128 replies at most, and refuses its further calls).
+    public init(timeout: Duration = .seconds(5), limits: [String: Int] = [:]) throws {
         guard let daemonPath = Subprocess.findExecutable("dbus-daemon") else {
             throw PrivateBusError.daemonNotFound
         }
@@ -57,7 +59,7 @@ public final class PrivateBus: @unchecked Sendable {
         let fm = FileManager.default
         try fm.createDirectory(at: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         try fm.createDirectory(at: services, withIntermediateDirectories: false)
-        try PrivateBus.configuration(socketDirectory: dir.path, servicesDirectory: services.path)
+        try PrivateBus.configuration(socketDirectory: dir.path, servicesDirectory: services.path, limits: limits)
             .write(to: config, atomically: true, encoding: .utf8)
 
         let daemon = try Subprocess(
@@ -104,8 +106,10 @@ public final class PrivateBus: @unchecked Sendable {
 
     deinit { stop() }
 
-    static func configuration(socketDirectory: String, servicesDirectory: String) -> String {
-        """
+    static func configuration(socketDirectory: String, servicesDirectory: String, limits: [String: Int] = [:]) -> String {
+        let limitElements = limits.sorted { $0.key < $1.key }
+            .map { "\n  <limit name=\"\(xmlEscape($0.key))\">\($0.value)</limit>" }.joined()
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
@@ -118,7 +122,7 @@ public final class PrivateBus: @unchecked Sendable {
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>
             <allow own="*"/>
-          </policy>
+          </policy>\(limitElements)
         </busconfig>
 
         """

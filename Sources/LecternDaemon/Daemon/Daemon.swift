@@ -49,10 +49,14 @@ public struct DaemonOptions: Sendable {
 
 public enum DaemonError: Error, CustomStringConvertible {
     case alreadyRunning(String)
+    /// Another process (a lecternd on another bus) holds the library's lock: the library, who holds it.
+    case libraryInUse(String, holder: String)
 
     public var description: String {
         switch self {
         case .alreadyRunning(let detail): return "lecternd is already running on this bus (\(detail))"
+        case .libraryInUse(let path, let holder):
+            return "lecternd is already running with the library \(path) (\(holder)): stop that one, or give this one another --database"
         }
     }
 }
@@ -71,6 +75,9 @@ public enum Daemon {
         let (quitRequests, quit) = AsyncStream.makeStream(of: String.self)
         let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { quit.yield("signal \($0)") }
         defer { signals.cancel() }
+        // Before the bus and the library: a lecternd on another bus using this library stops us touching either.
+        let libraryLock = try DatabaseLock(database: options.databasePath, bus: options.busDescription, logger: logger)
+        defer { libraryLock.release() }
         GStreamer.initialize()
         let connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
         defer { connection.close() }
