@@ -400,6 +400,8 @@ public actor Player {
     /// Applies one engine event. `run()` calls it for each event the engine reports, in order; tests may
     /// call it directly.
     public func handle(_ event: EngineEvent) {
+        logger.debug("engine event", metadata: ["event": "\(event)", "status": "\(state.status)",
+                                                "file": "\(state.current?.url.lastPathComponent ?? "-")"])
         switch event {
         case .ready(let url, let duration):
             guard !engineReady, state.current?.url == url, state.status != .stopped else { return }  // stale

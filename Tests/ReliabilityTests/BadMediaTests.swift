@@ -67,7 +67,10 @@ extension Reliability {
                    try await rig.status() == "Playing" {
                     reachedThird = .now
                 }
-                if reported == nil, String(rig.daemonLog.dropFirst(logBefore)).contains("\(damage.rawValue)/2.ogg") {
+                // A warning or error naming the file (debug lines name it too, when the engine moves to it).
+                if reported == nil, String(rig.daemonLog.dropFirst(logBefore)).split(separator: "\n").contains(where: {
+                    ($0.contains(" warning ") || $0.contains(" error ")) && $0.contains("\(damage.rawValue)/2.ogg")
+                }) {
                     reported = .now
                 }
                 try await Task.sleep(for: .milliseconds(100))
@@ -94,7 +97,8 @@ extension Reliability {
         @Test func aDamagedFileIsReportedWithinASecondAndTheRestOfTheBookPlays() async throws {
             let media = try ReliabilityMedia.shared()
             try await Rig.with { rig in
-                try await rig.start(wrapper: Self.withoutFileOverride)
+                // Debug logging: a failure shows the engine events the player saw (the log is in its message).
+                try await rig.start(wrapper: Self.withoutFileOverride, arguments: ["--log-level", "debug"])
                 var books: [Damage: Int64] = [:]
                 for damage in Damage.allCases {
                     let folder = rig.directory.appending("books/\(damage.rawValue)")
