@@ -168,19 +168,24 @@ final class GStreamerEngine: AudioEngine {
 }
 
 /// The engine's playbin, built once, on the calling thread or on a thread of its own.
-// @unchecked Sendable: `built` is written once, by the building thread, before `done` is signalled, and read only
-// after waiting for `done`; the Playbin in it is handed over to the engine's owner, its only user from then on.
+// @unchecked Sendable: `built` is written once, by the building thread, before `finished` is signalled and the
+// waiters are resumed, and read only after that; the Playbin in it is handed over to the engine's owner, its only
+// user from then on.
 final class PlaybinBuild: @unchecked Sendable {
     private var built: Result<Playbin, PipelineError>?
-    private let done = DispatchGroup()
+    private let finished = DispatchSemaphore(value: 0)
+    /// Tasks awaiting the build; nil once it is done.
+    private let waiters = Mutex<[CheckedContinuation<Void, Never>]?>([])
 
     fileprivate init(audioSink: String?, inBackground: Bool, onEvent: @escaping Playbin.EventHandler) {
-        done.enter()
-        if inBackground {
-            DispatchQueue.global().async { [self] in build(audioSink: audioSink, onEvent: onEvent) }
-        } else {
+        guard inBackground else {
             build(audioSink: audioSink, onEvent: onEvent)
+            return
         }
+        // A thread of its own, like the bus reader's: gst_init and plugin loading block for tens of milliseconds.
+        let thread = Thread { [self] in build(audioSink: audioSink, onEvent: onEvent) }
+        thread.name = "gst engine build"
+        thread.start()
     }
 
     private func build(audioSink: String?, onEvent: @escaping Playbin.EventHandler) {
@@ -189,22 +194,30 @@ final class PlaybinBuild: @unchecked Sendable {
         } catch {
             built = .failure(error)
         }
-        done.leave()
+        finished.signal()
+        let waiting = waiters.withLock { waiting in
+            defer { waiting = nil }
+            return waiting ?? []
+        }
+        for waiter in waiting { waiter.resume() }
     }
 
     /// Returns when the playbin is built; throws why it could not be (e.g. an invalid sink description).
     func wait() async throws(PipelineError) {
-        let failure = await withCheckedContinuation { (resumed: CheckedContinuation<PipelineError?, Never>) in
-            done.notify(queue: .global()) { [self] in
-                if case .failure(let error) = built { resumed.resume(returning: error) } else { resumed.resume(returning: nil) }
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = waiters.withLock { waiting in
+                waiting?.append(waiter)
+                return waiting == nil
             }
+            if done { waiter.resume() }
         }
-        if let failure { throw failure }
+        if case .failure(let error) = built { throw error }
     }
 
     /// The outcome, waiting for the build if it is still running (only the engine's owner calls this).
     fileprivate func result() -> Result<Playbin, PipelineError> {
-        done.wait()
+        finished.wait()
+        finished.signal()  // for whoever waits next
         guard let built else { preconditionFailure("the playbin build signalled without a result") }
         return built
     }
