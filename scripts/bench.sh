@@ -45,6 +45,10 @@ swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product
 swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lectern-bench >&2
 bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
 
+# Measure lecternd as after an install (written back, then read from disk as it runs), not in the linker's fresh
+# page cache: a just-linked binary measured up to ~2 MB more VmRSS than the same file read back from disk.
+sync "$bin/lecternd" && dd if="$bin/lecternd" iflag=nocache count=0 status=none || true
+
 mkdir -p "$scratch/bench-results" "$scratch/bench-audio"
 json="$scratch/bench-results/$(date -u +%Y%m%dT%H%M%SZ).json"
 library_args=()
