@@ -380,8 +380,13 @@ public final class BusConnection: Sendable {
     }
 
     private func handlePropertiesCall(_ header: ReceivedMessage, _ message: OpaquePointer, object: ExportedObject) {
-        let expected = ["Get": "ss", "GetAll": "s", "Set": "ssv"]
-        guard let signature = expected[header.member ?? ""] else {
+        let expected: String? = switch header.member {
+        case "Get": "ss"
+        case "GetAll": "s"
+        case "Set": "ssv"
+        default: nil
+        }
+        guard let signature = expected else {
             reply(to: header, error: .unknownMethod("No method '\(header.member ?? "")' in org.freedesktop.DBus.Properties"))
             return
         }

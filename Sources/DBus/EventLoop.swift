@@ -122,17 +122,28 @@ final class EventLoop: Sendable {
     // MARK: the loop (loop thread only)
 
     private func run() {
+        // Kept across iterations so that a round of the loop allocates nothing once they have grown.
+        var watches: [Handle] = []
+        var expired: [Handle] = []
+        var pollfds: [pollfd] = []
+        var drain = [UInt8](repeating: 0, count: 64)
         while true {
             while dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
                 _ = dbus_connection_dispatch(connection)
             }
-            let (stopping, watches, deadline) = state.withLock { s -> (Bool, [Handle], ContinuousClock.Instant?) in
-                let enabled = s.timeouts.filter { dbus_timeout_get_enabled($0.key.pointer) != 0 }
-                return (s.stopping, s.watches.filter { dbus_watch_get_enabled($0.pointer) != 0 }, enabled.values.min())
+            watches.removeAll(keepingCapacity: true)
+            let (stopping, deadline) = state.withLock { s -> (Bool, ContinuousClock.Instant?) in
+                for watch in s.watches where dbus_watch_get_enabled(watch.pointer) != 0 { watches.append(watch) }
+                var earliest: ContinuousClock.Instant?
+                for (timeout, deadline) in s.timeouts where dbus_timeout_get_enabled(timeout.pointer) != 0 {
+                    earliest = min(earliest ?? deadline, deadline)
+                }
+                return (s.stopping, earliest)
             }
             if stopping { break }
 
-            var pollfds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            pollfds.removeAll(keepingCapacity: true)
+            pollfds.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
             for watch in watches {
                 let flags = dbus_watch_get_flags(watch.pointer)
                 var events: Int16 = 0
@@ -150,8 +161,7 @@ final class EventLoop: Sendable {
             if ready < 0 && errno != EINTR { break }
 
             if pollfds[0].revents != 0 {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                while read(wakeRead, &buffer, buffer.count) > 0 {}
+                while read(wakeRead, &drain, drain.count) > 0 {}
             }
             for (index, watch) in watches.enumerated() {
                 let revents = Int32(pollfds[index + 1].revents)
@@ -163,9 +173,13 @@ final class EventLoop: Sendable {
                 if revents & Int32(POLLHUP) != 0 { flags |= 8 }  // DBUS_WATCH_HANGUP
                 _ = dbus_watch_handle(watch.pointer, flags)
             }
+            guard deadline != nil else { continue }  // no enabled timeout: none can have expired
             let now = ContinuousClock.now
-            let expired = state.withLock { s in
-                s.timeouts.filter { $0.value <= now && dbus_timeout_get_enabled($0.key.pointer) != 0 }.map(\.key)
+            expired.removeAll(keepingCapacity: true)
+            state.withLock { s in
+                for (timeout, deadline) in s.timeouts where deadline <= now && dbus_timeout_get_enabled(timeout.pointer) != 0 {
+                    expired.append(timeout)
+                }
             }
             for timeout in expired {
                 guard state.withLock({ $0.timeouts[timeout] != nil }) else { continue }

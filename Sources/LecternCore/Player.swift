@@ -209,9 +209,9 @@ public actor Player {
     public func stop() {
         userCommand()
         guard let item = state.current, state.status != .stopped else { return }
-        // Paused, the place is where clients saw it stop (the clock's anchor), not where the pipeline came to
-        // rest a few milliseconds later.
-        let stoppedAt = state.status == .paused ? positionClock.position() : position
+        // The place is where clients saw it stop (the clock), not where the pipeline is: paused, it came to rest a
+        // few milliseconds later; playing, its position lags what the clock showed by the output's latency.
+        let stoppedAt = positionClock.position()
         setStatus(.stopped)
         engine.stop()
         engineReady = false

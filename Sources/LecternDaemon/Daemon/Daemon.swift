@@ -1,7 +1,6 @@
 import DBus
 import Dispatch
 import Foundation
-import GStreamer
 import LecternCore
 import LecternLibrary
 import Logging
@@ -78,7 +77,10 @@ public enum Daemon {
         // Before the bus and the library: a lecternd on another bus using this library stops us touching either.
         let libraryLock = try DatabaseLock(database: options.databasePath, bus: options.busDescription, logger: logger)
         defer { libraryLock.release() }
-        GStreamer.initialize()
+        // GStreamer starts (gst_init, the registry, the playbin's plugins) while the bus connection and the library
+        // do; the names are claimed without waiting for it, commands wait for it below.
+        let engine = GStreamerEngine.building(audioSink: options.audioSink)
+        let engineReadiness = engine.readiness
         let connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
         defer { connection.close() }
 
@@ -93,7 +95,6 @@ public enum Daemon {
         }
 
         let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
-        let engine = try GStreamerEngine(audioSink: options.audioSink)
         let mpris = MPRISService(titleTemplate: options.titleTemplate)
         let listeningService = Mutex<ListeningService?>(nil)
         let (bookEvents, bookEventSink) = AsyncStream.makeStream(of: PlayerEvent.self)
@@ -147,6 +148,9 @@ public enum Daemon {
             mprisName += ".instance\(getpid())"
             _ = try await connection.requestName(mprisName)
         }
+        // Before any command reaches the player (calls wait in their queue meanwhile; Get and GetAll are answered
+        // from the published properties), and before the book is resumed.
+        try await engineReadiness.wait()
         // After the names: clients see the player at once, then the book it resumes (a PropertiesChanged).
         await session.restore()
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",

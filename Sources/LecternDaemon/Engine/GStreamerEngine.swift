@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
@@ -8,6 +9,10 @@ import Synchronization
 /// ```swift
 /// let engine = try GStreamerEngine()                      // autoaudiosink
 /// let player = Player(engine: engine)                      // passed with `sending`; the actor is the only caller
+///
+/// let background = GStreamerEngine.building(audioSink: nil)  // returns at once; GStreamer starts on another thread
+/// let readiness = background.readiness
+/// try await readiness.wait()                                // before the first command reaches the engine
 /// ```
 ///
 /// Threads: the player actor calls the methods (one caller, in order). The playbin's bus thread runs
@@ -19,19 +24,45 @@ import Synchronization
 /// across set_state/seek cannot deadlock.
 final class GStreamerEngine: AudioEngine {
     let events: AsyncStream<EngineEvent>
+    /// Whether the playbin is built; see ``building(audioSink:)``.
+    let readiness: PlaybinBuild
 
-    private let playbin: Playbin
     private let translation: Translation
+    /// The playbin, once taken from `readiness` (the owner's first call); only the owner touches it.
+    private var builtPlaybin: Playbin?
 
     /// - Parameter audioSink: a GStreamer pipeline description for the output (see ``Playbin/init(audioSink:onEvent:)``),
     ///   e.g. `"fakesink sync=true"` in tests; nil for the system's default output (autoaudiosink).
-    init(audioSink: String? = nil) throws(PipelineError) {
+    convenience init(audioSink: String? = nil) throws(PipelineError) {
+        self.init(audioSink: audioSink, inBackground: false)
+        if case .failure(let error) = readiness.result() { throw error }
+    }
+
+    /// An engine whose playbin is being built on a thread of its own (gst_init, the registry and plugin loading
+    /// take tens of milliseconds at start-up). Await ``readiness`` before the first call: a call made earlier
+    /// waits for the build, and a failed build (an invalid sink description) is a programming error then.
+    static func building(audioSink: String?) -> GStreamerEngine {
+        GStreamerEngine(audioSink: audioSink, inBackground: true)
+    }
+
+    private init(audioSink: String?, inBackground: Bool) {
         let (stream, continuation) = AsyncStream.makeStream(of: EngineEvent.self)
         let translation = Translation(continuation: continuation)
         self.events = stream
         self.translation = translation
-        self.playbin = try Playbin(audioSink: audioSink) { event, control in
+        self.readiness = PlaybinBuild(audioSink: audioSink, inBackground: inBackground) { event, control in
             translation.handle(event, control: control)
+        }
+    }
+
+    private var playbin: Playbin {
+        if let builtPlaybin { return builtPlaybin }
+        switch readiness.result() {
+        case .success(let playbin):
+            builtPlaybin = playbin
+            return playbin
+        case .failure(let error):
+            preconditionFailure("the engine was used although its playbin could not be built: \(error)")
         }
     }
 
@@ -133,6 +164,62 @@ final class GStreamerEngine: AudioEngine {
             state.nextURL = url
             playbin.nextURI = url?.absoluteString
         }
+    }
+}
+
+/// The engine's playbin, built once, on the calling thread or on a thread of its own.
+// @unchecked Sendable: `built` is written once, by the building thread, before `finished` is signalled and the
+// waiters are resumed, and read only after that; the Playbin in it is handed over to the engine's owner, its only
+// user from then on.
+final class PlaybinBuild: @unchecked Sendable {
+    private var built: Result<Playbin, PipelineError>?
+    private let finished = DispatchSemaphore(value: 0)
+    /// Tasks awaiting the build; nil once it is done.
+    private let waiters = Mutex<[CheckedContinuation<Void, Never>]?>([])
+
+    fileprivate init(audioSink: String?, inBackground: Bool, onEvent: @escaping Playbin.EventHandler) {
+        guard inBackground else {
+            build(audioSink: audioSink, onEvent: onEvent)
+            return
+        }
+        // A thread of its own, like the bus reader's: gst_init and plugin loading block for tens of milliseconds.
+        let thread = Thread { [self] in build(audioSink: audioSink, onEvent: onEvent) }
+        thread.name = "gst engine build"
+        thread.start()
+    }
+
+    private func build(audioSink: String?, onEvent: @escaping Playbin.EventHandler) {
+        do throws(PipelineError) {
+            built = .success(try Playbin(audioSink: audioSink, onEvent: onEvent))
+        } catch {
+            built = .failure(error)
+        }
+        finished.signal()
+        let waiting = waiters.withLock { waiting in
+            defer { waiting = nil }
+            return waiting ?? []
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+
+    /// Returns when the playbin is built; throws why it could not be (e.g. an invalid sink description).
+    func wait() async throws(PipelineError) {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = waiters.withLock { waiting in
+                waiting?.append(waiter)
+                return waiting == nil
+            }
+            if done { waiter.resume() }
+        }
+        if case .failure(let error) = built { throw error }
+    }
+
+    /// The outcome, waiting for the build if it is still running (only the engine's owner calls this).
+    fileprivate func result() -> Result<Playbin, PipelineError> {
+        finished.wait()
+        finished.signal()  // for whoever waits next
+        guard let built else { preconditionFailure("the playbin build signalled without a result") }
+        return built
     }
 }
 
