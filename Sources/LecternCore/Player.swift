@@ -50,6 +50,10 @@ public actor Player {
     /// The stall watchdog: the engine's position at the last tick while playing, and since when (on `now`) it
     /// has stood there.
     var standing: (position: Duration?, since: Duration)?
+    /// When (on `now`) the engine was last asked to load, until it reports ready; and whether that load is already
+    /// the second try (see `watchForStuckLoad`).
+    var loadingSince: Duration?
+    var loadRetried = false
 
     /// The current position as a function of time; readable from any thread without awaiting the actor.
     public nonisolated let positionClock = SharedPositionClock()
@@ -406,6 +410,8 @@ public actor Player {
         case .ready(let url, let duration):
             guard !engineReady, state.current?.url == url, state.status != .stopped else { return }  // stale
             engineReady = true
+            loadingSince = nil
+            loadRetried = false
             consecutiveFailures = 0
             if let duration { setCurrentDuration(duration) }
             if state.status == .playing { engine.play() }
@@ -490,6 +496,7 @@ public actor Player {
     public func tick() {
         guard state.status == .playing, engineReady else {
             standing = nil
+            watchForStuckLoad()
             return
         }
         let enginePosition = engine.position
@@ -500,6 +507,27 @@ public actor Player {
 
     /// How long the engine's position may stand still while playing before the player calls playback stalled.
     static let stallLimit = Duration.seconds(5)
+    /// How long a load may take before the player loads the file again (a local file prerolls in milliseconds).
+    static let loadLimit = Duration.seconds(3)
+
+    /// Called every tick while playing and the engine has not reported ready: a load that never completes (no
+    /// preroll, no error) is a frozen "Playing" too. The first time the file is loaded again where it was; if that
+    /// stalls as well, the file is given up like one that failed, and the next one plays.
+    private func watchForStuckLoad() {
+        guard state.status == .playing, !engineReady, !needsReload, let since = loadingSince,
+              now() - since >= Self.loadLimit else { return }
+        let file = state.current?.url.path ?? "-"
+        if loadRetried {
+            loadRetried = false
+            loadingSince = nil
+            handle(.failed("did not start: loading it stalled twice"))
+        } else {
+            logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
+            let at = positionClock.position()
+            load(orderPosition: orderPosition, at: at)
+            loadRetried = true
+        }
+    }
 
     /// Called every tick while playing: a position that stands still for ``stallLimit`` is a stall (no error
     /// came, no end of stream: a frozen "Playing"). At the end of a file with a next one set, the next file is
@@ -639,6 +667,8 @@ public actor Player {
         state.lastError = nil
         engineReady = false
         needsReload = false
+        loadingSince = now()
+        loadRetried = false
         engine.load(state.queue[order[target]].url, at: position)
         positionClock.set(PositionClock(anchor: position))
         updateNext()

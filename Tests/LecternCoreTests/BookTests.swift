@@ -676,6 +676,36 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
+    @Test func aLoadThatNeverCompletesIsTriedAgainThenGivenUp() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))   // playing; the engine never reports ready
+            let stuck = await h.player.snapshot.queue[0].id
+            func loads() -> [URL] { h.engine.calls.compactMap { if case .load(let url, _) = $0 { url } else { nil } } }
+            #expect(loads() == [fileURL(0)])
+
+            await tick(h, seconds: 4)
+            #expect(loads() == [fileURL(0), fileURL(0)], "loaded again once")
+            #expect(h.log.all.allSatisfy { if case .itemFailed = $0 { false } else { true } })
+
+            await tick(h, seconds: 4)
+            #expect(loads() == [fileURL(0), fileURL(0), fileURL(1)], "given up, the next file loads")
+            #expect(h.log.all.contains { if case .itemFailed(let id, _) = $0 { id == stuck } else { false } })
+            #expect(h.log.lastState?.status == .playing)
+            #expect(h.log.lastState?.currentIndex == 1)
+        }
+    }
+
+    @Test func aLoadThatCompletesInTimeIsNotRepeated() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await tick(h, seconds: 2)
+            await h.ready(.seconds(100))
+            await tick(h, seconds: 10, step: .seconds(1))
+            #expect(h.engine.calls.filter { if case .load = $0 { true } else { false } }.count == 1)
+            #expect(h.log.lastState?.lastError == nil)
+        }
+    }
+
     @Test func aSlowButMovingPositionIsNotAStall() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
