@@ -505,60 +505,6 @@ public actor Player {
         watchForStall(enginePosition)
     }
 
-    /// How long the engine's position may stand still while playing before the player calls playback stalled.
-    static let stallLimit = Duration.seconds(5)
-    /// How long a load may take before the player loads the file again (a local file prerolls in milliseconds).
-    static let loadLimit = Duration.seconds(3)
-
-    /// Called every tick while playing and the engine has not reported ready: a load that never completes (no
-    /// preroll, no error) is a frozen "Playing" too. The first time the file is loaded again where it was; if that
-    /// stalls as well, the file is given up like one that failed, and the next one plays.
-    private func watchForStuckLoad() {
-        guard state.status == .playing, !engineReady, !needsReload, let since = loadingSince,
-              now() - since >= Self.loadLimit else { return }
-        let file = state.current?.url.path ?? "-"
-        if loadRetried {
-            loadRetried = false
-            loadingSince = nil
-            handle(.failed("did not start: loading it stalled twice"))
-        } else {
-            logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
-            let at = positionClock.position()
-            load(orderPosition: orderPosition, at: at)
-            loadRetried = true
-        }
-    }
-
-    /// Called every tick while playing: a position that stands still for ``stallLimit`` is a stall (no error
-    /// came, no end of stream: a frozen "Playing"). At the end of a file with a next one set, the next file is
-    /// what never started (a stream GStreamer hangs on during the gapless handover): it is skipped as if it had
-    /// failed. Anywhere else the file or the output is stuck: the player pauses where it was and says so;
-    /// Play loads the file again.
-    private func watchForStall(_ enginePosition: Duration?) {
-        guard let standing, standing.position == enginePosition else {
-            standing = (enginePosition, now())
-            return
-        }
-        guard now() - standing.since >= Self.stallLimit else { return }
-        self.standing = nil
-        let at = enginePosition ?? positionClock.position()
-        if let target = pendingNext, target != orderPosition, let duration = state.current?.duration,
-           at >= duration - .seconds(1) {
-            handle(.nextFailed(state.queue[order[target]].url,
-                               "did not start: playback stood still at the end of the file before it"))
-            return
-        }
-        let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
-        logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
-        engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"
-        engineReady = false
-        needsReload = true
-        setStatus(.paused)
-        positionClock.set(PositionClock(anchor: at))
-        state.lastError = message
-        publish()
-    }
-
     // MARK: - Internals
 
     /// What every command does first.
@@ -660,7 +606,7 @@ public actor Player {
 
     /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a track's
     /// start, or when `announce` (a jump, or the same track starting over).
-    private func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
+    func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         orderPosition = target
         state.currentIndex = order[target]
         state.currentTrack = state.trackIndex(atFilePosition: position)

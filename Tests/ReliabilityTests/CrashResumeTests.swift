@@ -10,10 +10,16 @@ extension Reliability {
         /// The real length of each book file, as the generator rounds it to whole buffers.
         static let fileDuration = AudioFiles.duration(ofBuffers: AudioFiles.buffers(forSeconds: ReliabilityMedia.bookFileSeconds))
 
-        /// Where in the whole book the player is: files before the current one plus Position, in µs.
+        /// Where in the whole book the player is: files before the current one plus Position, in µs. The file and
+        /// the position are two reads: across a file change they could pair the old file with the new file's position
+        /// (a whole file off), so they are read again until the file is the same before and after the position.
         static func bookPosition(_ rig: Rig) async throws -> Int64 {
-            let url = try await rig.currentURL() ?? ""
-            let position = try await rig.position()
+            var url = try await rig.currentURL() ?? ""
+            var position = try await rig.position()
+            while case let again = try await rig.currentURL() ?? "", again != url {
+                url = again
+                position = try await rig.position()
+            }
             guard let index = ReliabilityMedia.bookFiles.firstIndex(where: { url.hasSuffix("/book/\($0)") }) else {
                 throw RigError("the current file \(url) is not one of the book's")
             }
