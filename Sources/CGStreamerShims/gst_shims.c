@@ -85,6 +85,22 @@ bool lectern_gst_message_from_sink(void *message) {
     return source != NULL && GST_IS_ELEMENT(source) && GST_OBJECT_FLAG_IS_SET(source, GST_ELEMENT_FLAG_SINK);
 }
 
+char *lectern_gst_message_source_uri(void *message) {
+    // playbin (1.22, playbin2) gives each stream a "uridecodebin" of its own; the shared output chain has none.
+    for (GstObject *object = GST_MESSAGE_SRC(GST_MESSAGE(message)); object != NULL; object = GST_OBJECT_PARENT(object)) {
+        if (!GST_IS_ELEMENT(object)) {
+            continue;
+        }
+        GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(object));
+        if (factory != NULL && g_strcmp0(GST_OBJECT_NAME(factory), "uridecodebin") == 0) {
+            char *uri = NULL;
+            g_object_get(object, "uri", &uri, NULL);
+            return uri;
+        }
+    }
+    return NULL;
+}
+
 bool lectern_gst_post_application(void *element, const char *name, const char *field, const char *value) {
     GstStructure *structure = gst_structure_new_empty(name);
     if (field != NULL && value != NULL) {

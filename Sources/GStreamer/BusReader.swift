@@ -101,7 +101,11 @@ final class BusReader: @unchecked Sendable {
             return .stateChanged(old: PipelineState(old), new: PipelineState(new))
         case bits(GST_MESSAGE_ERROR):
             let (text, debug) = parse(message, with: gst_message_parse_error)
-            return .error(message: text, debug: debug, fromSink: lectern_gst_message_from_sink(UnsafeMutableRawPointer(message)))
+            let raw = UnsafeMutableRawPointer(message)
+            let uri = lectern_gst_message_source_uri(raw)
+            defer { g_free(uri) }
+            return .error(message: text, debug: debug, fromSink: lectern_gst_message_from_sink(raw),
+                          streamURI: uri.map { String(cString: $0) })
         case bits(GST_MESSAGE_WARNING):
             let (text, debug) = parse(message, with: gst_message_parse_warning)
             return .warning(message: text, debug: debug)

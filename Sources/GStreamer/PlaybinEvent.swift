@@ -20,8 +20,10 @@ public enum PlaybinEvent: Sendable, Equatable {
     /// continues with, nil when the slot was empty (the stream will end with `endOfStream`).
     case aboutToFinish(nextURI: String?)
     /// A fatal error; the pipeline stops producing data. `debug` is GStreamer's detail for logs; `fromSink`
-    /// says the output failed (e.g. the sound server went away), not the stream.
-    case error(message: String, debug: String?, fromSink: Bool)
+    /// says the output failed (e.g. the sound server went away), not the stream; `streamURI` is the URI of the
+    /// stream whose element failed (around a gapless handover: the current or the next one), nil when no single
+    /// stream's element posted it.
+    case error(message: String, debug: String?, fromSink: Bool, streamURI: String?)
     /// A non-fatal problem GStreamer reported.
     case warning(message: String, debug: String?)
 }

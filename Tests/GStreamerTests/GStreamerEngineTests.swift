@@ -153,6 +153,27 @@ extension PlaybackTests {
             expectClose(engine.position, .seconds(1), within: .milliseconds(50))
         }
 
+        @Test("a next file that can't be played is reported as the next file's failure, not the current one's")
+        func nextFails() async throws {
+            let (engine, log) = try makeEngine()
+            let garbage = files.directory.appendingPathComponent("garbage-next.ogg")
+            var random = SystemRandomNumberGenerator()
+            try Data((0..<40_000).map { _ in UInt8.random(in: 0...255, using: &random) }).write(to: garbage)
+            defer { try? FileManager.default.removeItem(at: garbage) }
+            engine.load(files.url(.wav1500ms), at: .zero)
+            engine.setNext(garbage)
+            engine.play()
+            let failure = try await log.waitFor(timeout: .seconds(10), "a failure") {
+                switch $0 { case .failed, .nextFailed: true; default: false }
+            }
+            guard case .nextFailed(let url, let message) = failure.event else {
+                Issue.record("expected nextFailed(garbage-next.ogg), got \(failure.event); events \(log.all)")
+                return
+            }
+            #expect(url == garbage)
+            #expect(!message.isEmpty)
+        }
+
         @Test("stop releases the stream; seek and position then do nothing")
         func stop() async throws {
             let (engine, log) = try makeEngine()

@@ -113,12 +113,28 @@ extension PlaybackTests {
         func missingFile() async throws {
             let log = EventLog<PlaybinEvent>()
             let playbin = try Playbin(audioSink: "fakesink") { event, _ in log.append(event) }
-            playbin.uri = files.directory.appendingPathComponent("missing.ogg").absoluteString
+            let uri = files.directory.appendingPathComponent("missing.ogg").absoluteString
+            playbin.uri = uri
             playbin.setState(.paused)
             let error = try await log.waitFor("error") { if case .error = $0 { true } else { false } }
-            guard case .error(let message, _, let fromSink) = error.event else { return }
+            guard case .error(let message, _, let fromSink, let streamURI) = error.event else { return }
             #expect(!fromSink, "a missing file is the stream's failure, not the output's")
             #expect(!message.isEmpty)
+            #expect(streamURI == uri, "the error names the stream that failed")
+        }
+
+        @Test("an error at the gapless handover names the stream that failed: the next one")
+        func nextStreamError() async throws {
+            let garbage = files.directory.appendingPathComponent("garbage-slot.ogg")
+            try Data(repeating: 0x5A, count: 30_000).write(to: garbage)
+            defer { try? FileManager.default.removeItem(at: garbage) }
+            let (playbin, log) = try makePlaybin(.wav1500ms)
+            playbin.nextURI = garbage.absoluteString
+            playbin.setState(.playing)
+            let error = try await log.waitFor(timeout: .seconds(10), "error") { if case .error = $0 { true } else { false } }
+            guard case .error(_, _, let fromSink, let streamURI) = error.event else { return }
+            #expect(!fromSink)
+            #expect(streamURI == garbage.absoluteString, "the error names \(streamURI ?? "no stream")")
         }
 
         @Test("volume is linear and clamped")

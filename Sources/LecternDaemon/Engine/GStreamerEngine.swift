@@ -317,16 +317,18 @@ private final class Translation: Sendable {
                 }
             case .endOfStream where active:
                 output.append(.endOfStream)
-            case .error(let message, _, let fromSink) where active:
+            case .error(let message, _, let fromSink, let streamURI) where active:
                 control.setState(.null)
                 state.phase = .failed
                 state.wantsPlaying = false
+                let next = state.takenNext
+                state.takenNext = nil
                 if fromSink {
                     output.append(.outputFailed(message))
-                } else if let next = state.takenNext {
-                    // After about-to-finish handed over the next URI and before it started: that stream's failure
-                    // (typically "Could not determine type of stream" from its decodebin).
-                    state.takenNext = nil
+                } else if let next, streamURI == nil || streamURI == next.absoluteString {
+                    // The stream about-to-finish handed over, before it started (typically "Could not determine
+                    // type of stream" from its decodebin). Told apart from the current stream's own late failure
+                    // (a truncated file's demuxer, after its source was read to the end) by the failing element.
                     output.append(.nextFailed(next, message))
                 } else {
                     output.append(.failed(message))
