@@ -9,6 +9,12 @@ let releaseLinking: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
                   "-Xlinker", "--no-export-dynamic", "-Xlinker", "--icf=all"], .when(configuration: .release)),
 ]
+// lecternd's release link puts the functions that a session runs first, together (scripts/symbol-order.sh writes
+// the list): the kernel maps code in 64 KB windows around each page first run, so scattered functions cost memory.
+let lecterndOrder: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/lecternd/lecternd.order",
+                  "-Xlinker", "--no-warn-symbol-ordering"], .when(configuration: .release)),
+]
 
 let package = Package(
     name: "Lectern",
@@ -51,7 +57,7 @@ let package = Package(
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", "LecternCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], linkerSettings: releaseLinking),
+        ], exclude: ["lecternd.order"], linkerSettings: releaseLinking + lecterndOrder),
         .executableTarget(name: "lectern", dependencies: [
             "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: releaseLinking),
