@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Benchmarks a RELEASE lecternd against mpv + mpv-mpris on private D-Bus buses (method: docs/benchmarks.md).
+# Benchmarks a RELEASE lecternd against mpv + mpv-mpris and VLC on private D-Bus buses (method: docs/benchmarks.md).
 #
-#   scripts/bench.sh [lectern-bench options...]    e.g. scripts/bench.sh --no-mpv --round-trips 1000
+#   scripts/bench.sh [lectern-bench options...]    e.g. scripts/bench.sh --no-mpv --no-vlc --round-trips 1000
 #
-# Installs the runtime packages and mpv + mpv-mpris when missing (idempotent), builds `-c release` into
-# .build-bench, runs .build-bench/release/lectern-bench with that lecternd, and prints the Markdown table.
-# The JSON goes to .build-bench/bench-results/<UTC time>.json; the audio file both players play is kept in
-# .build-bench/bench-audio/. Exits non-zero only if something could not be installed or built: the
-# benchmark itself is a measurement and always exits 0.
+# Installs the runtime packages, mpv + mpv-mpris and VLC (vlc-bin, vlc-plugin-base: no GUI) when missing
+# (idempotent), builds `-c release` into .build-bench, runs .build-bench/release/lectern-bench with that lecternd,
+# and prints the Markdown table. The JSON goes to .build-bench/bench-results/<UTC time>.json; the audio file the
+# players play is kept in .build-bench/bench-audio/. Exits non-zero only if something could not be installed or
+# built: the benchmark itself is a measurement and always exits 0.
 # LECTERN_SKIP_DEPS=1 skips the package installation. LECTERN_BENCH_SCRATCH=DIR builds into DIR instead of
 # .build-bench (e.g. one per worktree or per person, so that two benchmarks don't rebuild each other's binaries).
 # LECTERN_BENCH_LIBRARY=1 adds the library benchmarks (import rate, a 10,000-book library; Lectern alone) after
@@ -21,8 +21,10 @@ fi
 
 if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
     scripts/install-deps.sh --build --run
-    # mpv and its MPRIS plugin, for the comparison. Not fatal: the tool measures Lectern alone without them.
-    bench_pkgs=(mpv mpv-mpris)
+    # The reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus control
+    # module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base). Not fatal: the
+    # tool measures without the players it cannot find or start.
+    bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base)
     installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null \
         | awk '$2 == "installed" { printf "%s ", $1 }') "
     missing=()
@@ -35,7 +37,7 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
         echo "bench: installing ${missing[*]}" >&2
         if ! { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
                 "${missing[@]}"; } >&2; then
-            echo "bench: could not install ${missing[*]}; measuring Lectern alone" >&2
+            echo "bench: could not install ${missing[*]}; measuring without them" >&2
         fi
     fi
 fi

@@ -7,13 +7,15 @@ import Glibc
 
 enum BenchCommand {
     static let usage = """
-        usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--no-concurrency]
-                             [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
+        usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--vlc PATH] [--no-vlc]
+                             [--no-concurrency] [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
                              [--no-renice] [--library | --library-only] [--library-calls N] [--library-books N]
                              [--import-files N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
-          --audio      the file both players play; generated (about 10 minutes of Vorbis) if it doesn't exist
+          --mpv, --mpv-script, --vlc  the reference players (default: mpv, the mpv-mpris plugin and vlc where
+                       Debian puts them); --no-mpv, --no-vlc: measure without them
+          --audio      the file the players play; generated (about 10 minutes of Vorbis) if it doesn't exist
           --json       also write the results as JSON here
           --wait-for-quiet  wait up to this long (default 180 s; 0: don't) for the machine to be idle first
           --no-renice  don't run at nice -20 (by default this tool, and so the bus, the players and the threads it
@@ -33,6 +35,8 @@ enum BenchCommand {
         var mpvPath: String? = Subprocess.findExecutable("mpv")
         var mpvScript: String? = PlayerKind.findMPRISPlugin()
         var skipMPV = false
+        var vlcPath: String? = Subprocess.findExecutable("vlc")
+        var skipVLC = false
         var audioPath: String?
         var jsonPath: String?
         var quietLimit: Duration = .seconds(180)
@@ -63,6 +67,8 @@ enum BenchCommand {
             case "--mpv": mpvPath = value(arg)
             case "--mpv-script": mpvScript = value(arg)
             case "--no-mpv": skipMPV = true
+            case "--vlc": vlcPath = value(arg)
+            case "--no-vlc": skipVLC = true
             case "--no-concurrency": settings.concurrency = []
             case "--audio": audioPath = value(arg)
             case "--json": jsonPath = value(arg)
@@ -103,7 +109,7 @@ enum BenchCommand {
             return
         }
 
-        // The audio file both players play.
+        // The audio file the players play.
         let audio = URL(fileURLWithPath: audioPath ?? work.appending("long.ogg").path)
         if !library.only, !FileManager.default.fileExists(atPath: audio.path) {
             progress("generating \(audio.path) (26000 buffers ≈ 10 min of Vorbis)")
@@ -142,50 +148,63 @@ enum BenchCommand {
                                                  log: work.appending("gst-launch.log"))
         if reference == nil { notes.append("gst-launch-1.0 reference: could not be measured") }
 
-        // Lectern.
-        var lecternResult: PlayerResult?
-        if FileManager.default.isExecutableFile(atPath: lecternd) {
-            let cache = work.appending("lectern-cache")
-            try? FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
-            do {
-                lecternResult = try measure(.lectern(executable: lecternd, cacheDirectory: cache), audio: audio,
-                                            settings: settings, work: work, environment: [:])
-            } catch {
-                notes.append("Lectern: measurement failed: \(error)")
-            }
-        } else {
-            notes.append("Lectern: no executable at \(lecternd)")
-        }
-
-        // mpv + mpv-mpris.
-        var mpvResult: PlayerResult?
+        // Lectern, then the reference players, each optional: mpv + mpv-mpris, VLC.
+        let cache = work.appending("lectern-cache")
+        try? FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        let lectern: Result<PlayerKind, BenchFailure> = FileManager.default.isExecutableFile(atPath: lecternd)
+            ? .success(.lectern(executable: lecternd, cacheDirectory: cache))
+            : .failure(BenchFailure("Lectern: no executable at \(lecternd)"))
+        let mpv: Result<PlayerKind, BenchFailure>
         if skipMPV {
-            notes.append("mpv: skipped (--no-mpv)")
+            mpv = .failure(BenchFailure("mpv: skipped (--no-mpv)"))
         } else if let mpvPath, let mpvScript, FileManager.default.fileExists(atPath: mpvScript) {
-            let home = work.appending("mpv-home")
-            try? FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+            mpv = .success(.mpv(executable: mpvPath, script: mpvScript))
+        } else {
+            mpv = .failure(BenchFailure("mpv: not measured (mpv: \(mpvPath ?? "not found"), mpv-mpris plugin: "
+                                        + "\(mpvScript ?? "not found"))"))
+        }
+        var vlcRunnable: String?
+        let vlc: Result<PlayerKind, BenchFailure>
+        if skipVLC {
+            vlc = .failure(BenchFailure("VLC: skipped (--no-vlc)"))
+        } else if let vlcPath {
             do {
-                mpvResult = try measure(.mpv(executable: mpvPath, script: mpvScript), audio: audio, settings: settings,
-                                        work: work, environment: ["HOME": home.path])
+                let runnable = try PlayerKind.vlcRunnable(vlcPath, copyInto: work.appending("vlc-launcher"))
+                vlcRunnable = runnable
+                vlc = .success(.vlc(executable: runnable))
             } catch {
-                notes.append("mpv: measurement failed: \(error)")
+                vlc = .failure(BenchFailure("VLC: not measured (\(error))"))
             }
         } else {
-            notes.append("mpv: not measured (mpv: \(mpvPath ?? "not found"), mpv-mpris plugin: \(mpvScript ?? "not found"))")
+            vlc = .failure(BenchFailure("VLC: not measured (vlc: not found)"))
+        }
+        var results: [String: PlayerResult] = [:]
+        for candidate in [lectern, mpv, vlc] {
+            switch candidate {
+            case .success(let kind):
+                do {
+                    results[kind.key] = try measure(kind, audio: audio, settings: settings, work: work)
+                } catch {
+                    notes.append("\(kind.label): measurement failed: \(error)")
+                }
+            case .failure(let reason):
+                notes.append(reason.description)
+            }
         }
 
         let busy = MachineCPU().busyPercent(since: machineStart)
         machine["all-CPU busy during the run (this tool, the players, dbus-daemon and anything else)"]
             = String(format: "%.1f %%", busy)
         machine["load average at end"] = MachineCPU.loadAverage
-        let report = Report(lectern: lecternResult, mpv: mpvResult, reference: reference, settings: settings)
-        var environment = describeEnvironment(lecternd: lecternd, mpv: mpvPath, script: mpvScript, audio: audio)
+        let report = Report(results: results, reference: reference, settings: settings)
+        var environment = describeEnvironment(lecternd: lecternd, mpv: mpvPath, script: mpvScript, vlc: vlcPath,
+                                              vlcRunnable: vlcRunnable, audio: audio)
         environment.merge(machine) { _, new in new }
         print("")
         for key in environment.keys.sorted() { print("- \(key): \(environment[key]!)") }
         print("")
         print(report.markdown)
-        for note in notes + (lecternResult?.notes ?? []) + (mpvResult?.notes ?? []) { print("Note: \(note)") }
+        for note in notes + Report.columns.flatMap({ results[$0.key]?.notes ?? [] }) { print("Note: \(note)") }
         var libraryJSON: [String: Any]?
         if library.run {
             let result = libraryRun(lecternd: lecternd, settings: librarySettings, work: work)
@@ -238,7 +257,8 @@ enum BenchCommand {
         }
     }
 
-    static func describeEnvironment(lecternd: String, mpv: String?, script: String?, audio: URL) -> [String: String] {
+    static func describeEnvironment(lecternd: String, mpv: String?, script: String?, vlc: String?, vlcRunnable: String?,
+                                    audio: URL) -> [String: String] {
         func firstLine(_ tool: String, _ args: [String]) -> String {
             guard let r = try? Subprocess.run(tool, args, timeout: .seconds(10)) else { return "?" }
             return (r.stdout + r.stderr).split(separator: "\n").first.map(String.init) ?? "?"
@@ -247,6 +267,7 @@ enum BenchCommand {
         uname(&u)
         let kernel = withUnsafeBytes(of: &u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let date = ISO8601DateFormatter().string(from: Date())
+        let asRoot = vlcRunnable == vlc ? "" : ", run as root from a copy of its launcher with the root check off"
         return [
             "date": date,
             "cpus": "\(ProcessInfo.processInfo.activeProcessorCount) online",
@@ -254,6 +275,7 @@ enum BenchCommand {
             "lecternd": lecternd,
             "mpv": mpv.map { _ in firstLine("mpv", ["--version"]) } ?? "not found",
             "mpv-mpris": script ?? "not found",
+            "vlc": vlcRunnable.map { firstLine($0, ["--version"]) + " (\(vlc ?? "?")\(asRoot))" } ?? vlc ?? "not found",
             "dbus-daemon": firstLine("dbus-daemon", ["--version"]),
             "audio": audio.path,
         ]

@@ -97,15 +97,6 @@ struct LibraryResult {
     var notes: [String] = []
 }
 
-extension PlayerKind {
-    static func lectern(executable: String, cacheDirectory: URL, database: URL) -> PlayerKind {
-        PlayerKind(label: "Lectern", namePrefix: "org.mpris.MediaPlayer2.lectern", loading: .openURI) { _ in
-            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path,
-                          "--database", database.path])
-        }
-    }
-}
-
 extension MessageReader {
     /// The number of elements of the first argument, when it is an array.
     func firstArrayCount() -> Int? {

@@ -7,30 +7,77 @@ import Glibc
 /// One of the players under test: how to start it and what it is called on the bus.
 struct PlayerKind {
     enum Loading {
-        /// Started idle; the file is opened with OpenUri (Lectern).
+        /// Started idle; the file is opened with OpenUri (Lectern, VLC).
         case openURI
         /// The file is given on the command line and plays at once (mpv).
         case commandLine
     }
 
     let label: String
+    /// The key of its results in the JSON and of its column in the table (`Report.columns`).
+    let key: String
     /// The MPRIS name, or its prefix when the player may add a suffix (mpv's `.instanceN`).
     let namePrefix: String
     let loading: Loading
+    /// Started with a HOME of its own (an empty directory), so that no configuration of the user's is read.
+    /// Lectern keeps the user's: its GStreamer registry cache is there (warm, as on a desktop).
+    var ownHome = false
     /// The command line, with the file to play (nil: start idle).
     let command: (_ file: URL?) -> (executable: String, arguments: [String])
 
-    static func lectern(executable: String, cacheDirectory: URL) -> PlayerKind {
-        PlayerKind(label: "Lectern", namePrefix: "org.mpris.MediaPlayer2.lectern", loading: .openURI) { _ in
-            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path])
+    /// `database`: a library of the bench's own (the library benchmarks); nil: lecternd's default.
+    static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil) -> PlayerKind {
+        PlayerKind(label: "Lectern", key: "lectern", namePrefix: "org.mpris.MediaPlayer2.lectern",
+                   loading: .openURI) { _ in
+            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path]
+                + (database.map { ["--database", $0.path] } ?? []))
         }
     }
 
     static func mpv(executable: String, script: String) -> PlayerKind {
-        PlayerKind(label: "mpv", namePrefix: "org.mpris.MediaPlayer2.mpv", loading: .commandLine) { file in
+        PlayerKind(label: "mpv", key: "mpv", namePrefix: "org.mpris.MediaPlayer2.mpv", loading: .commandLine,
+                   ownHome: true) { file in
             (executable, ["--idle=yes", "--no-video", "--ao=null", "--no-config", "--script=\(script)", "--no-terminal"]
                 + (file.map { [$0.path] } ?? []))
         }
+    }
+
+    /// VLC as `cvlc` runs it (the dummy interface), with its built-in MPRIS interface (`--dbus`, on by default in
+    /// Debian's build; `--control dbus` would start a second one, on a second connection, under
+    /// `org.mpris.MediaPlayer2.vlc.instancePID`), no video, and the `afile` audio output writing the PCM to
+    /// /dev/null: paced by VLC's decoder in real time, like `fakesink sync=true` (`adummy` plays in real time too,
+    /// but then VLC resamples every buffer with libsamplerate: 1.7 % of a core more here). No configuration file,
+    /// no media library; the plugins come from the system's cache (plugins.dat, written at install).
+    static func vlc(executable: String) -> PlayerKind {
+        PlayerKind(label: "VLC", key: "vlc", namePrefix: "org.mpris.MediaPlayer2.vlc", loading: .openURI,
+                   ownHome: true) { _ in
+            (executable, ["-I", "dummy", "--dbus", "--no-one-instance", "--no-video", "--aout=afile",
+                          "--audiofile-file=/dev/null", "--ignore-config", "--no-media-library"])
+        }
+    }
+
+    /// VLC's launcher (`vlc`, a 14 kB `main` over libvlc) exits at once when geteuid() is 0 ("VLC is not supposed
+    /// to be run as root"), and `vlc-wrapper` does not run it as root either: it drops to $SUDO_UID's user, whom
+    /// the private bus (the bench's user only) would not let in. So when the bench runs as root, VLC is started
+    /// from a copy of the launcher whose one import of `geteuid` is renamed `getppid` (same length, so nothing
+    /// else moves): the check then reads the bench's pid. libvlc, libvlccore and the plugins are the system's.
+    /// Not root: `executable` itself.
+    static func vlcRunnable(_ executable: String, copyInto directory: URL) throws -> String {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw BenchFailure("vlc: no executable at \(executable)")
+        }
+        guard geteuid() == 0 else { return executable }
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: executable))
+        let from = Data("geteuid\0".utf8), to = Data("getppid\0".utf8)
+        guard let range = bytes.range(of: from), bytes.range(of: from, in: range.upperBound..<bytes.count) == nil else {
+            throw BenchFailure("\(executable): no single geteuid import to rename, cannot run it as root")
+        }
+        bytes.replaceSubrange(range, with: to)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let copy = directory.appendingPathComponent("vlc")
+        try bytes.write(to: copy)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
+        return copy.path
     }
 
     /// The mpv-mpris plugin, wherever the distribution put it (symlinks resolved).
@@ -140,6 +187,11 @@ func waitForStatus(_ client: BusClient, _ player: RunningPlayer, _ status: Strin
         usleep(10_000)
     }
     return false
+}
+
+/// `words` as a shell command line, for the record: those with a space in single quotes.
+func shellLine(_ words: [String]) -> String {
+    words.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
 }
 
 func sleepFor(_ duration: Duration) {

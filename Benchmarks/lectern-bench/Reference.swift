@@ -84,7 +84,7 @@ func measurePipelineReference(audio: URL, settings: Settings, log: URL) -> Pipel
         _ = process.waitForExit(timeout: .seconds(5))
     }
     var reference = PipelineReference()
-    reference.command = "gst-launch-1.0 " + arguments.map { $0.contains(" ") ? "'\($0)'" : $0 }.joined(separator: " ")
+    reference.command = shellLine(["gst-launch-1.0"] + arguments)
     sleepFor(settings.playSettle + .milliseconds(200))  // about as long as the players' file has played
     guard process.isRunning, let m = ProcStats.memory(process.pid) else { return nil }
     (reference.rssKB, reference.hwmKB) = (m.rssKB, m.hwmKB)

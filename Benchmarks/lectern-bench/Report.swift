@@ -2,10 +2,15 @@ import Foundation
 
 /// The Markdown table and the JSON document.
 struct Report {
-    let lectern: PlayerResult?
-    let mpv: PlayerResult?
+    /// Each measured player's results, by `PlayerKind.key`.
+    let results: [String: PlayerResult]
     let reference: PipelineReference?
     let settings: Settings
+
+    /// The players' columns, in order: Lectern (the aims are its), then the reference players. A player that
+    /// was not measured keeps its column, with "—" (the notes under the table say why).
+    static let columns: [(key: String, title: String)] = [("lectern", "Lectern"), ("mpv", "mpv (mpv-mpris)"),
+                                                          ("vlc", "VLC")]
 
     // MARK: Formatting
 
@@ -19,8 +24,9 @@ struct Report {
         b == 0 ? "—" : String(format: "%.2fx", Double(a) / Double(b))
     }
 
-    private func cell(_ r: PlayerResult?, _ body: (PlayerResult) -> String) -> String {
-        r.map(body) ?? "—"
+    /// One cell per player column: `body` of its results, or "—".
+    private func cells(_ body: (PlayerResult) -> String) -> [String] {
+        Report.columns.map { results[$0.key].map(body) ?? "—" }
     }
 
     private func triple(_ s: Samples) -> String {
@@ -39,12 +45,15 @@ struct Report {
 
     var markdown: String {
         var rows: [[String]] = []
-        let l = lectern, m = mpv
+        func row(_ metric: String, _ players: [String], _ floor: String = "—", _ aim: String = "—") {
+            rows.append([metric] + players + [floor, aim])
+        }
+        let l = results["lectern"]
         func floorRatio(_ pick: (PlayerResult) -> Samples) -> String {
             var parts: [String] = []
-            for (name, r) in [("Lectern", l), ("mpv", m)] {
-                guard let r, pick(r).count > 0, r.pingBus.count > 0 else { continue }
-                var part = "\(name) \(Report.ratio(pick(r).p50, r.pingBus.p50))"
+            for column in Report.columns {
+                guard let r = results[column.key], pick(r).count > 0, r.pingBus.count > 0 else { continue }
+                var part = "\(r.label) \(Report.ratio(pick(r).p50, r.pingBus.p50))"
                 if r.echoGet.count > 0 { part += " (\(Report.ratio(pick(r).p50, r.echoGet.p50)) of 2-hop)" }
                 parts.append(part)
             }
@@ -53,64 +62,57 @@ struct Report {
         let gst = reference
 
         let getMet = l.map { Double($0.get.p50) <= 1.5 * Double($0.pingBus.p50) }
-        rows.append(["Get(Player, PlaybackStatus) p50 / p95 / p99, µs", cell(l) { triple($0.get) },
-                     cell(m) { triple($0.get) }, floorRatio(\.get), "p50 ≤ 1.5x floor" + verdict(getMet)])
-        rows.append(["GetAll(Player) p50 / p95 / p99, µs", cell(l) { triple($0.getAll) }, cell(m) { triple($0.getAll) },
-                     floorRatio(\.getAll), "—"])
-        rows.append(["Peer.Ping to the player (answered by its D-Bus library) p50 / p95 / p99, µs",
-                     cell(l) { triple($0.pingPlayer) }, cell(m) { triple($0.pingPlayer) }, floorRatio(\.pingPlayer), "—"])
-        rows.append(["Peer.Ping to dbus-daemon (the floor) p50 / p95 / p99, µs, same bus as the player",
-                     cell(l) { triple($0.pingBus) }, cell(m) { triple($0.pingBus) }, "floor (one hop)", "—"])
-        rows.append(["Get to a minimal libdbus responder process (two-hop floor) p50 / p95 / p99, µs",
-                     cell(l) { triple($0.echoGet) }, cell(m) { triple($0.echoGet) }, floorRatio(\.echoGet), "—"])
+        row("Get(Player, PlaybackStatus) p50 / p95 / p99, µs", cells { triple($0.get) }, floorRatio(\.get),
+            "p50 ≤ 1.5x floor" + verdict(getMet))
+        row("GetAll(Player) p50 / p95 / p99, µs", cells { triple($0.getAll) }, floorRatio(\.getAll))
+        row("Peer.Ping to the player (answered by its D-Bus library) p50 / p95 / p99, µs",
+            cells { triple($0.pingPlayer) }, floorRatio(\.pingPlayer))
+        row("Peer.Ping to dbus-daemon (the floor) p50 / p95 / p99, µs, same bus as the player",
+            cells { triple($0.pingBus) }, "floor (one hop)")
+        row("Get to a minimal libdbus responder process (two-hop floor) p50 / p95 / p99, µs",
+            cells { triple($0.echoGet) }, floorRatio(\.echoGet))
 
         func signalCell(_ s: Samples, _ missed: Int) -> String {
             s.count == 0 ? "— (\(missed) missed)"
                 : "\(Report.ms(s.p50)) / \(Report.ms(s.p99))" + (missed > 0 ? " (\(missed) missed)" : "")
         }
         let ppMet = l.map { $0.playPause.count > 0 && $0.playPause.p50 <= 2_000_000 && $0.playPause.p99 <= 2_000_000 }
-        rows.append(["PlayPause → PropertiesChanged(PlaybackStatus) p50 / p99, ms",
-                     cell(l) { signalCell($0.playPause, $0.playPauseMissed) },
-                     cell(m) { signalCell($0.playPause, $0.playPauseMissed) }, "—", "≤ 2 ms" + verdict(ppMet)])
+        row("PlayPause → PropertiesChanged(PlaybackStatus) p50 / p99, ms",
+            cells { signalCell($0.playPause, $0.playPauseMissed) }, "—", "≤ 2 ms" + verdict(ppMet))
         let seekMet = l.map { $0.seek.count > 0 && $0.seek.p50 <= 2_000_000 && $0.seek.p99 <= 2_000_000 }
-        rows.append(["Seek(±1 s) → Seeked p50 / p99, ms", cell(l) { signalCell($0.seek, $0.seekMissed) },
-                     cell(m) { signalCell($0.seek, $0.seekMissed) }, "—", "≤ 2 ms" + verdict(seekMet)])
+        row("Seek(±1 s) → Seeked p50 / p99, ms", cells { signalCell($0.seek, $0.seekMissed) }, "—",
+            "≤ 2 ms" + verdict(seekMet))
 
         let rssMet = l.map { $0.playRSSKB > 0 && $0.playRSSKB < 30 * 1024 }
-        rows.append(["VmRSS / VmHWM, playing 5 s, MB", cell(l) { "\(Report.mb($0.playRSSKB)) / \(Report.mb($0.playHWMKB))" },
-                     cell(m) { "\(Report.mb($0.playRSSKB)) / \(Report.mb($0.playHWMKB))" },
-                     gst.map { "gst-launch playbin alone: \(Report.mb($0.rssKB)) / \(Report.mb($0.hwmKB))" } ?? "—",
-                     "RSS < 30 MB" + verdict(rssMet)])
-        rows.append(["VmRSS / VmHWM, idle (nothing loaded), MB",
-                     cell(l) { "\(Report.mb($0.idleRSSKB)) / \(Report.mb($0.idleHWMKB))" },
-                     cell(m) { "\(Report.mb($0.idleRSSKB)) / \(Report.mb($0.idleHWMKB))" }, "—", "—"])
+        row("VmRSS / VmHWM, playing 5 s, MB", cells { "\(Report.mb($0.playRSSKB)) / \(Report.mb($0.playHWMKB))" },
+            gst.map { "gst-launch playbin alone: \(Report.mb($0.rssKB)) / \(Report.mb($0.hwmKB))" } ?? "—",
+            "RSS < 30 MB" + verdict(rssMet))
+        row("VmRSS / VmHWM, idle (nothing loaded), MB",
+            cells { "\(Report.mb($0.idleRSSKB)) / \(Report.mb($0.idleHWMKB))" })
         func cpuCell(_ c: CPUWindow.Result?) -> String {
             guard let c else { return "—" }
             return String(format: "%.2f %% (schedstat %.2f %%)", c.percent, c.schedPercent)
         }
         let cpuMet = l.flatMap { $0.playCPU.map { $0.percent <= 0.4 } }
-        rows.append(["CPU playing, \(settings.cpuWindow) window, % of one core (utime+stime)",
-                     cell(l) { cpuCell($0.playCPU) }, cell(m) { cpuCell($0.playCPU) },
-                     gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—", "≤ 0.4 %" + verdict(cpuMet)])
-        rows.append(["CPU idle, \(settings.idleCPUWindow) window, % of one core", cell(l) { cpuCell($0.idleCPU) },
-                     cell(m) { cpuCell($0.idleCPU) }, "—", "—"])
+        row("CPU playing, \(settings.cpuWindow) window, % of one core (utime+stime)", cells { cpuCell($0.playCPU) },
+            gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—", "≤ 0.4 %" + verdict(cpuMet))
+        row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
             return String(format: "%.1f [%.1f–%.1f]", median(r.startupMs), r.startupMs.min()!, r.startupMs.max()!)
         }
         let startMet = l.map { !$0.startupMs.isEmpty && median($0.startupMs) < 30 }
-        rows.append(["Start-up, spawn → MPRIS name owned, median of \(settings.startupRuns) [min–max], ms",
-                     cell(l, startupCell), cell(m, startupCell), "—", "< 30 ms" + verdict(startMet)])
-        rows.append(["Start-up, first (untimed warm-up) run, ms", cell(l) { String(format: "%.1f", $0.coldStartupMs) },
-                     cell(m) { String(format: "%.1f", $0.coldStartupMs) }, "—", "—"])
+        row("Start-up, spawn → MPRIS name owned, median of \(settings.startupRuns) [min–max], ms", cells(startupCell),
+            "—", "< 30 ms" + verdict(startMet))
+        row("Start-up, first (untimed warm-up) run, ms", cells { String(format: "%.1f", $0.coldStartupMs) })
         func shutdownCell(_ r: PlayerResult) -> String {
             let statuses = Set(r.shutdownStatuses.map { $0.map(String.init) ?? "killed" }).sorted().joined(separator: ",")
             return String(format: "%.1f (exit %@)", median(r.shutdownMs), statuses)
         }
-        rows.append(["SIGTERM → exit, median, ms", cell(l, shutdownCell), cell(m, shutdownCell), "—", "—"])
-        rows.append(["OpenUri / launch → PlaybackStatus Playing (polled every 10 ms), ms",
-                     cell(l) { String(format: "%.0f", $0.openToPlayingMs) },
-                     cell(m) { String(format: "%.0f", $0.openToPlayingMs) + " (spawn with file)" }, "—", "—"])
+        row("SIGTERM → exit, median, ms", cells(shutdownCell))
+        row("OpenUri / launch → PlaybackStatus Playing (polled every 10 ms), ms", cells {
+            String(format: "%.0f", $0.openToPlayingMs) + ($0.loading == .commandLine ? " (spawn with file)" : "")
+        })
         for (index, clients) in settings.concurrency.enumerated() {
             func c(_ r: PlayerResult) -> String {
                 guard index < r.concurrency.count else { return "—" }
@@ -119,15 +121,14 @@ struct Report {
                               x.callsPerSecond, x.errors + x.connectFailures, Report.us(x.latency.p99),
                               x.playerMicrosPerCall, x.busMicrosPerCall)
             }
-            rows.append(["\(clients) concurrent clients, Get for \(settings.concurrencyWindow)", cell(l, c), cell(m, c),
-                         "—", "—"])
+            row("\(clients) concurrent clients, Get for \(settings.concurrencyWindow)", cells(c))
         }
-        rows.append(["Threads while playing; VmRSS / VmHWM at the end, MB",
-                     cell(l) { "\($0.threads); \(Report.mb($0.endRSSKB)) / \(Report.mb($0.endHWMKB))" },
-                     cell(m) { "\($0.threads); \(Report.mb($0.endRSSKB)) / \(Report.mb($0.endHWMKB))" },
-                     gst.map { "gst-launch playbin alone: \($0.threads) threads" } ?? "—", "—"])
+        row("Threads while playing; VmRSS / VmHWM at the end, MB",
+            cells { "\($0.threads); \(Report.mb($0.endRSSKB)) / \(Report.mb($0.endHWMKB))" },
+            gst.map { "gst-launch playbin alone: \($0.threads) threads" } ?? "—")
 
-        var out = "| metric | Lectern | mpv (mpv-mpris) | floor / ratio | aim |\n|---|---|---|---|---|\n"
+        let header = ["metric"] + Report.columns.map(\.title) + ["floor / ratio", "aim"]
+        var out = "| " + header.joined(separator: " | ") + " |\n|" + String(repeating: "---|", count: header.count) + "\n"
         for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
         return out
     }
@@ -142,6 +143,7 @@ struct Report {
         }
         return [
             "busName": r.busName,
+            "command": r.command,
             "startupMs": r.startupMs, "startupMedianMs": median(r.startupMs), "coldStartupMs": r.coldStartupMs,
             "shutdownMs": r.shutdownMs, "shutdownStatuses": r.shutdownStatuses.map { $0.map { Int($0) as Any } ?? NSNull() },
             "idle": ["rssKB": r.idleRSSKB, "hwmKB": r.idleHWMKB, "cpu": cpu(r.idleCPU)],
@@ -171,8 +173,7 @@ struct Report {
                                    "settings": ["roundTrips": settings.roundTrips, "warmup": settings.warmup,
                                                 "signalIterations": settings.signalIterations,
                                                 "startupRuns": settings.startupRuns]]
-        if let lectern { root["lectern"] = json(lectern) }
-        if let mpv { root["mpv"] = json(mpv) }
+        for (key, result) in results { root[key] = json(result) }
         if let library { root["library"] = library }
         if let reference {
             root["gstLaunchReference"] = ["command": reference.command, "rssKB": reference.rssKB,

@@ -22,6 +22,9 @@ struct Settings {
 /// Everything measured for one player.
 struct PlayerResult {
     var label = ""
+    /// The command line it was started idle with.
+    var command = ""
+    var loading = PlayerKind.Loading.openURI
     var busName = ""
     var startupMs: [Double] = []
     var coldStartupMs: Double = .nan
@@ -64,14 +67,20 @@ func progress(_ text: String) {
 }
 
 /// Runs every measurement for one player on a bus of its own.
-func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: TemporaryDirectory,
-             environment extra: [String: String]) throws -> PlayerResult {
+func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: TemporaryDirectory) throws -> PlayerResult {
     var result = PlayerResult()
     result.label = kind.label
+    let idle = kind.command(nil)
+    result.command = shellLine([idle.executable] + idle.arguments)
+    result.loading = kind.loading
     let bus = try PrivateBus()
     defer { bus.stop() }
     var environment = bus.environment
-    environment.merge(extra) { _, new in new }
+    if kind.ownHome {
+        let home = work.appending("\(kind.key)-home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        environment["HOME"] = home.path
+    }
     let client = try BusClient(address: bus.address)
     try watchNames(client)
     let log = work.appending("\(kind.label)-\(ProcessInfo.processInfo.processIdentifier).log")
@@ -99,7 +108,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     sleepFor(settings.idleCPUWindow)
     result.idleCPU = idleWindow.finish()
 
-    // Playing: Lectern opens the file over D-Bus; mpv is restarted with the file on its command line.
+    // Playing: Lectern and VLC open the file over D-Bus; mpv is restarted with the file on its command line.
     progress("\(kind.label): open and play \(audio.lastPathComponent)")
     let openStart = ContinuousClock.now
     switch kind.loading {
