@@ -152,7 +152,8 @@ enum BenchCommand {
         let cache = work.appending("lectern-cache")
         try? FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         let lectern: Result<PlayerKind, BenchFailure> = FileManager.default.isExecutableFile(atPath: lecternd)
-            ? .success(.lectern(executable: lecternd, cacheDirectory: cache))
+            ? .success(.lectern(executable: lecternd, cacheDirectory: cache,
+                                database: work.appending("lectern-library/library.sqlite")))
             : .failure(BenchFailure("Lectern: no executable at \(lecternd)"))
         let mpv: Result<PlayerKind, BenchFailure>
         if skipMPV {

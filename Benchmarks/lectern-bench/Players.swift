@@ -25,7 +25,8 @@ struct PlayerKind {
     /// The command line, with the file to play (nil: start idle).
     let command: (_ file: URL?) -> (executable: String, arguments: [String])
 
-    /// `database`: a library of the bench's own (the library benchmarks); nil: lecternd's default.
+    /// `database`: the library lecternd opens (always one of the bench's own: the user's library would make the
+    /// figures depend on it, and a lecternd the user runs holds its lock); nil: lecternd's default.
     static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil) -> PlayerKind {
         PlayerKind(label: "Lectern", key: "lectern", namePrefix: "org.mpris.MediaPlayer2.lectern",
                    loading: .openURI) { _ in
