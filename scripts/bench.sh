@@ -22,9 +22,9 @@ fi
 if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
     scripts/install-deps.sh --build --run
     # The reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus control
-    # module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base). Not fatal: the
-    # tool measures without the players it cannot find or start.
-    bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base)
+    # module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for the
+    # CPU-into-a-sound-server row. Not fatal: the tool measures without what it cannot find or start.
+    bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base pulseaudio)
     installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null \
         | awk '$2 == "installed" { printf "%s ", $1 }') "
     missing=()

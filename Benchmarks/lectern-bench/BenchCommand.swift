@@ -10,8 +10,8 @@ enum BenchCommand {
         usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--vlc PATH] [--no-vlc]
                              [--no-concurrency] [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
-                             [--no-renice] [--library | --library-only] [--library-calls N] [--library-books N]
-                             [--import-files N]
+                             [--no-renice] [--no-sound-server] [--library | --library-only] [--library-calls N]
+                             [--library-books N] [--import-files N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --mpv, --mpv-script, --vlc  the reference players (default: mpv, the mpv-mpris plugin and vlc where
                        Debian puts them); --no-mpv, --no-vlc: measure without them
@@ -20,6 +20,7 @@ enum BenchCommand {
           --wait-for-quiet  wait up to this long (default 180 s; 0: don't) for the machine to be idle first
           --no-renice  don't run at nice -20 (by default this tool, and so the bus, the players and the threads it
                        starts, which inherit it, run at nice -20 when allowed, to shield them from other work)
+          --no-sound-server  skip the CPU of playing into a headless PulseAudio (null sink) of the tool's own
           --library    also run the library benchmarks (Lectern alone): import rate, and calls on a big library
           --library-only  only the library benchmarks (no player comparison)
           --library-calls N  timed calls per library series (default 200, after 20 warm-up calls)
@@ -37,6 +38,7 @@ enum BenchCommand {
         var skipMPV = false
         var vlcPath: String? = Subprocess.findExecutable("vlc")
         var skipVLC = false
+        var skipSoundServer = false
         var audioPath: String?
         var jsonPath: String?
         var quietLimit: Duration = .seconds(180)
@@ -70,6 +72,7 @@ enum BenchCommand {
             case "--vlc": vlcPath = value(arg)
             case "--no-vlc": skipVLC = true
             case "--no-concurrency": settings.concurrency = []
+            case "--no-sound-server": skipSoundServer = true
             case "--audio": audioPath = value(arg)
             case "--json": jsonPath = value(arg)
             case "--wait-for-quiet": quietLimit = .seconds(int(arg))
@@ -142,6 +145,13 @@ enum BenchCommand {
             return
         }
 
+        if !skipSoundServer {
+            do { settings.soundServer = try SoundServer() } catch {
+                notes.append("CPU into PulseAudio: not measured (\(error))")
+            }
+        }
+        defer { settings.soundServer?.stop() }
+
         // GStreamer alone, for reference.
         progress("gst-launch-1.0 playbin alone: memory and CPU")
         let reference = measurePipelineReference(audio: audio, settings: settings,
@@ -184,7 +194,16 @@ enum BenchCommand {
             switch candidate {
             case .success(let kind):
                 do {
-                    results[kind.key] = try measure(kind, audio: audio, settings: settings, work: work)
+                    var result = try measure(kind, audio: audio, settings: settings, work: work)
+                    if let server = settings.soundServer {
+                        do {
+                            (result.pulseCPU, result.pulseServerCPU) = try measureIntoSoundServer(
+                                kind, server: server, audio: audio, settings: settings, work: work)
+                        } catch {
+                            notes.append("\(kind.label): CPU into PulseAudio not measured: \(error)")
+                        }
+                    }
+                    results[kind.key] = result
                 } catch {
                     notes.append("\(kind.label): measurement failed: \(error)")
                 }

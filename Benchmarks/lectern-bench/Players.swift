@@ -13,6 +13,12 @@ struct PlayerKind {
         case commandLine
     }
 
+    /// Where the player sends its audio: a null output paced in real time (the main measurements), or a sound
+    /// server (`SoundServer`, the CPU-into-PulseAudio row).
+    enum Output {
+        case timedNull, pulse
+    }
+
     let label: String
     /// The key of its results in the JSON and of its column in the table (`Report.columns`).
     let key: String
@@ -22,23 +28,25 @@ struct PlayerKind {
     /// Started with a HOME of its own (an empty directory), so that no configuration of the user's is read.
     /// Lectern keeps the user's: its GStreamer registry cache is there (warm, as on a desktop).
     var ownHome = false
-    /// The command line, with the file to play (nil: start idle).
-    let command: (_ file: URL?) -> (executable: String, arguments: [String])
+    /// The command line, with the file to play (nil: start idle) and the output.
+    let command: (_ file: URL?, _ output: Output) -> (executable: String, arguments: [String])
 
     /// `database`: the library lecternd opens (always one of the bench's own: the user's library would make the
     /// figures depend on it, and a lecternd the user runs holds its lock); nil: lecternd's default.
     static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil) -> PlayerKind {
         PlayerKind(label: "Lectern", key: "lectern", namePrefix: "org.mpris.MediaPlayer2.lectern",
-                   loading: .openURI) { _ in
-            (executable, ["--audio-sink", "fakesink sync=true", "--cache-directory", cacheDirectory.path]
+                   loading: .openURI) { _, output in
+            (executable, ["--audio-sink", output == .pulse ? "pulsesink" : "fakesink sync=true",
+                          "--cache-directory", cacheDirectory.path]
                 + (database.map { ["--database", $0.path] } ?? []))
         }
     }
 
     static func mpv(executable: String, script: String) -> PlayerKind {
         PlayerKind(label: "mpv", key: "mpv", namePrefix: "org.mpris.MediaPlayer2.mpv", loading: .commandLine,
-                   ownHome: true) { file in
-            (executable, ["--idle=yes", "--no-video", "--ao=null", "--no-config", "--script=\(script)", "--no-terminal"]
+                   ownHome: true) { file, output in
+            (executable, ["--idle=yes", "--no-video", output == .pulse ? "--ao=pulse" : "--ao=null", "--no-config",
+                          "--script=\(script)", "--no-terminal"]
                 + (file.map { [$0.path] } ?? []))
         }
     }
@@ -51,9 +59,10 @@ struct PlayerKind {
     /// no media library; the plugins come from the system's cache (plugins.dat, written at install).
     static func vlc(executable: String) -> PlayerKind {
         PlayerKind(label: "VLC", key: "vlc", namePrefix: "org.mpris.MediaPlayer2.vlc", loading: .openURI,
-                   ownHome: true) { _ in
-            (executable, ["-I", "dummy", "--dbus", "--no-one-instance", "--no-video", "--aout=afile",
-                          "--audiofile-file=/dev/null", "--ignore-config", "--no-media-library"])
+                   ownHome: true) { _, output in
+            (executable, ["-I", "dummy", "--dbus", "--no-one-instance", "--no-video"]
+                + (output == .pulse ? ["--aout=pulse"] : ["--aout=afile", "--audiofile-file=/dev/null"])
+                + ["--ignore-config", "--no-media-library"])
         }
     }
 
@@ -142,10 +151,10 @@ struct BenchFailure: Error, CustomStringConvertible {
 
 /// Starts `kind` on `bus` and times spawn -> NameOwnerChanged for its MPRIS name. `client` must already
 /// have the NameOwnerChanged match (see `watchNames`).
-func launch(_ kind: PlayerKind, file: URL?, bus: PrivateBus, environment: [String: String], client: BusClient,
-            log: URL) throws -> RunningPlayer {
+func launch(_ kind: PlayerKind, file: URL?, output: PlayerKind.Output = .timedNull, bus: PrivateBus,
+            environment: [String: String], client: BusClient, log: URL) throws -> RunningPlayer {
     client.drain()
-    let (executable, arguments) = kind.command(file)
+    let (executable, arguments) = kind.command(file, output)
     let start = DispatchTime.now().uptimeNanoseconds
     let process = try Subprocess(executable, arguments, environment: environment,
                                  stdout: .appendingToFile(log), stderr: .appendingToFile(log))

@@ -72,25 +72,48 @@ struct PipelineReference {
     var cpu: CPUWindow.Result?
     var threads = 0
     var command = ""
+    /// The same pipeline into the sound server (`pulsesink`), and the server's CPU meanwhile.
+    var pulseCPU: CPUWindow.Result?
+    var pulseServerCPU: CPUWindow.Result?
 }
 
 func measurePipelineReference(audio: URL, settings: Settings, log: URL) -> PipelineReference? {
-    let arguments = ["-q", "playbin", "uri=\(audio.absoluteString)", "audio-sink=fakesink sync=true",
-                     "flags=audio+soft-volume"]
-    guard let process = try? Subprocess("gst-launch-1.0", arguments, stdout: .appendingToFile(log),
-                                        stderr: .appendingToFile(log)) else { return nil }
-    defer {
+    func playbin(_ sink: String) -> [String] {
+        ["-q", "playbin", "uri=\(audio.absoluteString)", "audio-sink=\(sink)", "flags=audio+soft-volume"]
+    }
+    /// Starts gst-launch, lets it play about as long as the players' file has played before their window.
+    func start(_ arguments: [String], environment: [String: String]? = nil) -> Subprocess? {
+        guard let process = try? Subprocess("gst-launch-1.0", arguments, environment: environment,
+                                            stdout: .appendingToFile(log), stderr: .appendingToFile(log)) else { return nil }
+        sleepFor(settings.playSettle + .milliseconds(200))
+        return process
+    }
+    func end(_ process: Subprocess) {
         process.kill()
         _ = process.waitForExit(timeout: .seconds(5))
     }
     var reference = PipelineReference()
-    reference.command = shellLine(["gst-launch-1.0"] + arguments)
-    sleepFor(settings.playSettle + .milliseconds(200))  // about as long as the players' file has played
-    guard process.isRunning, let m = ProcStats.memory(process.pid) else { return nil }
+    reference.command = shellLine(["gst-launch-1.0"] + playbin("fakesink sync=true"))
+    guard let process = start(playbin("fakesink sync=true")) else { return nil }
+    guard process.isRunning, let m = ProcStats.memory(process.pid) else {
+        end(process)
+        return nil
+    }
     (reference.rssKB, reference.hwmKB) = (m.rssKB, m.hwmKB)
     let window = CPUWindow(process.pid)
     sleepFor(settings.cpuWindow)
     reference.cpu = window.finish()
     reference.threads = ProcStats.threadCount(process.pid)
+    end(process)
+
+    if let server = settings.soundServer,
+       let process = start(playbin("pulsesink"), environment: Subprocess.environment(adding: server.environment)) {
+        if process.isRunning {
+            let player = CPUWindow(process.pid), sound = CPUWindow(server.process.pid)
+            sleepFor(settings.cpuWindow)
+            (reference.pulseCPU, reference.pulseServerCPU) = (player.finish(), sound.finish())
+        }
+        end(process)
+    }
     return reference
 }

@@ -96,6 +96,14 @@ struct Report {
         let cpuMet = l.flatMap { $0.playCPU.map { $0.percent <= 0.4 } }
         row("CPU playing, \(settings.cpuWindow) window, % of one core (utime+stime)", cells { cpuCell($0.playCPU) },
             gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—", "≤ 0.4 %" + verdict(cpuMet))
+        func pulseCell(_ player: CPUWindow.Result?, _ server: CPUWindow.Result?) -> String {
+            guard let player, let server else { return "—" }
+            return String(format: "%.2f %% + server %.2f %% = %.2f %%", player.schedPercent, server.schedPercent,
+                          player.schedPercent + server.schedPercent)
+        }
+        row("CPU playing into PulseAudio (null sink), \(settings.cpuWindow) window, % of one core (schedstat): player + "
+            + "sound server", cells { pulseCell($0.pulseCPU, $0.pulseServerCPU) },
+            gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.pulseCPU, $0.pulseServerCPU) } ?? "—")
         row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
@@ -150,6 +158,7 @@ struct Report {
             "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "cpu": cpu(r.playCPU), "threads": r.threads,
                         "openToPlayingMs": r.openToPlayingMs],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
+            "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU)],
             "roundTripsUs": ["pingBus": r.pingBus.json(unit: 1000), "pingPlayer": r.pingPlayer.json(unit: 1000),
                              "get": r.get.json(unit: 1000), "getAll": r.getAll.json(unit: 1000),
                              "echoGet": r.echoGet.json(unit: 1000),
@@ -179,7 +188,9 @@ struct Report {
             root["gstLaunchReference"] = ["command": reference.command, "rssKB": reference.rssKB,
                                           "hwmKB": reference.hwmKB, "threads": reference.threads,
                                           "cpuPercent": reference.cpu?.percent ?? Double.nan,
-                                          "schedPercent": reference.cpu?.schedPercent ?? Double.nan]
+                                          "schedPercent": reference.cpu?.schedPercent ?? Double.nan,
+                                          "pulseSchedPercent": reference.pulseCPU?.schedPercent ?? Double.nan,
+                                          "pulseServerSchedPercent": reference.pulseServerCPU?.schedPercent ?? Double.nan]
         }
         return (try? JSONSerialization.data(withJSONObject: Report.sanitized(root),
                                             options: [.prettyPrinted, .sortedKeys])) ?? Data()

@@ -17,6 +17,8 @@ struct Settings {
     var idleCPUWindow: Duration = .seconds(5)
     var concurrency: [Int] = [8, 32]
     var concurrencyWindow: Duration = .seconds(5)
+    /// Where the CPU-into-PulseAudio row plays (nil: not measured).
+    var soundServer: SoundServer?
 }
 
 /// Everything measured for one player.
@@ -35,6 +37,9 @@ struct PlayerResult {
     var openToPlayingMs: Double = .nan
     var playRSSKB = 0, playHWMKB = 0
     var playCPU: CPUWindow.Result?
+    /// Playing into PulseAudio (`measureIntoSoundServer`): the player's CPU and the server's meanwhile.
+    var pulseCPU: CPUWindow.Result?
+    var pulseServerCPU: CPUWindow.Result?
     var threads = 0
     var pingBus = Samples([]), pingPlayer = Samples([]), get = Samples([]), getAll = Samples([])
     /// Get answered by the minimal libdbus responder in the bench process: the two-hop floor.
@@ -70,7 +75,7 @@ func progress(_ text: String) {
 func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: TemporaryDirectory) throws -> PlayerResult {
     var result = PlayerResult()
     result.label = kind.label
-    let idle = kind.command(nil)
+    let idle = kind.command(nil, .timedNull)
     result.command = shellLine([idle.executable] + idle.arguments)
     result.loading = kind.loading
     let bus = try PrivateBus()
@@ -113,13 +118,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     let openStart = ContinuousClock.now
     switch kind.loading {
     case .openURI:
-        let reply = try client.call(BusClient.methodCall(player.busName, "/org/mpris/MediaPlayer2",
-                                                         "org.mpris.MediaPlayer2.Player", "OpenUri",
-                                                         [.string(audio.absoluteString)]))
-        let type = dbus_message_get_type(reply)
-        let error = type == 3 ? MessageReader(reply).strings().first ?? "?" : nil
-        dbus_message_unref(reply)
-        if let error { throw BenchFailure("OpenUri failed: \(error)") }
+        try openURI(audio, in: player, client: client)
     case .commandLine:
         _ = player.stop()
         player = try launch(kind, file: audio, bus: bus, environment: environment, client: client, log: log)
@@ -252,6 +251,46 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     if let m = ProcStats.memory(player.pid) { (result.endRSSKB, result.endHWMKB) = (m.rssKB, m.hwmKB) }
     if !player.process.isRunning { result.notes.append("\(kind.label) exited during the run:\n\(player.logTail)") }
     return result
+}
+
+/// OpenUri(file://…) on a running player; throws its D-Bus error.
+func openURI(_ audio: URL, in player: RunningPlayer, client: BusClient) throws {
+    let reply = try client.call(BusClient.methodCall(player.busName, "/org/mpris/MediaPlayer2",
+                                                     "org.mpris.MediaPlayer2.Player", "OpenUri",
+                                                     [.string(audio.absoluteString)]))
+    let type = dbus_message_get_type(reply)
+    let error = type == 3 ? MessageReader(reply).strings().first ?? "?" : nil
+    dbus_message_unref(reply)
+    if let error { throw BenchFailure("OpenUri failed: \(error)") }
+}
+
+/// CPU while playing into a sound server (`SoundServer`: PulseAudio, null sink): the player started on a bus of
+/// its own with its PulseAudio output, the file played, then the player's CPU and the server's over the same
+/// window. The server's share matters: a player that sends its audio as it is decoded (44.1 kHz mono here) leaves
+/// the conversion to the server, one that converts first does it itself.
+func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL, settings: Settings,
+                            work: TemporaryDirectory) throws -> (player: CPUWindow.Result, server: CPUWindow.Result) {
+    progress("\(kind.label): CPU while playing into PulseAudio, \(settings.cpuWindow)")
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    var environment = bus.environment.merging(server.environment) { $1 }
+    if kind.ownHome {
+        environment["HOME"] = work.appending("\(kind.key)-home").path
+    }
+    let client = try BusClient(address: bus.address)
+    try watchNames(client)
+    let log = work.appending("\(kind.label)-pulse.log")
+    let player = try launch(kind, file: kind.loading == .commandLine ? audio : nil, output: .pulse, bus: bus,
+                            environment: environment, client: client, log: log)
+    defer { _ = player.stop() }
+    if kind.loading == .openURI { try openURI(audio, in: player, client: client) }
+    guard waitForStatus(client, player, "Playing", timeout: .seconds(10)) else {
+        throw BenchFailure("\(kind.label) is not Playing into PulseAudio 10 s after loading:\n\(player.logTail)")
+    }
+    sleepFor(settings.playSettle)
+    let playerWindow = CPUWindow(player.pid), serverWindow = CPUWindow(server.process.pid)
+    sleepFor(settings.cpuWindow)
+    return (playerWindow.finish(), serverWindow.finish())
 }
 
 /// Shared state of one concurrency run. Each thread owns its connection; only this box is shared.
