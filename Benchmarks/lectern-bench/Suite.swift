@@ -9,8 +9,11 @@ import Glibc
 struct Settings {
     var roundTrips = 5000
     var warmup = 500
-    var signalIterations = 200
+    var signalIterations = 100
+    /// Between two PlayPause or Seek calls: 20 ms plus a random 0–200 ms, so that a player that batches its signals
+    /// on a periodic timer (mpv, VLC) is met at every point of its period, not always at the same one.
     var signalPause: Duration = .milliseconds(20)
+    var signalPauseJitterMs = 200
     var startupRuns = 5
     var playSettle: Duration = .seconds(5)
     var cpuWindow: Duration = .seconds(10)
@@ -213,7 +216,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
             result.playPauseMissed += 1
             status = (try? client.getProperty(name, interface: playerInterface, "PlaybackStatus")) ?? status
         }
-        sleepFor(settings.signalPause)
+        sleepFor(settings.signalPause + .milliseconds(Int.random(in: 0..<settings.signalPauseJitterMs)))
     }
     result.playPause = Samples(latencies)
     client.removeMatch(changedRule)
@@ -236,7 +239,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
         } else {
             result.seekMissed += 1
         }
-        sleepFor(settings.signalPause)
+        sleepFor(settings.signalPause + .milliseconds(Int.random(in: 0..<settings.signalPauseJitterMs)))
     }
     result.seek = Samples(latencies)
     client.removeMatch(seekedRule)
