@@ -86,7 +86,9 @@ bool lectern_gst_message_from_sink(void *message) {
 }
 
 char *lectern_gst_message_source_uri(void *message) {
-    // playbin (1.22, playbin2) gives each stream a "uridecodebin" of its own; the shared output chain has none.
+    // playbin (1.22, playbin2) gives each stream a "uridecodebin" of its own (the shared output chain has none),
+    // whose "uri" is the string playbin was given. A source element (filesrc) knows its URI itself, which still
+    // answers when uridecodebin has already taken the failed source out (by the time the bus thread reads this).
     for (GstObject *object = GST_MESSAGE_SRC(GST_MESSAGE(message)); object != NULL; object = GST_OBJECT_PARENT(object)) {
         if (!GST_IS_ELEMENT(object)) {
             continue;
@@ -96,6 +98,9 @@ char *lectern_gst_message_source_uri(void *message) {
             char *uri = NULL;
             g_object_get(object, "uri", &uri, NULL);
             return uri;
+        }
+        if (GST_IS_URI_HANDLER(object) && gst_uri_handler_get_uri_type(GST_URI_HANDLER(object)) == GST_URI_SRC) {
+            return gst_uri_handler_get_uri(GST_URI_HANDLER(object));
         }
     }
     return NULL;

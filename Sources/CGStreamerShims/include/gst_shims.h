@@ -46,8 +46,9 @@ uint32_t lectern_gst_message_type(void *message);
 void *lectern_gst_message_src(void *message);
 /// Whether the message comes from a sink element (the audio output, e.g. pulsesink inside autoaudiosink).
 bool lectern_gst_message_from_sink(void *message);
-/// The URI of the stream whose element posted `message` (its playbin uridecodebin's), or NULL when it came from
-/// an element no single stream owns (the sinks, playbin itself). Free with g_free.
+/// The URI of the stream whose element posted `message` (its playbin uridecodebin's, or the source element's
+/// own), or NULL when it came from an element no single stream owns (the sinks, playbin itself) or one already
+/// taken out of its bin. Free with g_free.
 char *lectern_gst_message_source_uri(void *message);
 
 // Posts an application message named `name` from `element` on its bus, with an optional string field

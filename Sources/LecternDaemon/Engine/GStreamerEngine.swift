@@ -325,7 +325,7 @@ private final class Translation: Sendable {
                 state.takenNext = nil
                 if fromSink {
                     output.append(.outputFailed(message))
-                } else if let next, streamURI == nil || streamURI == next.absoluteString {
+                } else if let next, streamURI.map({ Self.names(next, $0) }) ?? true {
                     // The stream about-to-finish handed over, before it started (typically "Could not determine
                     // type of stream" from its decodebin). Told apart from the current stream's own late failure
                     // (a truncated file's demuxer, after its source was read to the end) by the failing element.
@@ -341,6 +341,14 @@ private final class Translation: Sendable {
         for event in output {
             continuation.yield(event)
         }
+    }
+
+    /// Whether `uri` (from GStreamer: the string playbin was given, or a source element's own spelling of it)
+    /// names `url`.
+    static func names(_ url: URL, _ uri: String) -> Bool {
+        guard uri != url.absoluteString else { return true }
+        guard let other = URL(string: uri), other.isFileURL, url.isFileURL else { return false }
+        return other.standardizedFileURL.path == url.standardizedFileURL.path
     }
 
     /// Async-done while loading: seek to the start position once, then report `.ready` after that seek's own
