@@ -34,7 +34,8 @@ let package = Package(
                        providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CGStreamer", pkgConfig: "gstreamer-pbutils-1.0",
                        providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
-        .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
+        // Its headers only: libpulse is opened at run time (Sources/CPulse/shim.h), not linked.
+        .systemLibrary(name: "CPulse"),
         // GLib/GStreamer macros and variadic functions Swift cannot call, and the C that runs on streaming threads.
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
 

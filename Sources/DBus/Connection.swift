@@ -7,7 +7,8 @@ import Synchronization
 /// Server side: ``export(_:interfaces:)`` objects, run ``serveCalls()`` to handle their method calls
 /// one at a time, each sender's in arrival order, senders taking turns (``CallQueue``); `Get` and `GetAll`
 /// are answered on the I/O thread when no earlier call of the same sender is still being handled,
-/// `Introspect` always. Client side: ``call(_:path:interface:member:_:timeout:)`` and ``signals(_:)``.
+/// `Introspect` always; calls to an object not ready yet wait for it (``hold(_:interfaces:)``).
+/// Client side: ``call(_:path:interface:member:_:timeout:)`` and ``signals(_:)``.
 ///
 /// ```swift
 /// let bus = try BusConnection(address: address)
@@ -24,6 +25,8 @@ public final class BusConnection: Sendable {
 
     private struct State: ~Copyable {
         var objects: [ObjectPath: ExportedObject] = [:]
+        /// Calls that wait for an object or some of its interfaces (few, and only while starting).
+        var holds: [CallHold] = []
         var subscriptions: [UUID: Subscription] = [:]
         var closed = false
     }
@@ -70,11 +73,12 @@ public final class BusConnection: Sendable {
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (or `$XDG_RUNTIME_DIR/bus`).
     public static func session() throws -> BusConnection {
-        let environment = ProcessInfo.processInfo.environment
-        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
+        // getenv: ProcessInfo's environment copies all of it into a dictionary at every read.
+        func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if let address = environment("DBUS_SESSION_BUS_ADDRESS"), !address.isEmpty {
             return try BusConnection(address: address)
         }
-        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: runtime + "/bus") {
+        if let runtime = environment("XDG_RUNTIME_DIR"), FileManager.default.fileExists(atPath: runtime + "/bus") {
             return try BusConnection(address: "unix:path=\(runtime)/bus")
         }
         throw BusError(name: "org.freedesktop.DBus.Error.NoServer",
@@ -240,6 +244,23 @@ public final class BusConnection: Sendable {
         state.withLock { _ = $0.objects.removeValue(forKey: path) }
     }
 
+    /// Holds the calls to the object at `path` (or to its `interfaces` only) until the returned hold is released:
+    /// for an object that clients may call before it is exported, or before those interfaces' properties are set.
+    /// See ``CallHold``. Once the connection is closed, the hold is released at once.
+    public func hold(_ path: ObjectPath, interfaces: [String]? = nil) -> CallHold {
+        let hold = CallHold(path: path, interfaces: interfaces.map(Set.init), connection: self)
+        let closed = state.withLock { s in
+            if !s.closed { s.holds.append(hold) }
+            return s.closed
+        }
+        if closed { hold.release() }
+        return hold
+    }
+
+    func removeHold(_ hold: CallHold) {
+        state.withLock { $0.holds.removeAll { $0 === hold } }
+    }
+
     /// Handles the exported objects' method calls and property sets, one at a time, each sender's in arrival
     /// order and senders in turn, until the connection closes. Run it once, in the owner's task group.
     public func serveCalls() async {
@@ -267,6 +288,8 @@ public final class BusConnection: Sendable {
     private func stopQueueingCalls() {
         calls.withLock { $0.close() }
         callQueuedContinuation.finish()
+        // Calls already queued are still handled: none may wait for a release that no longer matters.
+        for hold in state.withLock({ $0.holds }) { hold.release() }
     }
 
     // MARK: - Incoming messages (I/O thread)
@@ -275,19 +298,12 @@ public final class BusConnection: Sendable {
         switch dbus_message_get_type(message) {
         case 1:  // method call
             let header = ReceivedMessage(message, decodeBody: false)
-            let objects = state.withLock { $0.objects }
-            guard let path = header.path, let member = header.member else { return false }
-            if let object = objects[path] {
-                handleCall(header, message, object: object)
-                return true
+            switch handling(header, body: { header.withBody(from: message) }) {
+            case .unhandled: return false
+            case .now(let answer): answer()
+            case .read(let answer): answerNowOrInOrder(header, answer)
+            case .inTurn(let job): enqueue(from: header, job)
             }
-            if header.interface == "org.freedesktop.DBus.Introspectable" || header.interface == nil,
-               member == "Introspect", objects.keys.contains(where: path.isAncestor(of:)) {
-                reply(to: header, [.string(Introspection.xml(interfaces: [], children: children(of: path, in: objects)))])
-                return true
-            }
-            if header.interface == "org.freedesktop.DBus.Peer" { return false }  // libdbus answers Ping
-            reply(to: header, error: .unknownObject("No object at path '\(path)'"))
             return true
         case 4:  // signal
             let signal = ReceivedMessage(message)
@@ -304,6 +320,59 @@ public final class BusConnection: Sendable {
         }
     }
 
+    /// How a method call is answered.
+    private enum Handling {
+        /// Not ours: libdbus's default handling.
+        case unhandled
+        /// At once, on the I/O thread: Introspect, and errors found before any handler.
+        case now(@Sendable () -> Void)
+        /// Get and GetAll: at once unless an earlier call of the same sender is unfinished (then in its turn).
+        case read(@Sendable () -> Void)
+        /// Method calls, Set and held calls: in the sender's turn, by ``serveCalls()``.
+        case inTurn(@Sendable () async -> Void)
+    }
+
+    /// Decides how a method call is answered. `body` decodes the call's arguments: only once its signature is
+    /// checked, or to hold it. On the I/O thread, and again for a held call once it is released.
+    private func handling(_ header: ReceivedMessage, body: () -> ReceivedMessage) -> Handling {
+        guard let path = header.path, let member = header.member else { return .unhandled }
+        var decoded: ReceivedMessage?
+        func call() -> ReceivedMessage {
+            if let decoded { return decoded }
+            let call = body()
+            decoded = call
+            return call
+        }
+        let (objects, holds) = state.withLock { ($0.objects, $0.holds) }
+        let object = objects[path]
+        if !holds.isEmpty, header.interface != "org.freedesktop.DBus.Peer", let hold = holds.first(where: { hold in
+            hold.holds(path: path, member: member) {
+                if header.interface == "org.freedesktop.DBus.Properties" { return call().arguments.first?.string }
+                return header.interface ?? object?.interfaces.first { $0.method(member) != nil }?.name.rawValue
+            }
+        }) {
+            let held = call()
+            return .inTurn { [self] in
+                await hold.wait()
+                switch handling(held, body: { held }) {
+                case .unhandled: reply(to: held, error: .unknownMethod("No method '\(member)' at \(path)"))
+                case .now(let answer), .read(let answer): answer()
+                case .inTurn(let job): await job()
+                }
+            }
+        }
+        if let object { return handleCall(header, call, object: object) }
+        if header.interface == "org.freedesktop.DBus.Introspectable" || header.interface == nil,
+           member == "Introspect", objects.keys.contains(where: path.isAncestor(of:)) {
+            return .now { [self] in
+                let objects = state.withLock { $0.objects }
+                reply(to: header, [.string(Introspection.xml(interfaces: [], children: children(of: path, in: objects)))])
+            }
+        }
+        if header.interface == "org.freedesktop.DBus.Peer" { return .unhandled }  // libdbus answers Ping
+        return .now { [self] in reply(to: header, error: .unknownObject("No object at path '\(path)'")) }
+    }
+
     private func children(of path: ObjectPath, in objects: [ObjectPath: ExportedObject]) -> [String] {
         let prefix = path.rawValue == "/" ? "/" : path.rawValue + "/"
         let names = objects.keys.filter(path.isAncestor(of:)).compactMap {
@@ -312,19 +381,21 @@ public final class BusConnection: Sendable {
         return Array(Set(names)).sorted()
     }
 
-    private func handleCall(_ header: ReceivedMessage, _ message: OpaquePointer, object: ExportedObject) {
+    private func handleCall(_ header: ReceivedMessage, _ body: () -> ReceivedMessage, object: ExportedObject) -> Handling {
         let member = header.member ?? ""
         let interface = header.interface
         switch (interface, member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
-            let objects = state.withLock { $0.objects }
-            reply(to: header, [.string(Introspection.xml(interfaces: object.interfaces,
-                                                         children: children(of: object.path, in: objects)))])
+            return .now { [self] in
+                let objects = state.withLock { $0.objects }
+                reply(to: header, [.string(Introspection.xml(interfaces: object.interfaces,
+                                                             children: children(of: object.path, in: objects)))])
+            }
         case ("org.freedesktop.DBus.Properties", _):
-            handlePropertiesCall(header, message, object: object)
+            return handlePropertiesCall(header, body, object: object)
         case ("org.freedesktop.DBus.Peer", _):
             // libdbus answers Ping and GetMachineId before filters run; anything else is unknown.
-            reply(to: header, error: .unknownMethod("No method '\(member)' in org.freedesktop.DBus.Peer"))
+            return .now { [self] in reply(to: header, error: .unknownMethod("No method '\(member)' in org.freedesktop.DBus.Peer")) }
         default:
             let found: (Interface, Method)? = {
                 if let interface {
@@ -334,23 +405,24 @@ public final class BusConnection: Sendable {
             }()
             guard let (declaration, method) = found else {
                 if let interface, object.interface(interface) == nil {
-                    reply(to: header, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'"))
-                } else {
+                    return .now { [self] in reply(to: header, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'")) }
+                }
+                return .now { [self] in
                     reply(to: header, error: .unknownMethod(
                         "No method '\(member)' with signature '\(header.signature)' in interface '\(interface ?? "")' at \(object.path)"))
                 }
-                return
             }
             guard header.signature == method.inputSignature else {
-                reply(to: header, error: .invalidArgs(
-                    "\(declaration.name).\(member) takes arguments of type '\(method.inputSignature)', not '\(header.signature)'"))
-                return
+                return .now { [self] in
+                    reply(to: header, error: .invalidArgs(
+                        "\(declaration.name).\(member) takes arguments of type '\(method.inputSignature)', not '\(header.signature)'"))
+                }
             }
-            let call = header.withBody(from: message)
+            let call = body()
             let methodCall = MethodCall(sender: call.sender, path: object.path, interface: declaration.name,
                                         member: method.name, arguments: call.arguments)
             let outputSignature = method.outputSignature
-            enqueue(from: call) { [self] in
+            return .inTurn { [self] in
                 guard let deferred = method.deferred else {
                     do {
                         answer(call, member, outputSignature, .success(try await method.handler(methodCall)))
@@ -379,7 +451,7 @@ public final class BusConnection: Sendable {
         }
     }
 
-    private func handlePropertiesCall(_ header: ReceivedMessage, _ message: OpaquePointer, object: ExportedObject) {
+    private func handlePropertiesCall(_ header: ReceivedMessage, _ body: () -> ReceivedMessage, object: ExportedObject) -> Handling {
         let expected: String? = switch header.member {
         case "Get": "ss"
         case "GetAll": "s"
@@ -387,46 +459,40 @@ public final class BusConnection: Sendable {
         default: nil
         }
         guard let signature = expected else {
-            reply(to: header, error: .unknownMethod("No method '\(header.member ?? "")' in org.freedesktop.DBus.Properties"))
-            return
+            return .now { [self] in reply(to: header, error: .unknownMethod("No method '\(header.member ?? "")' in org.freedesktop.DBus.Properties")) }
         }
         guard header.signature == signature else {
-            reply(to: header, error: .invalidArgs("Properties.\(header.member ?? "") takes '\(signature)', not '\(header.signature)'"))
-            return
+            return .now { [self] in reply(to: header, error: .invalidArgs("Properties.\(header.member ?? "") takes '\(signature)', not '\(header.signature)'")) }
         }
-        let call = header.withBody(from: message)
+        let call = body()
         let interface = call.arguments[0].string ?? ""
         switch call.member {
         case "Get":
             let name = call.arguments[1].string ?? ""
-            answerNowOrInOrder(call) { [self] in
+            return .read { [self] in
                 do { reply(to: call, [.variant(try object.value(interface, name))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
             }
         case "GetAll":
-            answerNowOrInOrder(call) { [self] in
+            return .read { [self] in
                 do { reply(to: call, [.vardict(try object.allValues(interface))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
             }
         default:  // Set
             let name = call.arguments[1].string ?? ""
             guard let declaration = object.interface(interface) else {
-                reply(to: call, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'"))
-                return
+                return .now { [self] in reply(to: call, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'")) }
             }
             guard let property = declaration.property(name) else {
-                reply(to: call, error: .unknownProperty("Interface '\(interface)' has no property '\(name)'"))
-                return
+                return .now { [self] in reply(to: call, error: .unknownProperty("Interface '\(interface)' has no property '\(name)'")) }
             }
             guard property.isWritable, let setter = property.setter else {
-                reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only"))
-                return
+                return .now { [self] in reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only")) }
             }
             // Exactly one variant level: a value nested in further variants is not of the property's type.
             let value: DBusValue = if case .variant(let inner) = call.arguments[2] { inner } else { call.arguments[2] }
             guard value.type == property.type else {
-                reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'"))
-                return
+                return .now { [self] in reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'")) }
             }
-            enqueue(from: call) { [self] in
+            return .inTurn { [self] in
                 do {
                     try await setter(value)
                     reply(to: call, [])

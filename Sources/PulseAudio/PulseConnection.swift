@@ -37,10 +37,10 @@ public final class PulseConnection: @unchecked Sendable {
     private let state: ContextState
 
     private init(applicationName: String) throws(PulseError) {
-        guard let mainloop = pa_threaded_mainloop_new() else { throw .connectionFailed("pa_threaded_mainloop_new failed") }
-        guard let api = pa_threaded_mainloop_get_api(mainloop),
-              let context = pa_context_new(api, applicationName) else {
-            pa_threaded_mainloop_free(mainloop)
+        guard let mainloop = pulse.pa_threaded_mainloop_new() else { throw .connectionFailed("pa_threaded_mainloop_new failed") }
+        guard let api = pulse.pa_threaded_mainloop_get_api(mainloop),
+              let context = pulse.pa_context_new(api, applicationName) else {
+            pulse.pa_threaded_mainloop_free(mainloop)
             throw .connectionFailed("pa_context_new failed")
         }
         self.mainloop = mainloop
@@ -55,6 +55,7 @@ public final class PulseConnection: @unchecked Sendable {
     /// reached or refuses us; gives up after `timeout`.
     public static func connect(server: String? = nil, applicationName: String,
                                timeout: Duration = .seconds(5)) async throws(PulseError) -> PulseConnection {
+        try await LibPulse.load()
         let connection = try PulseConnection(applicationName: applicationName)
         do {
             try await connection.start(server: server, timeout: timeout)
@@ -72,15 +73,15 @@ public final class PulseConnection: @unchecked Sendable {
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             state.readiness.withLock { $0 = ready }
             withLock {
-                pa_context_set_state_callback(context, contextStateCallback, userdata)
-                pa_context_set_subscribe_callback(context, subscribeCallback, userdata)
+                pulse.pa_context_set_state_callback(context, contextStateCallback, userdata)
+                pulse.pa_context_set_subscribe_callback(context, subscribeCallback, userdata)
                 let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
-                if pa_context_connect(context, server, flags, nil) < 0 {
+                if pulse.pa_context_connect(context, server, flags, nil) < 0 {
                     state.resumeReadiness(with: PulseError.connectionFailed(state.lastError))
                 }
             }
             // The loop thread starts after connect, so nothing above races with a callback.
-            if pa_threaded_mainloop_start(mainloop) < 0 {
+            if pulse.pa_threaded_mainloop_start(mainloop) < 0 {
                 state.resumeReadiness(with: PulseError.connectionFailed("pa_threaded_mainloop_start failed"))
             }
             // A server that accepts the socket but never answers: give up after `timeout`.
@@ -94,14 +95,14 @@ public final class PulseConnection: @unchecked Sendable {
     }
 
     deinit {
-        pa_threaded_mainloop_lock(mainloop)
-        pa_context_set_state_callback(context, nil, nil)
-        pa_context_set_subscribe_callback(context, nil, nil)
-        pa_context_disconnect(context)
-        pa_context_unref(context)
-        pa_threaded_mainloop_unlock(mainloop)
-        pa_threaded_mainloop_stop(mainloop)  // joins the loop thread: no callback runs after this
-        pa_threaded_mainloop_free(mainloop)
+        pulse.pa_threaded_mainloop_lock(mainloop)
+        pulse.pa_context_set_state_callback(context, nil, nil)
+        pulse.pa_context_set_subscribe_callback(context, nil, nil)
+        pulse.pa_context_disconnect(context)
+        pulse.pa_context_unref(context)
+        pulse.pa_threaded_mainloop_unlock(mainloop)
+        pulse.pa_threaded_mainloop_stop(mainloop)  // joins the loop thread: no callback runs after this
+        pulse.pa_threaded_mainloop_free(mainloop)
         state.failPending(PulseError.disconnected("closed"))
         state.continuation.finish()
     }
@@ -114,7 +115,7 @@ public final class PulseConnection: @unchecked Sendable {
     /// pa_context_get_server_info.
     public func serverInfo() async throws(PulseError) -> PulseServerInfo {
         let infos = try await run(Collect<PulseServerInfo>.self) { context, box in
-            pa_context_get_server_info(context, serverInfoCallback, box)
+            pulse.pa_context_get_server_info(context, serverInfoCallback, box)
         }
         guard let info = infos.first else { throw .requestFailed("no server info") }
         return info
@@ -123,7 +124,7 @@ public final class PulseConnection: @unchecked Sendable {
     /// pa_context_get_sink_info_list.
     public func sinks() async throws(PulseError) -> [PulseSink] {
         try await run(Collect<PulseSink>.self) { context, box in
-            pa_context_get_sink_info_list(context, sinkInfoCallback, box)
+            pulse.pa_context_get_sink_info_list(context, sinkInfoCallback, box)
         }
     }
 
@@ -131,7 +132,7 @@ public final class PulseConnection: @unchecked Sendable {
     public func sink(index: UInt32) async throws(PulseError) -> PulseSink? {
         do {
             return try await run(Collect<PulseSink>.self) { context, box in
-                pa_context_get_sink_info_by_index(context, index, sinkInfoCallback, box)
+                pulse.pa_context_get_sink_info_by_index(context, index, sinkInfoCallback, box)
             }.first
         } catch .requestFailed {
             return nil
@@ -142,7 +143,7 @@ public final class PulseConnection: @unchecked Sendable {
     public func sink(named name: String) async throws(PulseError) -> PulseSink? {
         do {
             return try await run(Collect<PulseSink>.self) { context, box in
-                pa_context_get_sink_info_by_name(context, name, sinkInfoCallback, box)
+                pulse.pa_context_get_sink_info_by_name(context, name, sinkInfoCallback, box)
             }.first
         } catch .requestFailed {
             return nil
@@ -152,7 +153,7 @@ public final class PulseConnection: @unchecked Sendable {
     /// pa_context_get_sink_input_info_list: every playback stream.
     public func sinkInputs() async throws(PulseError) -> [PulseSinkInput] {
         try await run(Collect<PulseSinkInput>.self) { context, box in
-            pa_context_get_sink_input_info_list(context, sinkInputInfoCallback, box)
+            pulse.pa_context_get_sink_input_info_list(context, sinkInputInfoCallback, box)
         }
     }
 
@@ -164,7 +165,7 @@ public final class PulseConnection: @unchecked Sendable {
     /// pa_context_move_sink_input_by_name: moves a stream to another sink.
     public func moveSinkInput(_ index: UInt32, toSink name: String) async throws(PulseError) {
         _ = try await run(Collect<Bool>.self) { context, box in
-            pa_context_move_sink_input_by_name(context, index, name, successCallback, box)
+            pulse.pa_context_move_sink_input_by_name(context, index, name, successCallback, box)
         }
     }
 
@@ -172,7 +173,7 @@ public final class PulseConnection: @unchecked Sendable {
         let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue
             | PA_SUBSCRIPTION_MASK_SERVER.rawValue
         _ = try await run(Collect<Bool>.self) { context, box in
-            pa_context_subscribe(context, pa_subscription_mask_t(rawValue: mask), successCallback, box)
+            pulse.pa_context_subscribe(context, pa_subscription_mask_t(rawValue: mask), successCallback, box)
         }
     }
 
@@ -190,7 +191,7 @@ public final class PulseConnection: @unchecked Sendable {
                 withLock {
                     // The registry keeps the box alive; the callback gets it unretained.
                     if let operation = start(context, Unmanaged.passUnretained(box).toOpaque()) {
-                        pa_operation_unref(operation)
+                        pulse.pa_operation_unref(operation)
                     } else {
                         box.finish(error: PulseError.requestFailed(state.lastError))
                     }
@@ -207,8 +208,8 @@ public final class PulseConnection: @unchecked Sendable {
 
     /// Runs `body` with the main loop's lock held. Not on the loop thread (callbacks hold it already).
     private func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pa_threaded_mainloop_lock(mainloop)
-        defer { pa_threaded_mainloop_unlock(mainloop) }
+        pulse.pa_threaded_mainloop_lock(mainloop)
+        defer { pulse.pa_threaded_mainloop_unlock(mainloop) }
         return try body()
     }
 }
@@ -235,9 +236,7 @@ final class ContextState: @unchecked Sendable {
     }
 
     /// pa_strerror of the context's last error. With the lock held, or on the loop thread.
-    var lastError: String {
-        String(cString: pa_strerror(pa_context_errno(context)))
-    }
+    var lastError: String { errorText(context) }
 
     func resumeReadiness(with error: (any Error)?) {
         guard let ready = readiness.withLock({ r -> CheckedContinuation<Void, any Error>? in
@@ -258,7 +257,7 @@ final class ContextState: @unchecked Sendable {
     // MARK: - Callbacks' side (loop thread, lock held)
 
     func contextStateChanged() {
-        let state = pa_context_get_state(context)
+        let state = pulse.pa_context_get_state(context)
         switch state {
         case PA_CONTEXT_READY:
             phase.withLock { $0.ready = true }
@@ -355,7 +354,12 @@ private func subscribeCallback(_ context: OpaquePointer?, _ type: pa_subscriptio
 }
 
 private func requestError(_ context: OpaquePointer?) -> PulseError {
-    .requestFailed(context.map { String(cString: pa_strerror(pa_context_errno($0))) } ?? "unknown error")
+    .requestFailed(context.map(errorText) ?? "unknown error")
+}
+
+/// pa_strerror of the context's last error.
+private func errorText(_ context: OpaquePointer) -> String {
+    string(pulse.pa_strerror(pulse.pa_context_errno(context))) ?? "unknown error"
 }
 
 private func successCallback(_ context: OpaquePointer?, _ success: Int32, _ userdata: UnsafeMutableRawPointer?) {
@@ -413,8 +417,8 @@ private func sinkInputInfoCallback(_ context: OpaquePointer?, _ info: UnsafePoin
     } else if eol > 0 {
         box.finish()
     } else if let info = info?.pointee {
-        let pid = info.proplist.flatMap { string(pa_proplist_gets($0, "application.process.id")) }.flatMap { Int32($0) }
-        let name = info.proplist.flatMap { string(pa_proplist_gets($0, "application.name")) }
+        let pid = info.proplist.flatMap { string(pulse.pa_proplist_gets($0, "application.process.id")) }.flatMap { Int32($0) }
+        let name = info.proplist.flatMap { string(pulse.pa_proplist_gets($0, "application.name")) }
         box.append(PulseSinkInput(index: info.index, sinkIndex: info.sink, processID: pid, applicationName: name))
     }
 }

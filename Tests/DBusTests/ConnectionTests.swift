@@ -1,7 +1,8 @@
+import CDBus
 import Foundation
 import Synchronization
 import Testing
-import DBus
+@testable import DBus
 import TestSupport
 
 final class Recorder: Sendable {
@@ -134,6 +135,31 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         let first = await group.next() ?? nil
         group.cancelAll()
         return first
+    }
+}
+
+extension RawClient {
+    /// Sends a call with string arguments without waiting; its reply is read with ``reply(to:)``.
+    func start(_ destination: String, _ path: String, _ interface: String, _ member: String,
+               _ strings: [String] = []) -> OpaquePointer? {
+        guard let connection, let message = Self.message(destination, path, interface, member, strings) else { return nil }
+        defer { dbus_message_unref(message) }
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(connection, message, &pending, 10_000) != 0 else { return nil }
+        dbus_connection_flush(connection)
+        return pending
+    }
+
+    /// The reply to a call made with ``start(_:_:_:_:_:)``: its arguments, or its error thrown.
+    func reply(to pending: OpaquePointer?) throws -> [DBusValue] {
+        guard let pending else { throw BusError.failed("the call was not sent") }
+        defer { dbus_pending_call_unref(pending) }
+        dbus_pending_call_block(pending)
+        guard let reply = dbus_pending_call_steal_reply(pending) else { throw BusError.noReply("no reply") }
+        defer { dbus_message_unref(reply) }
+        let message = ReceivedMessage(reply)
+        if message.kind == .error { throw message.busError }
+        return message.arguments
     }
 }
 
@@ -377,5 +403,77 @@ private func next(_ stream: AsyncStream<ReceivedMessage>, within timeout: Durati
         #expect(await served.value)
         #expect(!h.server.isConnected)
         #expect(await busError { _ = try await h.client.call("org.freedesktop.DBus", path: "/", interface: nil, member: "GetId") } != nil)
+    }
+
+    @Test func callsToAHeldInterfaceWaitForItsReleaseWhileTheOthersAreAnswered() async throws {
+        let h = try await Harness()
+        let path = ObjectPath("/org/example/Late")!
+        let total = Mutex<Int32>(0)
+        let late = Interface("org.example.Late",
+                             methods: [Method("Total", out: [("n", .int32)]) { _ in [.int32(total.withLock { $0 })] }],
+                             properties: [Property("Total", .int32)])
+        let ready = Interface("org.example.Ready", properties: [Property("Name", .string)])
+        let object = try h.server.export(path, interfaces: [ready, late])
+        object.update("org.example.Ready", ["Name": .string("early")])
+        let hold = h.server.hold(path, interfaces: ["org.example.Late"])
+
+        // Before Late has its values: answered at once, Get would say "no value yet" and Total 0.
+        let raw = try RawClient(address: h.bus.address)
+        defer { raw.close() }
+        let server = h.server.uniqueName
+        let get = raw.start(server, path.rawValue, "org.freedesktop.DBus.Properties", "Get", ["org.example.Late", "Total"])
+        let getAll = raw.start(server, path.rawValue, "org.freedesktop.DBus.Properties", "GetAll", ["org.example.Late"])
+        let method = raw.start(server, path.rawValue, "org.example.Late", "Total")
+        try raw.ping(server)  // all three have reached the server
+
+        // Meanwhile another client gets the other interface, and Introspect, at once.
+        let name = try await h.client.call(server, path: path.rawValue, interface: "org.freedesktop.DBus.Properties",
+                                           member: "Get", [.string("org.example.Ready"), .string("Name")])
+        #expect(name.first?.unwrapped == .string("early"))
+        let xml = try await h.client.call(server, path: path.rawValue, interface: "org.freedesktop.DBus.Introspectable",
+                                          member: "Introspect").first?.string ?? ""
+        #expect(xml.contains("<interface name=\"org.example.Late\">"))
+
+        total.withLock { $0 = 42 }
+        object.update("org.example.Late", ["Total": .int32(42)])
+        hold.release()
+        #expect(try raw.reply(to: get) == [.variant(.int32(42))])
+        #expect(try raw.reply(to: getAll) == [.vardict(["Total": .int32(42)])])
+        #expect(try raw.reply(to: method) == [.int32(42)])
+    }
+
+    @Test func callsToAHeldObjectWaitUntilItIsExported() async throws {
+        let h = try await Harness()
+        let path = ObjectPath("/org/example/Later")!
+        let hold = h.server.hold(path)
+        let raw = try RawClient(address: h.bus.address)
+        defer { raw.close() }
+        let server = h.server.uniqueName
+        let hello = raw.start(server, path.rawValue, "org.example.Later", "Hello")
+        let get = raw.start(server, path.rawValue, "org.freedesktop.DBus.Properties", "Get", ["org.example.Later", "Name"])
+        let parent = raw.start(server, "/org/example", "org.freedesktop.DBus.Introspectable", "Introspect")
+        try raw.ping(server)  // all three have reached the server, before the object exists
+
+        let later = Interface("org.example.Later", methods: [Method("Hello", out: [("s", .string)]) { _ in [.string("hello")] }],
+                              properties: [Property("Name", .string)])
+        let object = try h.server.export(path, interfaces: [later])
+        object.update("org.example.Later", ["Name": .string("later")])
+        hold.release()
+        #expect(try raw.reply(to: hello) == [.string("hello")])
+        #expect(try raw.reply(to: get) == [.variant(.string("later"))])
+        let xml = try raw.reply(to: parent).first?.string ?? ""
+        #expect(xml.contains("<node name=\"Later\"/>") && xml.contains("<node name=\"Thing\"/>"), "\(xml)")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func closingTheConnectionReleasesItsHolds() async throws {
+        let h = try await Harness(serve: false)
+        let served = Task { await h.server.serveCalls(); return true }
+        _ = h.server.hold(ObjectPath("/org/example/Never")!)
+        let raw = try RawClient(address: h.bus.address)
+        defer { raw.close() }
+        raw.send(h.server.uniqueName, "/org/example/Never", "org.example.Never", "Call")
+        try raw.ping(h.server.uniqueName)
+        h.server.close()
+        #expect(await served.value)  // the held call did not keep the queue waiting for ever
     }
 }

@@ -78,6 +78,38 @@ extension Integration {
             }
         }
 
+        /// Start-up claims the MPRIS name before the library is open (its longest step): a client that asks at once,
+        /// as desktops do when a player appears, still gets the library as it is (never an empty one) and Lectern's
+        /// own object (never "unknown").
+        @Test func aClientAskingAsSoonAsTheNameAppearsGetsTheLibraryAsItIs() async throws {
+            try await DaemonFixture.with { d in
+                let books = try await d.importOK(d.media.longBook) + d.importOK(d.media.mp3Book)
+                #expect(await d.stopDaemon() == 0)
+                let names = try await d.client.signals(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                                                 member: "NameOwnerChanged"))
+                let again = try d.launchAnotherDaemon()
+                defer { if again.isRunning { again.kill() } }
+                let appeared = await first(names, within: .seconds(15)) {
+                    $0.arguments.first == .string(MPRIS.busName) && $0.arguments.last != .string("")
+                }
+                try #require(appeared != nil, "the new lecternd did not own \(MPRIS.busName)")
+
+                async let playlists = d.getAll(MPRIS.playlists)
+                async let player = d.getAll(MPRIS.player)
+                async let count = d.libProperty("BookCount")
+                async let listed = d.allBooks()
+                async let introspection = d.client.call(Lib.busName, path: Lib.path, interface: "org.freedesktop.DBus.Introspectable",
+                                                        member: "Introspect", timeout: .seconds(10))
+                #expect(try await playlists["PlaylistCount"] == .uint32(UInt32(books.count)))
+                #expect(try await player["PlaybackStatus"] == .string("Stopped"))
+                #expect(try await count == .uint32(UInt32(books.count)))
+                #expect(Set(try await listed.compactMap { $0["id"]?.int64 }) == Set(books))
+                #expect(try await introspection.first?.string?.contains(Lib.library) == true)
+                again.terminate()
+                #expect(await again.waitForExit(timeout: .seconds(15)) == 0)
+            }
+        }
+
         @Test func aDaemonCanStartAgainAfterTheFirstOneStopped() async throws {
             try await DaemonFixture.with { d in
                 #expect(await d.stopDaemon() == 0)
@@ -94,5 +126,20 @@ extension Integration {
                 if again.isRunning { again.kill() }
             }
         }
+    }
+}
+
+/// The first message of `stream` that satisfies `predicate`, or nil after `timeout`.
+private func first(_ stream: AsyncStream<ReceivedMessage>, within timeout: Duration,
+                   where predicate: @escaping @Sendable (ReceivedMessage) -> Bool) async -> ReceivedMessage? {
+    await withTaskGroup(of: ReceivedMessage?.self) { group in
+        group.addTask {
+            for await message in stream where predicate(message) { return message }
+            return nil
+        }
+        group.addTask { try? await Task.sleep(for: timeout); return nil }
+        let found = await group.next() ?? nil
+        group.cancelAll()
+        return found
     }
 }

@@ -83,6 +83,10 @@ public enum Daemon {
         let engineReadiness = engine.readiness
         let connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
         defer { connection.close() }
+        // Clients may call as soon as a name is owned: what can't answer yet holds their calls (in their turn) rather
+        // than be unknown. Lectern's object until the library is open; the MPRIS object until it is exported.
+        let lecternCalls = connection.hold(objectPath)
+        let mprisCalls = connection.hold(MPRISService.path)
 
         switch try await connection.requestName(busName) {
         case .primaryOwner, .alreadyOwner:
@@ -94,7 +98,9 @@ public enum Daemon {
             throw DaemonError.alreadyRunning("\(busName) is owned by \(owner ?? "another process")")
         }
 
-        let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
+        // The player and its MPRIS face first, and the MPRIS name before the library opens (SQLite, a check of every
+        // page, migrations: the longest step of start-up): desktops show the player sooner. Playlists needs the
+        // library, so its calls wait until it is open; the player's are answered at once (commands wait below).
         let mpris = MPRISService(titleTemplate: options.titleTemplate)
         let listeningService = Mutex<ListeningService?>(nil)
         let (bookEvents, bookEventSink) = AsyncStream.makeStream(of: PlayerEvent.self)
@@ -106,6 +112,18 @@ public enum Daemon {
         let listening = ListeningService(player: player, skipStep: options.skipStep)
         listeningService.withLock { $0 = listening }
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), logger: logger)
+        let sessionOnceOpen = Eventually<BookSession>()
+        try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen,
+                               quit: { quit.yield("Quit") })
+        let playlistsCalls = connection.hold(MPRISService.path, interfaces: [MPRISPlaylists.name])
+        mprisCalls.release()
+        var mprisName = Self.mprisName
+        if try await connection.requestName(mprisName) != .primaryOwner {
+            mprisName += ".instance\(getpid())"
+            _ = try await connection.requestName(mprisName)
+        }
+
+        let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
         let libraryService = Mutex<LibraryService?>(nil)
         let session = BookSession(library: library, player: player, events: bookEvents, logger: logger) { news in
             switch news {
@@ -120,12 +138,14 @@ public enum Daemon {
                 listeningService.withLock { $0 }?.filesSkipped(files)
             }
         }
+        sessionOnceOpen.set(session)
         let service = LibraryService(library: library, session: session,
                                      importer: Importer(library: library, opener: opener, logger: logger), logger: logger,
                                      bookCountChanged: mpris.bookCountChanged)
         libraryService.withLock { $0 = service }
-        try await mpris.export(on: connection, player: player, opener: opener, library: library, session: session,
-                               quit: { quit.yield("Quit") })
+        let bookCount = (try? library.bookCount()) ?? 0
+        mpris.publishPlaylists(bookCount: bookCount)
+        playlistsCalls.release()
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
@@ -136,18 +156,14 @@ public enum Daemon {
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
-            "BookCount": .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0)),
+            "BookCount": .uint32(UInt32(clamping: bookCount)),
         ].merging(LibraryService.healthProperties(library.health)) { $1 })
         service.object.withLock { $0 = lecternObject }
         library.observeHealth { service.healthChanged($0) }
         await listening.publish(on: lecternObject)
         await outputWatcher.publish(on: lecternObject)
+        lecternCalls.release()
 
-        var mprisName = Self.mprisName
-        if try await connection.requestName(mprisName) != .primaryOwner {
-            mprisName += ".instance\(getpid())"
-            _ = try await connection.requestName(mprisName)
-        }
         // Before any command reaches the player (calls wait in their queue meanwhile; Get and GetAll are answered
         // from the published properties), and before the book is resumed.
         try await engineReadiness.wait()
@@ -222,11 +238,16 @@ final class SignalWatcher: @unchecked Sendable {
 /// The XDG base directories, with the specification's defaults.
 public enum XDG {
     static func directory(_ variable: String, default relative: String) -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let value = environment[variable], value.hasPrefix("/") { return URL(fileURLWithPath: value) }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        if let value = environment(variable), value.hasPrefix("/") { return URL(fileURLWithPath: value) }
+        let home = environment("HOME") ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(relative)
     }
     public static var cacheHome: URL { directory("XDG_CACHE_HOME", default: ".cache") }
     public static var dataHome: URL { directory("XDG_DATA_HOME", default: ".local/share") }
+}
+
+/// One environment variable. Not `ProcessInfo.processInfo.environment[name]`, which copies the whole environment
+/// into a dictionary at every read: 0.1-0.3 ms each, four times before the names at start-up.
+func environment(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }
 }

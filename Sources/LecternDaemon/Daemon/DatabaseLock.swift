@@ -54,9 +54,12 @@ final class DatabaseLock: Sendable {
             throw DaemonError.libraryInUse(database, holder: holder)
         }
         if writable {
-            let holder = "pid \(getpid()), \(bus)"
-            _ = ftruncate(fd, 0)
-            _ = holder.utf8CString.withUnsafeBufferPointer { pwrite(fd, $0.baseAddress, $0.count - 1, 0) }
+            // Over the previous holder's text, then cut to length: truncating to 0 first frees the file's block,
+            // which ext4 journals (1.5-5 ms measured here, on the way to the bus name).
+            let holder = Array("pid \(getpid()), \(bus)".utf8)
+            if holder.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == holder.count {
+                _ = ftruncate(fd, off_t(holder.count))
+            }
         }
         descriptor = fd
     }
@@ -104,7 +107,7 @@ extension DaemonOptions {
     /// The bus, as the library's lock file names its holder's.
     var busDescription: String {
         if let busAddress { return "bus \(busAddress)" }
-        let session = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
+        let session = environment("DBUS_SESSION_BUS_ADDRESS") ?? ""
         return session.isEmpty ? "the session bus" : "session bus \(session)"
     }
 }

@@ -9,7 +9,8 @@ enum MPRISPlaylists {
     static let pathPrefix = "/org/lectern/Lectern1/playlist/"
     static let playlistType = DBusType.structure([.objectPath, .string, .string])
 
-    static func interface(library: Library, session: BookSession) -> Interface {
+    /// The interface; `session` (with the library) is set once the library is open.
+    static func interface(session: Eventually<BookSession>) -> Interface {
         Interface(name,
             methods: [
                 Method("ActivatePlaylist", in: [("PlaylistId", .objectPath)]) { call in
@@ -17,7 +18,7 @@ enum MPRISPlaylists {
                         throw BusError.invalidArgs("\(call.arguments[0]) is not one of Lectern's playlists")
                     }
                     do {
-                        try await session.activate(id, play: true)
+                        try await session.value.activate(id, play: true)
                     } catch let error as LibraryError {
                         throw LibraryService.busError(error)
                     }
@@ -28,6 +29,7 @@ enum MPRISPlaylists {
                     guard let order = BookOrder(rawValue: call.arguments[2].string ?? "") else {
                         throw BusError.invalidArgs("Order must be one of \(BookOrder.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
+                    let library = await session.value.library
                     let books: [Book]
                     do {
                         books = try library.books(ordered: order, reversed: call.arguments[3].bool ?? false,

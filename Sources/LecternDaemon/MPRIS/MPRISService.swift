@@ -80,13 +80,15 @@ public final class MPRISService: Sendable {
         }
     }
 
-    /// Exports the object on `connection` with the player's current state as the initial property values.
-    func export(on connection: BusConnection, player: Player, opener: MediaOpener, library: Library,
-                session: BookSession, quit: @escaping @Sendable () -> Void) async throws {
+    /// Exports the object on `connection` with the player's current state as the initial property values. The
+    /// library may still be opening: `session` is set once it is open, and Playlists' properties are the owner's to
+    /// publish then (``publishPlaylists(bookCount:)``), its calls held until they are.
+    func export(on connection: BusConnection, player: Player, opener: MediaOpener, session: Eventually<BookSession>,
+                quit: @escaping @Sendable () -> Void) async throws {
         let interfaces = [Self.root(quit: quit, schemes: opener.supportedSchemes, mimeTypes: opener.supportedMimeTypes),
                           makePlayer(player, opener: opener, session: session),
                           makeTrackList(player),
-                          MPRISPlaylists.interface(library: library, session: session)]
+                          MPRISPlaylists.interface(session: session)]
         let exported = try connection.export(Self.path, interfaces: interfaces)
         exported.update(Self.rootInterface, [
             "CanQuit": .boolean(true), "CanRaise": .boolean(false), "HasTrackList": .boolean(true),
@@ -98,10 +100,14 @@ public final class MPRISService: Sendable {
         latest.withLock { $0 = state }
         exported.update(Self.playerInterface, playerProperties(state))
         exported.update(Self.trackListInterface, ["Tracks": .objectPaths(trackIDs(state)), "CanEditTracks": .boolean(false)])
-        var playlists = MPRISPlaylists.properties(current: nil)
-        playlists["PlaylistCount"] = .uint32(UInt32(clamping: (try? library.bookCount()) ?? 0))
-        exported.update(MPRISPlaylists.name, playlists)
         object.withLock { $0 = exported }
+    }
+
+    /// Playlists' first values, once the library is open (the current book comes with the session's restore).
+    func publishPlaylists(bookCount: Int) {
+        var playlists = MPRISPlaylists.properties(current: nil)
+        playlists["PlaylistCount"] = .uint32(UInt32(clamping: bookCount))
+        object.withLock { $0 }?.update(MPRISPlaylists.name, playlists)
     }
 
     // MARK: - Declarations
@@ -123,7 +129,7 @@ public final class MPRISService: Sendable {
             ])
     }
 
-    func makePlayer(_ player: Player, opener: MediaOpener, session: BookSession) -> Interface {
+    func makePlayer(_ player: Player, opener: MediaOpener, session: Eventually<BookSession>) -> Interface {
         Interface(Self.playerInterface,
             methods: [
                 Method("Next") { _ in await player.next(); return [] },
@@ -147,7 +153,7 @@ public final class MPRISService: Sendable {
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
                     let items = try await opener.open(call.arguments[0].string ?? "")
-                    await session.detach()  // files opened by URI are not a book of the library
+                    await session.value.detach()  // files opened by URI are not a book of the library
                     await player.open(items)
                     opener.discoverRemaining(items.dropFirst(), into: player)
                     return []
