@@ -49,7 +49,10 @@ bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --
 
 # Measure lecternd as after an install (written back, then read from disk as it runs), not in the linker's fresh
 # page cache: a just-linked binary measured up to ~2 MB more VmRSS than the same file read back from disk.
-sync "$bin/lecternd" && dd if="$bin/lecternd" iflag=nocache count=0 status=none || true
+# Everything written first (the builds just wrote ~200 MB; their writeback probably slowed the start-ups measured next:
+# a run right after a link measured 35 ms where the next ones measured 16-19).
+sync
+dd if="$bin/lecternd" iflag=nocache count=0 status=none || true
 
 mkdir -p "$scratch/bench-results" "$scratch/bench-audio"
 json="$scratch/bench-results/$(date -u +%Y%m%dT%H%M%SZ).json"
