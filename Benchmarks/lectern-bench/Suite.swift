@@ -83,12 +83,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     result.loading = kind.loading
     let bus = try PrivateBus()
     defer { bus.stop() }
-    var environment = bus.environment
-    if kind.ownHome {
-        let home = work.appending("\(kind.key)-home")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        environment["HOME"] = home.path
-    }
+    let environment = try playerEnvironment(kind, bus: bus, work: work)
     let client = try BusClient(address: bus.address)
     try watchNames(client)
     let log = work.appending("\(kind.label)-\(ProcessInfo.processInfo.processIdentifier).log")
@@ -256,6 +251,18 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     return result
 }
 
+/// The environment a player runs in: its bus's, `extra`, and a HOME of its own (created) when it wants one.
+func playerEnvironment(_ kind: PlayerKind, bus: PrivateBus, work: TemporaryDirectory,
+                       adding extra: [String: String] = [:]) throws -> [String: String] {
+    var environment = bus.environment.merging(extra) { $1 }
+    if kind.ownHome {
+        let home = work.appending("\(kind.key)-home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        environment["HOME"] = home.path
+    }
+    return environment
+}
+
 /// OpenUri(file://…) on a running player; throws its D-Bus error.
 func openURI(_ audio: URL, in player: RunningPlayer, client: BusClient) throws {
     let reply = try client.call(BusClient.methodCall(player.busName, "/org/mpris/MediaPlayer2",
@@ -276,10 +283,7 @@ func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL,
     progress("\(kind.label): CPU while playing into PulseAudio, \(settings.cpuWindow)")
     let bus = try PrivateBus()
     defer { bus.stop() }
-    var environment = bus.environment.merging(server.environment) { $1 }
-    if kind.ownHome {
-        environment["HOME"] = work.appending("\(kind.key)-home").path
-    }
+    let environment = try playerEnvironment(kind, bus: bus, work: work, adding: server.environment)
     let client = try BusClient(address: bus.address)
     try watchNames(client)
     let log = work.appending("\(kind.label)-pulse.log")
