@@ -35,5 +35,16 @@ done
 swift build --build-tests ${build_args[@]+"${build_args[@]}"}
 # One test at a time: several suites block their thread while ffmpeg, SQLite or a fuzzer works, and with the
 # cooperative pool as wide as the machine (2 threads here) running them side by side starved the D-Bus tests
-# (their daemons could not answer in time). Serial, the whole suite takes about 2.5 minutes.
-exec swift test --no-parallel "$@"
+# (their daemons could not answer in time). Serial, the whole suite takes about 5 minutes.
+#
+# CI shows only the last lines of the output, so a failure's lines are repeated at the end.
+log=$(mktemp "${TMPDIR:-/tmp}/lectern-test.XXXXXX")
+trap 'rm -f "$log"' EXIT
+status=0
+swift test --no-parallel "$@" | tee "$log" || status=$?
+if (( status != 0 )); then
+    echo
+    echo "== what failed (repeated from above) =="
+    grep -E '✘|recorded an issue|error:|Fatal error|Crash|signal code' "$log" | grep -v '^✘ Test run with' | head -60 || true
+fi
+exit "$status"
