@@ -42,8 +42,9 @@ wanted=()
 (( want_run )) && wanted+=("${run_pkgs[@]}")
 (( want_test )) && wanted+=("${test_pkgs[@]}")
 
-# One dpkg-query for all of them: "name status" for the installed ones.
-installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${wanted[@]}" 2>/dev/null \
+# One dpkg-query for all of them: "name status" for the installed ones. dpkg-query exits 1 when it has never
+# heard of one of them (a fresh machine), which pipefail and set -e must not take for a failure.
+installed=" $( { dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${wanted[@]}" 2>/dev/null || true; } \
     | awk '$2 == "installed" { printf "%s ", $1 }') "
 missing=()
 for p in "${wanted[@]}"; do
