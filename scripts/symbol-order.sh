@@ -141,15 +141,22 @@ for line in open(profile, errors="replace"):
         name, owner = functions[number]
         if kind == "fn" and owner == binary:
             executed.add(re.sub(r"'\d+$", "", name))  # "'2": callgrind's mark of a recursion level
-addresses = {}
+addresses, definitions = {}, {}
 for line in subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
     fields = line.split()
     if len(fields) == 3 and fields[1] in "tTwW":
         addresses.setdefault(fields[2], int(fields[0], 16))
-names = sorted((addresses[name], name) for name in executed if name in addresses)
+        definitions[fields[2]] = definitions.get(fields[2], 0) + 1
+# A name that several objects define locally ("objectdestroy.2Tm", "__swift_memcpy1_1", value witnesses) would
+# order all of them: lld moves every local symbol of that name, and with it the whole .text of each object compiled
+# without function sections (much of the static Swift runtime and Foundation): 1.3 MB more code, put
+# among the hot functions. Leaving these ~90 small functions where they are costs nothing like that.
+ambiguous = {name for name in executed if definitions.get(name, 0) > 1}
+names = sorted((addresses[name], name) for name in executed if name in addresses and name not in ambiguous)
 with open(order_file, "w") as out:
     out.writelines(name + "\n" for _, name in names)
-print(f"symbol-order: {len(names)} functions written to {order_file}", file=sys.stderr)
+print(f"symbol-order: {len(names)} functions written to {order_file} ({len(ambiguous)} names defined more than once left out)",
+      file=sys.stderr)
 EOF
 # SwiftPM doesn't know that the link reads the list: make the next release build link lecternd again.
 touch "$root/Sources/lecternd/Lecternd.swift"
