@@ -297,6 +297,7 @@ public final class BusConnection: Sendable {
     fileprivate func handle(_ message: OpaquePointer) -> Bool {
         switch dbus_message_get_type(message) {
         case 1:  // method call
+            if answerGetAtOnce(message) { return true }
             let header = ReceivedMessage(message, decodeBody: false)
             switch handling(header, body: { header.withBody(from: message) }) {
             case .unhandled: return false
@@ -318,6 +319,47 @@ public final class BusConnection: Sendable {
         default:
             return false
         }
+    }
+
+    /// Answers Properties.Get straight from the libdbus message when nothing stands in its way: no call held, no
+    /// earlier call of the same sender unfinished or waiting for its reply, an exported object with that interface
+    /// and a readable property whose value can be sent. The answer is the general path's (``handling(_:body:)``,
+    /// ``handlePropertiesCall(_:_:object:)``), without its conversions: no ``ReceivedMessage``, no decoded
+    /// arguments, no closures, the variant's signature the property's own. Get is what media widgets and
+    /// playerctl send most (Position, PlaybackStatus, Metadata), so this is the path of most calls.
+    /// false: nothing was sent, and the general path answers, errors included.
+    private func answerGetAtOnce(_ message: OpaquePointer) -> Bool {
+        guard let member = dbus_message_get_member(message), strcmp(member, "Get") == 0,
+              let interface = dbus_message_get_interface(message), strcmp(interface, "org.freedesktop.DBus.Properties") == 0,
+              let signature = dbus_message_get_signature(message), strcmp(signature, "ss") == 0,
+              let rawPath = dbus_message_get_path(message), let rawSender = dbus_message_get_sender(message)
+        else { return false }
+        let path = ObjectPath(validated: String(cString: rawPath))
+        guard let object = state.withLock({ $0.holds.isEmpty ? $0.objects[path] : nil }) else { return false }
+        let sender = String(cString: rawSender)
+        guard !calls.withLock({ $0.hasUnfinished(sender) }), heldReplies.withLock({ $0[sender] == nil }) else { return false }
+
+        var arguments = DBusMessageIter()
+        var interfaceName: UnsafePointer<CChar>?
+        var propertyName: UnsafePointer<CChar>?
+        guard dbus_message_iter_init(message, &arguments) != 0 else { return false }
+        dbus_message_iter_get_basic(&arguments, &interfaceName)
+        guard dbus_message_iter_next(&arguments) != 0 else { return false }
+        dbus_message_iter_get_basic(&arguments, &propertyName)
+        guard let interfaceName, let propertyName,
+              let declaration = object.interfaces.first(where: { $0.name.rawValue.withCString { strcmp($0, interfaceName) == 0 } }),
+              let property = declaration.properties.first(where: { $0.name.rawValue.withCString { strcmp($0, propertyName) == 0 } }),
+              property.isReadable,
+              let value = object.value(of: property, in: declaration), value.type == property.type,
+              (try? value.validate(depth: 1)) != nil
+        else { return false }
+
+        if dbus_message_get_no_reply(message) != 0 { return true }
+        guard let reply = dbus_message_new_method_return(message) else { return false }
+        defer { dbus_message_unref(reply) }
+        guard Marshaller.appendVariant(value, signature: property.signature, to: reply) else { return false }
+        _ = dbus_connection_send(raw, reply, nil)
+        return true
     }
 
     /// How a method call is answered.

@@ -72,11 +72,16 @@ public final class ExportedObject: Sendable {
             throw .unknownProperty("Interface '\(interface)' has no property '\(name)'")
         }
         guard property.isReadable else { throw .invalidArgs("Property '\(interface).\(name)' is write-only") }
-        if let getter = property.getter { return getter() }
-        guard let value = store.withLock({ $0[declaration.name]?[name] }) else {
+        guard let value = value(of: property, in: declaration) else {
             throw .failed("Property '\(interface).\(name)' has no value yet")
         }
         return value
+    }
+
+    /// A readable property's value: its getter's, or the one stored; nil before the first `update`.
+    func value(of property: Property, in declaration: Interface) -> DBusValue? {
+        if let getter = property.getter { return getter() }
+        return store.withLock { $0[declaration.name]?[property.name.rawValue] }
     }
 
     /// All readable properties of `interface`, as `GetAll` answers them.

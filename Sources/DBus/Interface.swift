@@ -127,6 +127,8 @@ public struct Property: Sendable {
     /// Without it, the value is the one last stored with `ExportedObject.update`.
     public let getter: Getter?
     public let setter: Setter?
+    /// `type`'s signature, as the variant of a `Get` reply names it.
+    let signature: String
 
     public init(_ name: String, _ type: DBusType, access: Access = .read, changes: ChangeRule = .emits,
                 get getter: Getter? = nil, set setter: Setter? = nil) {
@@ -138,6 +140,8 @@ public struct Property: Sendable {
         self.changeRule = changes
         self.getter = getter
         self.setter = setter
+        self.signature = type.signature
+        precondition(Signature(rawValue: signature) != nil, "property \(name) has an invalid type '\(signature)'")
     }
 
     var isReadable: Bool { access != .write }

@@ -30,7 +30,8 @@ extension DBusValue {
     /// Throws unless the value can be marshalled: types consistent, no NUL in strings, within depth limits.
     public func validate() throws(MarshallingError) { try validate(depth: 0) }
 
-    private func validate(depth: Int) throws(MarshallingError) {
+    /// `depth`: the containers around the value (1 for a variant's content).
+    func validate(depth: Int) throws(MarshallingError) {
         switch self {
         case .string(let s):
             if s.utf8.contains(0) { throw .stringContainsNUL }
@@ -87,6 +88,13 @@ enum Marshaller {
         dbus_message_iter_init_append(message, &iter)
         for value in values where !append(value, to: &iter) { return false }
         return true
+    }
+
+    /// Appends `inner` in a variant whose signature the caller already has (a property's: see `Property.signature`).
+    static func appendVariant(_ inner: DBusValue, signature: String, to message: OpaquePointer) -> Bool {
+        var iter = DBusMessageIter()
+        dbus_message_iter_init_append(message, &iter)
+        return container(typeCode("v"), signature, &iter) { append(inner, to: &$0) }
     }
 
     private static func appendBasic<T: BitwiseCopyable>(_ value: T, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {

@@ -15,6 +15,8 @@ public struct ObjectPath: RawRepresentable, Hashable, Sendable, CustomStringConv
         self.rawValue = rawValue
     }
     public init?(_ string: String) { self.init(rawValue: string) }
+    /// A path libdbus has already validated (that of a received message).
+    init(validated rawValue: String) { self.rawValue = rawValue }
     public static let root = ObjectPath(rawValue: "/")!
     public var description: String { rawValue }
     public static func < (a: ObjectPath, b: ObjectPath) -> Bool { a.rawValue < b.rawValue }

@@ -230,6 +230,17 @@ extension RawClient {
         #expect(try await h.get("Live") == .int32(5))
     }
 
+    @Test func aValueThatCannotBeSentIsAnErrorReplyAndTheOtherPropertiesStillAnswer() async throws {
+        let h = try await Harness()
+        // A tag read from a file can hold a NUL, which libdbus would abort the process on: the caller gets an error.
+        h.object.update(Harness.interface, ["Name": .string("a\u{0}b"), "Items": .strings(["ok"])])
+        let error = await busError { _ = try await h.get("Name") }
+        #expect(error?.name == "org.freedesktop.DBus.Error.Failed")
+        #expect(error?.message.contains("NUL") == true, "\(String(describing: error))")
+        #expect(try await h.get("Items") == .strings(["ok"]))
+        #expect(try await h.get("Fixed") == .string("fixed"))
+    }
+
     @Test func propertiesChangedIsBatchedAndOnlyForRealChanges() async throws {
         let h = try await Harness()
         let changes = try await h.propertiesChanged()
