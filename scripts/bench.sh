@@ -25,7 +25,8 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
     # module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for the
     # CPU-into-a-sound-server row. Not fatal: the tool measures without what it cannot find or start.
     bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base pulseaudio)
-    installed=" $(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null \
+    # dpkg-query exits 1 for a package it has never heard of: not a failure here (pipefail, set -e).
+    installed=" $( { dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null || true; } \
         | awk '$2 == "installed" { printf "%s ", $1 }') "
     missing=()
     for p in "${bench_pkgs[@]}"; do
