@@ -31,7 +31,9 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
         /// An output came (back). `untouched`: no command reached the player since the pause.
         case returned(output: String, untouched: Bool)
         /// The sound server is reachable again (after `.lost(reason: .serverLost)`); `untouched` as above.
-        case serverReturned(untouched: Bool)
+        /// `outputPresent`: whether the output in use before the loss is among its sinks. A server that has just
+        /// started may not have loaded it yet: its arrival then resumes, as after an unplug.
+        case serverReturned(outputPresent: Bool, untouched: Bool)
         /// Any other sink event (another sink added or removed, a default-sink change): never acts.
         case other
     }
@@ -79,8 +81,13 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
             guard let pending, pending.output == output, pending.reason != .serverLost else { return .nothing }
             self.pending = nil
             return untouched && mode == .pauseAndResume ? .resume : .nothing
-        case .serverReturned(let untouched):
-            guard let pending, pending.reason == .serverLost else { return .nothing }
+        case .serverReturned(let outputPresent, let untouched):
+            guard var pending, pending.reason == .serverLost else { return .nothing }
+            guard outputPresent else {
+                pending.reason = .removed  // its `.returned` resumes, within the same window
+                self.pending = pending
+                return .nothing
+            }
             self.pending = nil
             return untouched && mode == .pauseAndResume ? .resume : .nothing
         case .other:

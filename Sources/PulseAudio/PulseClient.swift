@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 
 /// A connection to the sound server that comes back: connects, reports what happens, and when the server dies
-/// or isn't there, tries again with exponential backoff, until the task running ``run(_:)`` is cancelled.
+/// or isn't there, tries again with exponential backoff, until the task running ``run(_:)`` is cancelled. Where the
+/// server's socket is a local path, the folder it lives in is watched meanwhile (``SocketWatch``): a socket that
+/// appears ends the wait at once, and while there is none the waits grow to a minute instead of 3 s.
 ///
 /// ```swift
 /// let client = PulseClient(applicationName: "lectern")
@@ -28,18 +30,24 @@ public final class PulseClient: Sendable {
         case disconnected(String)
     }
 
-    /// Delays between connection attempts: `initial`, doubling up to `maximum`.
+    /// Delays between connection attempts: `initial`, doubling up to `maximum`, or up to `absentMaximum` while
+    /// the server's socket doesn't exist and its folder is watched (its appearance ends the wait; the limit is a
+    /// safety net for a server libpulse finds elsewhere, e.g. through client.conf).
     public struct Backoff: Sendable, Hashable {
         public var initial: Duration
         public var maximum: Duration
-        public init(initial: Duration = .milliseconds(100), maximum: Duration = .seconds(3)) {
+        public var absentMaximum: Duration
+        public init(initial: Duration = .milliseconds(100), maximum: Duration = .seconds(3),
+                    absentMaximum: Duration = .seconds(60)) {
             self.initial = initial
             self.maximum = maximum
+            self.absentMaximum = absentMaximum
         }
-        func delay(attempt: Int) -> Duration {
+        func delay(attempt: Int, upTo limit: Duration? = nil) -> Duration {
+            let limit = limit ?? maximum
             var delay = initial
-            for _ in 1..<max(attempt, 1) where delay < maximum { delay *= 2 }
-            return min(delay, maximum)
+            for _ in 1..<max(attempt, 1) where delay < limit { delay *= 2 }
+            return min(delay, limit)
         }
     }
 
@@ -74,7 +82,7 @@ public final class PulseClient: Sendable {
             } catch {
                 attempt += 1
                 await handler(.connectFailed("\(error)", attempt: attempt))
-                do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { break }
+                if await pause(after: attempt) == .cancelled { break }
                 continue
             }
             for await event in connection.events {
@@ -91,5 +99,18 @@ public final class PulseClient: Sendable {
             }
         }
         current.withLock { $0 = nil }
+    }
+
+    /// The wait after failed attempt number `attempt`.
+    private func pause(after attempt: Int) async -> SocketWatch.Outcome {
+        let backoff = self.backoff
+        guard let socket = SocketWatch.socketPath(server: server) else {
+            do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { return .cancelled }
+            return .timedOut
+        }
+        return await SocketWatch.waitForChange(near: socket) { socketExists in
+            // A socket that refuses is a server starting or one that died: try again soon.
+            backoff.delay(attempt: attempt, upTo: socketExists ? backoff.maximum : backoff.absentMaximum)
+        }
     }
 }

@@ -7,7 +7,8 @@ enum FakeRoute: Sendable {
     case lost(String, OutputPolicy<ManualClock.Instant>.LossReason = .removed)
     case returned(String)
     case serverLost
-    case serverReturned
+    /// The server is back; `withOutput`: the output lost with it ("speakers") is among its sinks already.
+    case serverReturned(withOutput: Bool = true)
     case other
 }
 
@@ -35,7 +36,7 @@ struct RouteDriver {
         case .lost(let output, let reason): .lost(output: output, reason: reason, playing: playing)
         case .returned(let output): .returned(output: output, untouched: untouched)
         case .serverLost: .lost(output: "speakers", reason: .serverLost, playing: playing)
-        case .serverReturned: .serverReturned(untouched: untouched)
+        case .serverReturned(let withOutput): .serverReturned(outputPresent: withOutput, untouched: untouched)
         case .other: .other
         }
         let decision = policy.handle(input, at: clock.now)
@@ -149,7 +150,7 @@ private func playing(_ harness: Harness) async {
             #expect(await route.send(.serverLost) == .nothing)  // paused: nothing to do
             await h.player.play()
             #expect(await route.send(.serverLost) == .pause)
-            #expect(await route.send(.serverReturned) == .nothing)
+            #expect(await route.send(.serverReturned()) == .nothing)
             #expect(await route.status == .paused)
         }
     }
@@ -223,15 +224,37 @@ private func playing(_ harness: Harness) async {
             #expect(await route.status == .paused)
             // A sink called like the lost output appearing is not the server coming back.
             #expect(await route.send(.returned("speakers")) == .nothing)
-            #expect(await route.send(.serverReturned) == .resume)
+            #expect(await route.send(.serverReturned()) == .resume)
             #expect(await route.status == .playing)
+        }
+        await withHarness { h in
+            // The server is back before the output it played to: resuming waits for that output.
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.serverLost) == .pause)
+            #expect(await route.send(.serverReturned(withOutput: false)) == .nothing)
+            #expect(await route.status == .paused)
+            #expect(await route.send(.returned("headphones")) == .nothing)
+            #expect(await route.send(.returned("speakers")) == .resume)
+            #expect(await route.status == .playing)
+        }
+        await withHarness { h in
+            // ... within the same window, counted from the loss.
+            var route = RouteDriver(h, window: .seconds(60))
+            await playing(h)
+            await route.send(.serverLost)
+            route.advance(by: .seconds(30))
+            #expect(await route.send(.serverReturned(withOutput: false)) == .nothing)
+            route.advance(by: .seconds(31))
+            #expect(await route.send(.returned("speakers")) == .nothing)
+            #expect(await route.status == .paused)
         }
         await withHarness { h in
             var route = RouteDriver(h)
             await playing(h)
             await route.send(.serverLost)
             await h.player.pause()
-            #expect(await route.send(.serverReturned) == .nothing)
+            #expect(await route.send(.serverReturned()) == .nothing)
             #expect(await route.status == .paused)
         }
     }
@@ -275,7 +298,7 @@ private func playing(_ harness: Harness) async {
         var policy = OutputPolicy<ManualClock.Instant>()
         let t0 = ManualClock.Instant(offset: .zero)
         #expect(policy.handle(.returned(output: "a", untouched: true), at: t0) == .nothing)
-        #expect(policy.handle(.serverReturned(untouched: true), at: t0) == .nothing)
+        #expect(policy.handle(.serverReturned(outputPresent: true, untouched: true), at: t0) == .nothing)
         #expect(policy.handle(.lost(output: "a", reason: .removed, playing: true), at: t0) == .pause)
         #expect(policy.handle(.returned(output: "a", untouched: false), at: t0.advanced(by: .seconds(1))) == .nothing)
         #expect(policy.pending == nil)

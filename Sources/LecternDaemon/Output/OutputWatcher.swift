@@ -239,10 +239,14 @@ public actor OutputWatcher {
     }
 
     /// The server is back: the player, paused by the loss and untouched since, resumes when the policy says so (it
-    /// loads the file again: the pipeline failed with the server).
+    /// loads the file again: the pipeline failed with the server), on the output it played to, once that is there.
+    /// A server that has just started may not have loaded that sink yet (its socket comes first): resuming then
+    /// failed to open the output ("missing a plug-in" from playsink); its arrival resumes instead.
     private func serverReturned() async {
         let untouched = await player.isPausedForLostOutput
-        let decision = policy.handle(.serverReturned(untouched: untouched), at: .now)
+        let lost = policy.pending?.output ?? ""
+        let present = lost.isEmpty || sinks.values.contains { $0.name == lost }
+        let decision = policy.handle(.serverReturned(outputPresent: present, untouched: untouched), at: .now)
         var action = RouteEvent.Action.none
         if decision == .resume, await player.resumeForReturnedOutput() {
             action = .resumed

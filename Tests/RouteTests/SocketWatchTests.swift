@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+@testable import PulseAudio
+import Testing
+import TestSupport
+
+/// Between connection attempts the output watcher waits on the sound server's socket folder (inotify), not on a
+/// timer: these check what wakes it. Each wait's time limit is an hour, so `.changed` can only come from the event.
+@Suite(.timeLimit(.minutes(1))) struct SocketWatchTests {
+    static let hour = Duration.seconds(3600)
+
+    @Test func theSocketPathIsLibpulsesFirstLocalAddress() {
+        #expect(SocketWatch.socketPath(server: "unix:/run/user/7/pulse/native", environment: [:]) == "/run/user/7/pulse/native")
+        #expect(SocketWatch.socketPath(server: "/tmp/p/native", environment: [:]) == "/tmp/p/native")
+        #expect(SocketWatch.socketPath(server: "{0123abcd}unix:/tmp/p/native tcp:host", environment: [:]) == "/tmp/p/native")
+        #expect(SocketWatch.socketPath(server: "tcp:host:4713", environment: [:]) == nil)
+        #expect(SocketWatch.socketPath(server: "host", environment: [:]) == nil)
+        #expect(SocketWatch.socketPath(server: nil, environment: ["PULSE_SERVER": "unix:/a/native", "XDG_RUNTIME_DIR": "/b"]) == "/a/native")
+        #expect(SocketWatch.socketPath(server: nil, environment: ["PULSE_RUNTIME_PATH": "/c", "XDG_RUNTIME_DIR": "/b"]) == "/c/native")
+        #expect(SocketWatch.socketPath(server: nil, environment: ["XDG_RUNTIME_DIR": "/run/user/7"]) == "/run/user/7/pulse/native")
+        #expect(SocketWatch.socketPath(server: nil, environment: [:]) == nil)
+    }
+
+    @Test func aSocketCreatedInItsFolderEndsTheWait() async throws {
+        let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
+        defer { runtime.remove() }
+        let folder = runtime.appending("pulse")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let socket = folder.appendingPathComponent("native").path
+        let existed = Mutex<Bool?>(nil)
+        let wait = Task {
+            await SocketWatch.waitForChange(near: socket) { exists in
+                existed.withLock { $0 = exists }
+                return Self.hour
+            }
+        }
+        // Once the watch is in place (it has asked for its time limit), the server binds its socket.
+        _ = try await poll({ existed.withLock { $0 } }, until: { $0 != nil })
+        let server = try UnixListener(path: socket)
+        defer { server.close() }
+        #expect(await wait.value == .changed)
+        #expect(existed.withLock { $0 } == false)
+    }
+
+    @Test func theFolderAppearingEndsTheWait() async throws {
+        let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
+        defer { runtime.remove() }
+        let socket = runtime.appending("pulse").appendingPathComponent("native").path
+        let asked = Mutex(false)
+        let wait = Task {
+            await SocketWatch.waitForChange(near: socket) { _ in
+                asked.withLock { $0 = true }
+                return Self.hour
+            }
+        }
+        _ = try await poll({ asked.withLock { $0 } }, until: { $0 })
+        try FileManager.default.createDirectory(at: runtime.appending("pulse"), withIntermediateDirectories: false)
+        #expect(await wait.value == .changed)
+    }
+
+    @Test func aSocketThatAlreadyExistsIsReportedForTheShortWait() async throws {
+        let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
+        defer { runtime.remove() }
+        let socket = runtime.appending("native").path
+        let server = try UnixListener(path: socket)
+        defer { server.close() }
+        let outcome = await SocketWatch.waitForChange(near: socket) { exists in
+            #expect(exists)
+            return .milliseconds(10)
+        }
+        #expect(outcome == .timedOut)
+    }
+
+    @Test func cancellingTheTaskEndsTheWait() async throws {
+        let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
+        defer { runtime.remove() }
+        let asked = Mutex(false)
+        let wait = Task {
+            await SocketWatch.waitForChange(near: runtime.appending("native").path) { _ in
+                asked.withLock { $0 = true }
+                return Self.hour
+            }
+        }
+        _ = try await poll({ asked.withLock { $0 } }, until: { $0 })
+        wait.cancel()
+        #expect(await wait.value == .cancelled)
+    }
+
+    @Test func nothingHappeningIsATimeout() async throws {
+        let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
+        defer { runtime.remove() }
+        #expect(await SocketWatch.waitForChange(near: runtime.appending("native").path) { _ in .milliseconds(50) } == .timedOut)
+    }
+}
+
+/// A listening unix socket, as a sound server binds one.
+struct UnixListener {
+    let fd: Int32
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RouteTestError("socket failed: errno \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw RouteTestError("path too long: \(path)") }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            buffer.copyBytes(from: bytes)
+            buffer[bytes.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 1) == 0 else {
+            Glibc.close(fd)
+            throw RouteTestError("bind/listen \(path) failed: errno \(errno)")
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+}
