@@ -54,6 +54,8 @@ public actor Player {
     /// the second try (see `watchForStuckLoad`).
     var loadingSince: Duration?
     var loadRetried = false
+    /// Wakes the tick loop when playback starts: it sleeps, with no timer, while nothing plays.
+    let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
     /// The current position as a function of time; readable from any thread without awaiting the actor.
     public nonisolated let positionClock = SharedPositionClock()
@@ -74,7 +76,8 @@ public actor Player {
         return { start.duration(to: clock.now) }
     }
 
-    /// Handles engine events and re-anchors the position clock once a second, until cancelled.
+    /// Handles engine events and, while playing, re-anchors the position clock and runs the watchdogs once a
+    /// second (``tick()``), until cancelled. Not playing, nothing wakes: an idle daemon costs no CPU.
     public func run() async {
         let events = engine.events
         let clock = tickClock
@@ -82,8 +85,15 @@ public actor Player {
             group.addTask { [weak self] in
                 for await event in events { await self?.handle(event) }
             }
-            group.addTask { [weak self] in
+            group.addTask { [weak self, startedPlaying = startedPlaying.stream] in
+                var playingAgain = startedPlaying.makeAsyncIterator()
                 while !Task.isCancelled {
+                    guard let playing = await self?.isPlaying else { return }
+                    if !playing {
+                        await self?.tick()  // resets the watchdogs: a pause is not a stall
+                        if await playingAgain.next() == nil { return }  // cancelled
+                        continue
+                    }
                     do { try await clock.sleep(for: .seconds(1), tolerance: .milliseconds(50)) } catch { return }
                     await self?.tick()
                 }
@@ -97,6 +107,8 @@ public actor Player {
     // MARK: - Reading
 
     public var snapshot: PlayerState { state }
+
+    var isPlaying: Bool { state.status == .playing }
 
     /// The position in the current file, from the engine when it knows it.
     public var position: Duration {
@@ -527,6 +539,7 @@ public actor Player {
         countSleepTime()
         if status == .paused && state.status != .paused { pausedAt = now() }
         if status != .paused { pausedAt = nil }
+        if status == .playing, state.status != .playing { startedPlaying.continuation.yield() }
         state.status = status
         sleep?.countedAt = status == .playing ? now() : nil
         syncSleepStatus()

@@ -916,6 +916,25 @@ import Testing
         }
     }
 
+    @Test func theTickLoopHasATimerOnlyWhilePlaying() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2), play: false)
+            await h.ready(.seconds(100))
+            await h.player.play()
+            await waitUntil("the tick loop to sleep while playing") { h.tickClock.sleeperCount == 1 }
+            await h.player.pause()
+            h.tickClock.advance(by: .seconds(1))  // the tick after the pause: the last one
+            await waitUntil("the last tick to run") { h.tickClock.sleeperCount == 0 }
+            for _ in 0..<5 {
+                // Time for a loop that sleeps again (as it did, paused or not) to be seen doing so.
+                try? await Task.sleep(for: .milliseconds(20))
+                #expect(h.tickClock.sleeperCount == 0, "a timer while paused")
+            }
+            await h.player.play()
+            await waitUntil("the tick loop to sleep again") { h.tickClock.sleeperCount == 1 }
+        }
+    }
+
     @Test func tickReanchorsToTheEnginePosition() async {
         await withHarness { h in
             await h.player.open(makeItems(2))

@@ -31,7 +31,11 @@ actor BookSession {
     private var files: [URL: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
-    private var status: PlaybackStatus = .stopped
+    private var status: PlaybackStatus = .stopped {
+        didSet { if status == .playing, oldValue != .playing { startedPlaying.continuation.yield() } }
+    }
+    /// Wakes the position saver when playback starts: it sleeps, with no timer, while nothing plays.
+    private let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     private var currentURL: URL?
     private var currentTrack: Int?
     private var itemURLs: [Int: URL] = [:]
@@ -56,8 +60,14 @@ actor BookSession {
             group.addTask { [events] in
                 for await event in events { await self.handle(event) }
             }
-            group.addTask {
+            group.addTask { [startedPlaying = startedPlaying.stream] in
+                var playingAgain = startedPlaying.makeAsyncIterator()
                 while !Task.isCancelled {
+                    // Not playing: nothing to save until it plays (an idle daemon wakes for nothing).
+                    guard await self.isPlaying else {
+                        if await playingAgain.next() == nil { return }  // cancelled
+                        continue
+                    }
                     // A crash loses less than this (clients expect a resume within 1 s), leaving room for a late tick on
                     // a busy machine (with 500 ms, a kill after a 1.06 s gap was seen with two builds running).
                     try? await Task.sleep(for: .milliseconds(250))
@@ -231,6 +241,8 @@ actor BookSession {
             logger.error("cannot save the shuffled order", metadata: ["book": "\(bookId)", "error": "\(error)"])
         }
     }
+
+    private var isPlaying: Bool { status == .playing }
 
     private func tick() {
         // While playing, each save also notes the moment as the book's last played (see Library.savePosition).

@@ -23,6 +23,8 @@ final class LibraryService: Sendable {
     /// Set once the object is exported.
     let object = Mutex<ExportedObject?>(nil)
     private let nextJob = Atomic<UInt32>(1)
+    /// Wakes the retry loop when writes start failing: it sleeps, with no timer, while they work.
+    private let writesFailed = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
     /// Told the number of books after it may have changed (MPRIS PlaylistCount follows it).
     let bookCountChanged: @Sendable (Int) -> Void
@@ -59,6 +61,7 @@ final class LibraryService: Sendable {
 
     /// Whether changes can be saved changed (CanSave, LastError): told once per change, not per failed write.
     func healthChanged(_ health: LibraryHealth) {
+        if !health.canSave { writesFailed.continuation.yield() }
         if health.canSave {
             logger.notice("the library can be written again", metadata: ["unsaved": "\(health.unsaved)"])
         } else {
@@ -73,11 +76,18 @@ final class LibraryService: Sendable {
     }
 
     /// Writes what was kept in memory while the database couldn't be written, every few seconds, until cancelled:
-    /// positions saved while paused reach the disk once it works again without waiting for the next save.
+    /// positions saved while paused reach the disk once it works again without waiting for the next save. While
+    /// nothing waits to be written (or nothing can be, the database being read-only), it waits for a failure.
     func retryUnsavedWrites() async {
+        var failed = writesFailed.stream.makeAsyncIterator()
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
-            if !library.isReadOnly, library.health.unsaved > 0 { library.retryUnsavedWrites() }
+            if !library.isReadOnly, library.health.unsaved > 0 {
+                library.retryUnsavedWrites()
+            } else if await failed.next() == nil {
+                return  // cancelled
+            }
+            // (The failure is told before the write it lost is kept: hence the sleep before looking, not after.)
         }
     }
 
