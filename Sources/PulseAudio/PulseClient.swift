@@ -4,7 +4,8 @@ import Synchronization
 /// A connection to the sound server that comes back: connects, reports what happens, and when the server dies
 /// or isn't there, tries again with exponential backoff, until the task running ``run(_:)`` is cancelled. Where the
 /// server's socket is a local path, the folder it lives in is watched meanwhile (``SocketWatch``): a socket that
-/// appears ends the wait at once, and while there is none the waits grow to a minute instead of 3 s.
+/// appears ends the wait at once, and while there is none the waits grow to a minute instead of 3 s, and libpulse
+/// is not even loaded (it and what it links, X11 and codecs among them, are 1.9 MB resident).
 ///
 /// ```swift
 /// let client = PulseClient(applicationName: "lectern")
@@ -54,6 +55,8 @@ public final class PulseClient: Sendable {
     public let server: String?
     public let applicationName: String
     public let backoff: Backoff
+    /// The local socket libpulse would connect to, when known (``SocketWatch/socketPath(server:environment:)``).
+    let socketPath: String?
     private let current = Mutex<PulseConnection?>(nil)
 
     /// - Parameter server: a server address; nil for libpulse's default (`PULSE_SERVER`, else the user's socket).
@@ -61,6 +64,7 @@ public final class PulseClient: Sendable {
         self.server = server
         self.applicationName = applicationName
         self.backoff = backoff
+        socketPath = SocketWatch.socketPath(server: server)
     }
 
     /// The connection that is ready now, for queries; nil between connections.
@@ -74,6 +78,9 @@ public final class PulseClient: Sendable {
         while !Task.isCancelled {
             let connection: PulseConnection
             do {
+                if let socketPath, access(socketPath, F_OK) != 0 {
+                    throw PulseError.connectionFailed("no sound server: \(socketPath) does not exist")
+                }
                 connection = try await PulseConnection.connect(server: server, applicationName: applicationName)
                 let info = try await connection.serverInfo()
                 attempt = 0
@@ -104,7 +111,7 @@ public final class PulseClient: Sendable {
     /// The wait after failed attempt number `attempt`.
     private func pause(after attempt: Int) async -> SocketWatch.Outcome {
         let backoff = self.backoff
-        guard let socket = SocketWatch.socketPath(server: server) else {
+        guard let socket = socketPath else {
             do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { return .cancelled }
             return .timedOut
         }

@@ -36,6 +36,22 @@ extension Integration {
             }
         }
 
+        @Test func withoutASoundServerLibpulseIsNotEvenLoaded() async throws {
+            // The tests' XDG_RUNTIME_DIR has no PulseAudio socket: the route watcher waits for one to appear.
+            try await DaemonFixture.with { d in
+                let log = try await poll({ (try? String(contentsOf: d.daemonLog, encoding: .utf8)) ?? "" },
+                                         until: { $0.contains("PulseAudio is not reachable") })
+                #expect(log.contains("/pulse/native does not exist"), "\(log)")
+                try await d.openURI(d.media.long)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                // Read to the end: /proc files have no size for String(contentsOfFile:) to go by.
+                let data = FileHandle(forReadingAtPath: "/proc/\(d.daemon.pid)/maps")?.readDataToEndOfFile() ?? Data()
+                let maps = String(decoding: data, as: UTF8.self)
+                #expect(maps.contains("libgstreamer"), "the maps were not read: \(maps.prefix(200))")
+                #expect(!maps.contains("libpulse"), "libpulse and what it links (1.9 MB) loaded for nothing")
+            }
+        }
+
         @Test(arguments: [SIGTERM, SIGINT])
         func aSignalWhilePlayingExits0AndReleasesBothNames(signal: Int32) async throws {
             try await DaemonFixture.with { d in
