@@ -73,6 +73,11 @@ struct Lecternd: ParsableCommand {
     /// would park the main thread in `dispatch_main()`, whose `pthread_exit` unwinds that thread at
     /// start-up: libgcc_s loaded and ~0.6 MB of this binary's unwind tables read for nothing.)
     func run() throws {
+        // One malloc arena for all threads, set before any thread starts: glibc gives each thread that allocates an
+        // arena of its own (up to 8 per core), and a daemon whose threads mostly wait keeps each one's slack
+        // resident: 1 MB of VmRSS while playing (docs/benchmarks.md, "2026-11-24: memory"). Nothing here allocates
+        // hard enough from two threads at once for the shared lock to show (the per-thread tcache serves most).
+        limitMallocArenas(to: 1)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -107,4 +112,12 @@ struct Lecternd: ParsableCommand {
         let code = exitCode.withLock { $0 }
         if code != 0 { throw ExitCode(code) }
     }
+}
+
+/// glibc's `mallopt(M_ARENA_MAX, count)`, looked up at run time: `malloc.h` is not part of Swift's Glibc module.
+private func limitMallocArenas(to count: Int32) {
+    typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+    let M_ARENA_MAX: Int32 = -8  // malloc.h
+    guard let process = dlopen(nil, RTLD_NOW), let mallopt = dlsym(process, "mallopt") else { return }
+    _ = unsafeBitCast(mallopt, to: Mallopt.self)(M_ARENA_MAX, count)
 }
