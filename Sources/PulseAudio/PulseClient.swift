@@ -32,8 +32,8 @@ public final class PulseClient: Sendable {
     }
 
     /// Delays between connection attempts: `initial`, doubling up to `maximum`, or up to `absentMaximum` while
-    /// the server's socket doesn't exist and its folder is watched (its appearance ends the wait; the limit is a
-    /// safety net for a server libpulse finds elsewhere, e.g. through client.conf).
+    /// the server's socket doesn't exist, its folder is watched (its appearance ends the wait) and no other server
+    /// is configured (``SocketWatch/serverConfiguredElsewhere(environment:systemSocket:systemConfig:)``).
     public struct Backoff: Sendable, Hashable {
         public var initial: Duration
         public var maximum: Duration
@@ -78,7 +78,7 @@ public final class PulseClient: Sendable {
         while !Task.isCancelled {
             let connection: PulseConnection
             do {
-                if let socketPath, access(socketPath, F_OK) != 0 {
+                if let socketPath, access(socketPath, F_OK) != 0, !SocketWatch.serverConfiguredElsewhere() {
                     throw PulseError.connectionFailed("no sound server: \(socketPath) does not exist")
                 }
                 connection = try await PulseConnection.connect(server: server, applicationName: applicationName)
@@ -115,9 +115,11 @@ public final class PulseClient: Sendable {
             do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { return .cancelled }
             return .timedOut
         }
-        return await SocketWatch.waitForChange(near: socket) { socketExists in
-            // A socket that refuses is a server starting or one that died: try again soon.
-            backoff.delay(attempt: attempt, upTo: socketExists ? backoff.maximum : backoff.absentMaximum)
+        return await SocketWatch.waitForChange(near: socket) { socketExists, watching in
+            // A socket that refuses is a server starting or one that died: try again soon. So for a server found
+            // elsewhere, and when nothing watches for the socket.
+            let soon = socketExists || !watching || SocketWatch.serverConfiguredElsewhere()
+            return backoff.delay(attempt: attempt, upTo: soon ? backoff.maximum : backoff.absentMaximum)
         }
     }
 }

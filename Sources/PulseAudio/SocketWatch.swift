@@ -31,11 +31,44 @@ enum SocketWatch {
         return nil
     }
 
+    /// Whether libpulse could find a server somewhere else than the user's socket: the system-wide one
+    /// (`/run/pulse/native`, which libpulse always tries) or a `default-server` in the client.conf it reads
+    /// (`$PULSE_CLIENTCONFIG`, else `$XDG_CONFIG_HOME/pulse/client.conf` or `~/.config/pulse/client.conf`, else
+    /// `/etc/pulse/client.conf`, and `/etc/pulse/client.conf.d/*.conf`). Not seen: an X11 root window's
+    /// `PULSE_SERVER` property (a server published for remote X clients).
+    static func serverConfiguredElsewhere(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                          systemSocket: String = "/run/pulse/native",
+                                          systemConfig: String = "/etc/pulse/client.conf") -> Bool {
+        var status = stat()
+        if stat(systemSocket, &status) == 0 { return true }
+        var files: [String] = []
+        if let explicit = environment["PULSE_CLIENTCONFIG"], !explicit.isEmpty {
+            files.append(explicit)
+        } else {
+            let home = environment["HOME"] ?? ""
+            let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+            let user = config + "/pulse/client.conf"
+            files.append(FileManager.default.fileExists(atPath: user) ? user : systemConfig)
+        }
+        let dotD = systemConfig + ".d"
+        if let names = try? FileManager.default.contentsOfDirectory(atPath: dotD) {
+            files += names.filter { $0.hasSuffix(".conf") }.sorted().map { dotD + "/" + $0 }
+        }
+        return files.contains { file in
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return false }
+            return text.split(whereSeparator: \.isNewline).contains { line in
+                let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                return parts.count == 2 && parts[0] == "default-server" && !parts[1].isEmpty
+            }
+        }
+    }
+
     /// Returns `.changed` when something happens in the folder of `socketPath` (or the folder appears), else
-    /// `.timedOut` after `timeout(socketExists)` (asked once the watch is in place, so a socket created just before
-    /// is not missed), or `.cancelled` when the task is. Where inotify can't watch (no folder, no parent), it only
-    /// sleeps.
-    static func waitForChange(near socketPath: String, timeout: (_ socketExists: Bool) -> Duration) async -> Outcome {
+    /// `.timedOut` after `timeout(socketExists, watching)` (asked once the watch is in place, so a socket created just
+    /// before is not missed), or `.cancelled` when the task is. Where inotify can't watch (no folder and no parent,
+    /// or no inotify instance left), it only sleeps: `watching` is false then.
+    static func waitForChange(near socketPath: String,
+                              timeout: (_ socketExists: Bool, _ watching: Bool) -> Duration) async -> Outcome {
         let folder = (socketPath as NSString).deletingLastPathComponent
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         var watching = false
@@ -45,7 +78,7 @@ enum SocketWatch {
                 || inotify_add_watch(fd, (folder as NSString).deletingLastPathComponent, UInt32(IN_CREATE | IN_MOVED_TO)) >= 0
         }
         var status = stat()
-        let delay = timeout(stat(socketPath, &status) == 0)
+        let delay = timeout(stat(socketPath, &status) == 0, watching)
         guard watching else {
             if fd >= 0 { close(fd) }
             do { try await Task.sleep(for: delay) } catch { return .cancelled }

@@ -374,6 +374,26 @@ extension RawClient {
         #expect(Set(replies.entries) == ["slow", "quick", "get"])
     }
 
+    /// A Get is answered on the I/O thread at once (no queue) only when nothing of its sender's is still running.
+    @Test func aGetSentWhileItsSendersCallRunsIsAnsweredAfterThatCall() async throws {
+        let h = try await Harness()
+        let slow = Task { try await h.call("SlowList", [.string("slow"), .uint32(1_000)]) }
+        _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
+        _ = try await h.get("Name")
+        let logWhenGetWasAnswered = h.log.entries
+        _ = try await slow.value
+        #expect(logWhenGetWasAnswered == ["start slow", "done slow"])
+        // With nothing of its own pending, a Get is answered while another sender's call runs.
+        let other = try BusConnection(address: h.bus.address)
+        defer { other.close() }
+        let slowAgain = Task { try await h.call("SlowList", [.string("again"), .uint32(1_000)]) }
+        _ = try await poll({ h.log.entries }, until: { $0.contains("start again") })
+        _ = try await other.call(h.server.uniqueName, path: Harness.path, interface: "org.freedesktop.DBus.Properties",
+                                 member: "Get", [.string(Harness.interface), .string("Name")])
+        #expect(!h.log.entries.contains("done again"))
+        _ = try await slowAgain.value
+    }
+
     @Test func aDeferredCallsErrorsAreErrorReplies() async throws {
         let h = try await Harness()
         let error = await busError { _ = try await h.call("SlowList", [.string("fail"), .uint32(10)]) }

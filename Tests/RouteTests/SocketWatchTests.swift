@@ -29,7 +29,8 @@ import TestSupport
         let socket = folder.appendingPathComponent("native").path
         let existed = Mutex<Bool?>(nil)
         let wait = Task {
-            await SocketWatch.waitForChange(near: socket) { exists in
+            await SocketWatch.waitForChange(near: socket) { exists, watching in
+                #expect(watching)
                 existed.withLock { $0 = exists }
                 return Self.hour
             }
@@ -48,7 +49,7 @@ import TestSupport
         let socket = runtime.appending("pulse").appendingPathComponent("native").path
         let asked = Mutex(false)
         let wait = Task {
-            await SocketWatch.waitForChange(near: socket) { _ in
+            await SocketWatch.waitForChange(near: socket) { _, _ in
                 asked.withLock { $0 = true }
                 return Self.hour
             }
@@ -64,7 +65,7 @@ import TestSupport
         let socket = runtime.appending("native").path
         let server = try UnixListener(path: socket)
         defer { server.close() }
-        let outcome = await SocketWatch.waitForChange(near: socket) { exists in
+        let outcome = await SocketWatch.waitForChange(near: socket) { exists, _ in
             #expect(exists)
             return .milliseconds(10)
         }
@@ -76,7 +77,7 @@ import TestSupport
         defer { runtime.remove() }
         let asked = Mutex(false)
         let wait = Task {
-            await SocketWatch.waitForChange(near: runtime.appending("native").path) { _ in
+            await SocketWatch.waitForChange(near: runtime.appending("native").path) { _, _ in
                 asked.withLock { $0 = true }
                 return Self.hour
             }
@@ -86,10 +87,59 @@ import TestSupport
         #expect(await wait.value == .cancelled)
     }
 
+    @Test func withNothingToWatchItSaysSoAndOnlySleeps() async throws {
+        let watched = Mutex<Bool?>(nil)
+        let outcome = await SocketWatch.waitForChange(near: "/nonexistent-lectern/pulse/native") { exists, watching in
+            #expect(!exists)
+            watched.withLock { $0 = watching }
+            return .milliseconds(10)
+        }
+        #expect(outcome == .timedOut)
+        #expect(watched.withLock { $0 } == false)
+    }
+
+    @Test func aServerIsConfiguredElsewhereByTheSystemSocketOrADefaultServer() throws {
+        let root = try TemporaryDirectory(prefix: "lectern-clientconf")
+        defer { root.remove() }
+        let home = root.appending("home").path
+        let system = root.appending("etc-client.conf").path
+        let noSocket = root.appending("no-socket").path
+        func elsewhere(_ environment: [String: String], systemSocket: String? = nil) -> Bool {
+            SocketWatch.serverConfiguredElsewhere(environment: environment, systemSocket: systemSocket ?? noSocket,
+                                                  systemConfig: system)
+        }
+        func write(_ text: String, _ path: String) throws {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        #expect(!elsewhere(["HOME": home]))
+        // The system-wide socket.
+        let socket = root.appending("native").path
+        let server = try UnixListener(path: socket)
+        defer { server.close() }
+        #expect(elsewhere(["HOME": home], systemSocket: socket))
+        // The system's client.conf: commented out, empty, then set.
+        try write("; default-server = tcp:x\n# default-server = tcp:y\ndefault-server =\n", system)
+        #expect(!elsewhere(["HOME": home]))
+        try write("autospawn = no\n  default-server = tcp:host:4713  \n", system)
+        #expect(elsewhere(["HOME": home]))
+        // The user's own file is read instead of the system's.
+        try write("autospawn = no\n", home + "/.config/pulse/client.conf")
+        #expect(!elsewhere(["HOME": home]))
+        try write("default-server = unix:/elsewhere/native\n", root.appending("xdg/pulse/client.conf").path)
+        #expect(elsewhere(["HOME": home, "XDG_CONFIG_HOME": root.appending("xdg").path]))
+        // PULSE_CLIENTCONFIG names the one file read.
+        #expect(!elsewhere(["HOME": home, "PULSE_CLIENTCONFIG": home + "/.config/pulse/client.conf"]))
+        // The system's client.conf.d is read as well.
+        try write("default-server = tcp:dotd\n", system + ".d/50-remote.conf")
+        #expect(elsewhere(["HOME": home]))
+    }
+
     @Test func nothingHappeningIsATimeout() async throws {
         let runtime = try TemporaryDirectory(prefix: "lectern-socketwatch")
         defer { runtime.remove() }
-        #expect(await SocketWatch.waitForChange(near: runtime.appending("native").path) { _ in .milliseconds(50) } == .timedOut)
+        #expect(await SocketWatch.waitForChange(near: runtime.appending("native").path) { _, _ in .milliseconds(50) } == .timedOut)
     }
 }
 

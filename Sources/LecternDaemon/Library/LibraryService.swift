@@ -77,15 +77,18 @@ final class LibraryService: Sendable {
 
     /// Writes what was kept in memory while the database couldn't be written, every few seconds, until cancelled:
     /// positions saved while paused reach the disk once it works again without waiting for the next save. While
-    /// nothing waits to be written (or nothing can be, the database being read-only), it waits for a failure.
+    /// writes work (or nothing can ever be written, the database being read-only), it waits for a failure, with no
+    /// timer. While they fail it looks every 2 s even when nothing is kept yet: a failure is told once, and the
+    /// first failed write may be one that isn't kept (a setting), the position kept later failing the same way.
     func retryUnsavedWrites() async {
         var failed = writesFailed.stream.makeAsyncIterator()
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
-            if !library.isReadOnly, library.health.unsaved > 0 {
+            let health = library.health
+            if library.isReadOnly || (health.canSave && health.unsaved == 0) {
+                if await failed.next() == nil { return }  // cancelled
+            } else if health.unsaved > 0 {
                 library.retryUnsavedWrites()
-            } else if await failed.next() == nil {
-                return  // cancelled
             }
             // (The failure is told before the write it lost is kept: hence the sleep before looking, not after.)
         }

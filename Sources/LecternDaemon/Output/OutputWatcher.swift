@@ -65,6 +65,8 @@ public actor OutputWatcher {
     // The sound server as last seen (empty while disconnected).
     private var connected = false
     private var sinks: [UInt32: PulseSink] = [:]
+    /// Whether `sinks` holds the server's list (false until it was read on connecting, or when reading it failed).
+    private var sinksListed = false
     private var defaultSink: String?
     /// Our playback stream, if we have one.
     private var stream: PulseSinkInput?
@@ -189,6 +191,7 @@ public actor OutputWatcher {
         defaultSink = info.defaultSinkName
         do {
             sinks = Dictionary(try await connection.sinks().map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
+            sinksListed = true
             stream = try await connection.sinkInputs(ofProcess: processID).last
         } catch {
             logger.warning("cannot list PulseAudio sinks", metadata: ["error": "\(error)"])
@@ -209,6 +212,7 @@ public actor OutputWatcher {
         connected = false
         wasDisconnected = true
         sinks = [:]
+        sinksListed = false
         stream = nil
         defaultSink = nil
         updateCurrentOutput()
@@ -245,7 +249,8 @@ public actor OutputWatcher {
     private func serverReturned() async {
         let untouched = await player.isPausedForLostOutput
         let lost = policy.pending?.output ?? ""
-        let present = lost.isEmpty || sinks.values.contains { $0.name == lost }
+        // Not knowing the sinks (listing them failed), resume as before that check: a missing output fails again.
+        let present = lost.isEmpty || !sinksListed || sinks.values.contains { $0.name == lost }
         let decision = policy.handle(.serverReturned(outputPresent: present, untouched: untouched), at: .now)
         var action = RouteEvent.Action.none
         if decision == .resume, await player.resumeForReturnedOutput() {
