@@ -11,6 +11,9 @@ struct PlayerKind {
         case openURI
         /// The file is given on the command line and plays at once (mpv).
         case commandLine
+        /// The file is imported into the library (Import, ImportFinished) and played as a book (ActivateBook):
+        /// Lectern, so that its position is saved while it plays, as for its users.
+        case libraryBook
     }
 
     /// Where the player sends its audio: a null output paced in real time (the main measurements), or a sound
@@ -35,9 +38,10 @@ struct PlayerKind {
     /// figures depend on it, and a lecternd the user runs holds its lock); nil: lecternd's default.
     static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil) -> PlayerKind {
         PlayerKind(label: "Lectern", key: "lectern", namePrefix: "org.mpris.MediaPlayer2.lectern",
-                   loading: .openURI) { _, output in
-            (executable, ["--audio-sink", output == .pulse ? "pulsesink" : "fakesink sync=true",
-                          "--cache-directory", cacheDirectory.path]
+                   loading: .libraryBook) { _, output in
+            // Into PulseAudio: the default output (autoaudiosink picks pulsesink), as users run it.
+            (executable, (output == .pulse ? [] : ["--audio-sink", "fakesink sync=true"])
+                + ["--cache-directory", cacheDirectory.path]
                 + (database.map { ["--database", $0.path] } ?? []))
         }
     }

@@ -118,8 +118,9 @@ struct Report {
             return String(format: "%.1f (exit %@)", median(r.shutdownMs), statuses)
         }
         row("SIGTERM → exit, median, ms", cells(shutdownCell))
-        row("OpenUri / launch → PlaybackStatus Playing (polled every 10 ms), ms", cells {
-            String(format: "%.0f", $0.openToPlayingMs) + ($0.loading == .commandLine ? " (spawn with file)" : "")
+        row("OpenUri / ActivateBook / launch → PlaybackStatus Playing (polled every 10 ms), ms", cells {
+            String(format: "%.0f", $0.openToPlayingMs) + ($0.loading == .commandLine ? " (spawn with file)"
+                : $0.loading == .libraryBook ? " (a book: positions saved)" : "")
         })
         for (index, clients) in settings.concurrency.enumerated() {
             func c(_ r: PlayerResult) -> String {

@@ -113,10 +113,13 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
 
     // Playing: Lectern and VLC open the file over D-Bus; mpv is restarted with the file on its command line.
     progress("\(kind.label): open and play \(audio.lastPathComponent)")
+    if kind.loading == .libraryBook { try importBook(audio, in: player, client: client) }
     let openStart = ContinuousClock.now
     switch kind.loading {
     case .openURI:
         try openURI(audio, in: player, client: client)
+    case .libraryBook:
+        try activateBook(in: player, client: client)
     case .commandLine:
         _ = player.stop()
         player = try launch(kind, file: audio, bus: bus, environment: environment, client: client, log: log)
@@ -274,6 +277,37 @@ func openURI(_ audio: URL, in player: RunningPlayer, client: BusClient) throws {
     if let error { throw BenchFailure("OpenUri failed: \(error)") }
 }
 
+/// Imports `audio` into the player's library (Lectern's Import) and waits for ImportFinished.
+func importBook(_ audio: URL, in player: RunningPlayer, client: BusClient) throws {
+    let rule = "type='signal',interface='org.lectern.Library1',member='ImportFinished'"
+    try client.addMatch(rule)
+    defer { client.removeMatch(rule) }
+    let reply = try client.call(BusClient.methodCall(player.busName, "/org/lectern/Lectern1", "org.lectern.Library1",
+                                                     "Import", [.string(audio.path), .string("")]))
+    let failed = dbus_message_get_type(reply) == 3 ? MessageReader(reply).strings().first ?? "?" : nil
+    dbus_message_unref(reply)
+    if let failed { throw BenchFailure("Import failed: \(failed)") }
+    var outcome: (books: Int, error: String)?
+    _ = client.waitFor(timeout: .seconds(60)) { message in
+        guard let finished = MessageReader(message).importFinished() else { return false }
+        outcome = (finished.books, finished.error)
+        return true
+    }
+    guard let outcome else { throw BenchFailure("no ImportFinished within 60 s") }
+    guard outcome.books == 1, outcome.error.isEmpty else {
+        throw BenchFailure("Import of \(audio.path): \(outcome.books) books, error \(outcome.error)")
+    }
+}
+
+/// Plays the library's book (the bench's libraries hold one: id 1) from its saved position.
+func activateBook(in player: RunningPlayer, client: BusClient) throws {
+    let reply = try client.call(BusClient.methodCall(player.busName, "/org/lectern/Lectern1", "org.lectern.Library1",
+                                                     "ActivateBook", [.int64(1), .bool(true)]))
+    let failed = dbus_message_get_type(reply) == 3 ? MessageReader(reply).strings().first ?? "?" : nil
+    dbus_message_unref(reply)
+    if let failed { throw BenchFailure("ActivateBook failed: \(failed)") }
+}
+
 /// CPU while playing into a sound server (`SoundServer`: PulseAudio, null sink): the player started on a bus of
 /// its own with its PulseAudio output, the file played, then the player's CPU and the server's over the same
 /// window. The server's share matters: a player that sends its audio as it is decoded (44.1 kHz mono here) leaves
@@ -290,7 +324,13 @@ func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL,
     let player = try launch(kind, file: kind.loading == .commandLine ? audio : nil, output: .pulse, bus: bus,
                             environment: environment, client: client, log: log)
     defer { _ = player.stop() }
-    if kind.loading == .openURI { try openURI(audio, in: player, client: client) }
+    switch kind.loading {
+    case .openURI: try openURI(audio, in: player, client: client)
+    case .libraryBook:
+        try importBook(audio, in: player, client: client)
+        try activateBook(in: player, client: client)
+    case .commandLine: break
+    }
     guard waitForStatus(client, player, "Playing", timeout: .seconds(10)) else {
         throw BenchFailure("\(kind.label) is not Playing into PulseAudio 10 s after loading:\n\(player.logTail)")
     }

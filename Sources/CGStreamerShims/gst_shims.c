@@ -3,6 +3,7 @@
 #include "gst_shims.h"
 
 #include <gst/gst.h>
+#include <string.h>
 
 void lectern_gst_object_set_string(void *object, const char *property, const char *value) {
     g_object_set(G_OBJECT(object), property, value, NULL);
@@ -121,4 +122,28 @@ uint64_t lectern_gst_clock_time_none(void) {
 
 bool lectern_gst_object_has_property(void *object, const char *property) {
     return g_object_class_find_property(G_OBJECT_GET_CLASS(object), property) != NULL;
+}
+
+// "deep-element-added": a pulsesink whose buffer-time is still its default gets the one asked for (user data).
+static void sound_server_sink_added(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer user_data) {
+    (void)bin;
+    (void)sub_bin;
+    GstElementFactory *factory = gst_element_get_factory(element);
+    if (factory == NULL || strcmp(GST_OBJECT_NAME(factory), "pulsesink") != 0) {
+        return;
+    }
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "buffer-time");
+    if (spec == NULL || G_PARAM_SPEC_VALUE_TYPE(spec) != G_TYPE_INT64) {
+        return;
+    }
+    gint64 current = 0;
+    g_object_get(element, "buffer-time", &current, NULL);
+    if (current == G_PARAM_SPEC_INT64(spec)->default_value) {
+        g_object_set(element, "buffer-time", (gint64)GPOINTER_TO_SIZE(user_data), NULL);
+    }
+}
+
+void lectern_gst_set_sound_server_buffer(void *bin, int64_t microseconds) {
+    g_signal_connect(bin, "deep-element-added", G_CALLBACK(sound_server_sink_added),
+                     GSIZE_TO_POINTER((gsize)microseconds));
 }

@@ -111,23 +111,26 @@ public final class DeviceMonitor: @unchecked Sendable {
         gst_object_unref(UnsafeMutableRawPointer(monitor))
     }
 
-    /// Stops the monitor and its thread (waits up to one bus poll, 100 ms). Idempotent; not on the bus thread.
+    /// Stops the monitor and its thread (a message posted on the bus wakes it). Idempotent; not on the bus thread.
     public func stop() {
         guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
         stopping.store(true, ordering: .sequentiallyConsistent)
+        gst_bus_post(bus, gst_message_new_application(nil, gst_structure_new_empty("lectern-device-monitor-stop")))
         exited.wait()
         gst_device_monitor_stop(monitor)
         continuation.finish()
     }
 
+    /// Blocks on the bus (no timeout: a thread that polled woke ten times a second for nothing) until ``stop()``.
     private func readBus() {
-        let mask = GstMessageType(rawValue: GST_MESSAGE_DEVICE_ADDED.rawValue | GST_MESSAGE_DEVICE_REMOVED.rawValue)
-        let poll = GstClockTime(100_000_000)  // 100 ms: how long stop() may wait
+        let mask = GstMessageType(rawValue: GST_MESSAGE_DEVICE_ADDED.rawValue | GST_MESSAGE_DEVICE_REMOVED.rawValue
+                                    | GST_MESSAGE_APPLICATION.rawValue)
         while !stopping.load(ordering: .sequentiallyConsistent) {
-            guard let message = gst_bus_timed_pop_filtered(bus, poll, mask) else { continue }
+            guard let message = gst_bus_timed_pop_filtered(bus, clockTimeNone, mask) else { continue }
             defer { gst_message_unref(message) }
-            let added = lectern_gst_message_type(UnsafeMutableRawPointer(message))
-                == UInt32(truncatingIfNeeded: GST_MESSAGE_DEVICE_ADDED.rawValue)
+            let type = lectern_gst_message_type(UnsafeMutableRawPointer(message))
+            guard type != UInt32(truncatingIfNeeded: GST_MESSAGE_APPLICATION.rawValue) else { continue }
+            let added = type == UInt32(truncatingIfNeeded: GST_MESSAGE_DEVICE_ADDED.rawValue)
             var device: UnsafeMutablePointer<GstDevice>?
             if added {
                 gst_message_parse_device_added(message, &device)

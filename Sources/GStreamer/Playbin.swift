@@ -28,8 +28,15 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
 /// `scaletempo`, so rate changes keep the pitch. Consecutive files follow without a gap where GStreamer 1.22 alone
 /// would leave one (FFmpeg-written MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
+/// A `pulsesink` (named, or the one `autoaudiosink` picks) keeps ``soundServerBuffer`` of sound, not GStreamer's
+/// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred.
 /// `deinit` stops the bus thread, sets NULL and releases the element.
 public final class Playbin {
+    /// How much sound a `pulsesink` holds ahead, unless its description sets `buffer-time` itself. Pausing (the
+    /// stream is corked), seeking and rate changes (flushed) and volume (the stream's own, applied by the server)
+    /// take effect at once whatever its size; measured in docs/benchmarks.md ("CPU into PulseAudio").
+    public static let soundServerBuffer: Duration = .seconds(1)
+
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:
     /// further bus messages wait for it. The ``PlaybinControl`` is this playbin's thread-safe handle.
     public typealias EventHandler = @Sendable (PlaybinEvent, PlaybinControl) -> Void
@@ -87,6 +94,8 @@ public final class Playbin {
         lectern_gst_set_object_arg(raw, "flags", "audio+soft-volume")
         // Encoder delay and padding handled where GStreamer 1.22 does not (FFmpeg MP3s, the end of MP4 audio).
         lectern_gst_enable_gapless_fixes(raw)
+        lectern_gst_set_sound_server_buffer(raw, Self.soundServerBuffer.components.seconds * 1_000_000
+                                                + Self.soundServerBuffer.components.attoseconds / 1_000_000_000_000)
         // The playbin sinks the floating references of the filter and the sink bin.
         lectern_gst_object_set_object(raw, "audio-filter", UnsafeMutableRawPointer(filter))
         if let sink {

@@ -522,19 +522,45 @@ public final class Library: Sendable {
     @discardableResult
     public func savePosition(of book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
         let saved = try bookkeeping({ $0.positions[book] = (file, max(0, offset)) }) { db in
-            _ = try Self.existingBook(db, book)
-            return try Self.writePosition(db, book: book, file: file, offset: offset, playedAt: playedAt)
+            // Several times a second while playing: one cached statement, the book looked up only when it wrote
+            // nothing (the same position, or no such book). A file of another book fails in the schema's trigger.
+            if try Self.writePosition(db, book: book, file: file, offset: offset, playedAt: playedAt) { return true }
+            guard try Self.bookExists(db, book) else { throw LibraryError.notFound("no book \(book)") }
+            return false
         }
         state.withLock { _ = $0.positions.removeValue(forKey: book) }
         return saved
     }
 
     static func writePosition(_ db: Database, book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
-        try db.execute(sql: """
+        let statement = try db.cachedStatement(sql: """
             UPDATE book SET positionFileId = ?, positionOffset = ?, lastPlayedAt = coalesce(?, lastPlayedAt)
             WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
-            """, arguments: [file, max(0, offset), playedAt, book, file, max(0, offset)])
+            """)
+        try statement.execute(arguments: [file, max(0, offset), playedAt.map(storageText), book, file, max(0, offset)])
         return db.changesCount > 0
+    }
+
+    /// `date` as GRDB stores a Date ("yyyy-MM-dd HH:mm:ss.SSS", UTC), without GRDB's DateFormatter: ICU's
+    /// formatting was a third of the cost of a position save, which runs several times a second while playing.
+    static func storageText(_ date: Date) -> String {
+        // To the nearest millisecond, as ICU formats "SSS" (0.999 is 0.99899… as a Double).
+        let total = (date.timeIntervalSince1970 * 1000).rounded()
+        var whole = time_t((total / 1000).rounded(.down))
+        let milliseconds = Int(total - Double(whole) * 1000)
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        func digits(_ value: Int32, _ count: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, count - text.count)) + text
+        }
+        return digits(parts.tm_year + 1900, 4) + "-" + digits(parts.tm_mon + 1, 2) + "-" + digits(parts.tm_mday, 2) + " "
+            + digits(parts.tm_hour, 2) + ":" + digits(parts.tm_min, 2) + ":" + digits(parts.tm_sec, 2) + "."
+            + digits(Int32(min(milliseconds, 999)), 3)
+    }
+
+    static func bookExists(_ db: Database, _ id: Int64) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM book WHERE id = ?)"), arguments: [id]) ?? false
     }
 
     /// Notes when the book was played; kept in memory when the database can't be written (as positions are).

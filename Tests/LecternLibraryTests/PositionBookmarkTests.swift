@@ -34,6 +34,26 @@ struct PositionTests {
         #expect(try library.book(id).modifiedAt == modified)
     }
 
+    @Test("savePosition's lastPlayedAt reads back as markPlayed's (GRDB's own date format), and a missing book is NotFound")
+    func playedAtIsStoredAsGRDBStoresDates() throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let id = try library.add(importedBook("/p"))
+        let file = try library.fileIds(of: id)[0]
+        var generator = SystemRandomNumberGenerator()
+        let edges: [TimeInterval] = [0, 0.0004, 0.9995, 0.999, 951_782_400.25 /* 2000-02-29 */, 1_709_164_800.5 /* 2024-02-29 */,
+                                     4_102_444_799.999 /* 2099-12-31 23:59:59.999 */, 1_234_567_890.5]
+        let randoms = (0..<200).map { _ in Double.random(in: 0..<4_102_444_800, using: &generator) }
+        for (index, seconds) in (edges + randoms).enumerated() {
+            let date = Date(timeIntervalSince1970: seconds)
+            try library.markPlayed(id, at: date)
+            let byGRDB = try library.book(id).lastPlayedAt
+            #expect(try library.savePosition(of: id, file: file, offset: Int64(index) + 1, playedAt: date))
+            #expect(try library.book(id).lastPlayedAt == byGRDB, "\(seconds)")
+        }
+        expectError(.notFound, "no such book") { try library.savePosition(of: 9999, file: file, offset: 5) }
+    }
+
     @Test("A file of another book is refused by the trigger and nothing changes")
     func foreignFile() throws {
         let t = try TestLibrary()

@@ -259,6 +259,36 @@ import TestSupport
     }
 }
 
+/// What lecternd asks of the sound server for its stream (Playbin.soundServerBuffer): about a second of sound held
+/// ahead, so that the server wakes it a few times a second, and a volume that is the stream's own, so that a change
+/// is heard at once rather than after that second.
+@Suite(.serialized) struct SoundServerStreamTests {
+    @Test func theStreamHoldsHalfASecondOrMoreAndItsVolumeIsLecternsVolume() async throws {
+        let d = try await RouteDaemon()
+        do {
+            try await d.startPlaying()
+            // pactl: "Buffer Latency: 500000 usec" (GStreamer's default buffer of 200 ms gives 100000 or so).
+            let inputs = try await d.pulse.pactl("list", "sink-inputs")
+            let latencies = inputs.split(separator: "\n").compactMap { line -> Int? in
+                guard line.contains("Buffer Latency:") else { return nil }
+                return line.split(separator: " ").compactMap { Int($0) }.first
+            }
+            #expect(latencies.count == 1, "\(inputs)")
+            #expect((latencies.first ?? 0) >= 400_000, "\(inputs)")
+
+            // MPRIS Volume 0.5 is the stream's volume (pulsesink's is cubic: 0.5 → 79 %), at once.
+            try await d.set("Volume", .double(0.5), interface: RouteDaemon.player)
+            let volume = try await d.waitFor({ try await d.pulse.pactl("list", "sink-inputs") }) { $0.contains("/  79% /") }
+            #expect(volume.contains("/  79% /"), "\(volume)")
+            #expect(try await d.get("Volume") == .double(0.5))
+        } catch {
+            await d.finish()
+            throw error
+        }
+        await d.finish()
+    }
+}
+
 extension RouteDaemon {
     /// Unplugs "headphones" (unloads the null sink module `plug` loaded).
     func unplug() async throws {

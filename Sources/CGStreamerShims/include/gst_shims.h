@@ -63,6 +63,12 @@ uint64_t lectern_gst_clock_time_none(void);
 // property a class doesn't have logs a GLib warning).
 bool lectern_gst_object_has_property(void *object, const char *property);
 
+// A pulsesink added anywhere inside `bin` (a playbin: also the one autoaudiosink picks) whose buffer-time is still
+// its default (200 ms) gets `microseconds` instead. The sound server then wakes the stream for data a few times a
+// second instead of a hundred: PulseAudio asks clients that don't need low latency for as much as they can take.
+// Volume stays immediate: playsink sets pulsesink's stream volume, which the server applies at once (rewinding).
+void lectern_gst_set_sound_server_buffer(void *bin, int64_t microseconds);
+
 // Gapless fixes (gapless.c), connected to `bin`'s "deep-element-added" (a playbin, or any bin that will hold the
 // decoding elements): MP3s written by FFmpeg get the encoder delay and padding trimmed that FFmpeg records in the LAME
 // tag under its own version string ("Lavc"/"Lavf"), which mpegaudioparse 1.22 ignores; MP4 sound tracks whose edit

@@ -54,7 +54,7 @@ actor BookSession {
         self.announce = announce
     }
 
-    /// Handles player events and saves the position every 250 ms while playing, until cancelled.
+    /// Handles player events and saves the position every 500 ms while playing, until cancelled.
     func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [events] in
@@ -68,9 +68,10 @@ actor BookSession {
                         if await playingAgain.next() == nil { return }  // cancelled
                         continue
                     }
-                    // A crash loses less than this (clients expect a resume within 1 s), leaving room for a late tick on
-                    // a busy machine (with 500 ms, a kill after a 1.06 s gap was seen with two builds running).
-                    try? await Task.sleep(for: .milliseconds(250))
+                    // A crash loses less than this (clients expect a resume within 1 s), leaving half of it for a late
+                    // tick on a busy machine. Each save wakes two threads and writes the WAL: at 4 a second (250 ms)
+                    // they cost 0.1 % of a core more than at 2 (docs/benchmarks.md, "CPU while playing a book").
+                    try? await Task.sleep(for: .milliseconds(500))
                     await self.tick()
                 }
             }
