@@ -34,7 +34,7 @@ public enum PipelineError: Error, Equatable, Sendable {
 public final class Playbin {
     /// How much sound a `pulsesink` holds ahead, unless its description sets `buffer-time` itself. Pausing (the
     /// stream is corked), seeking and rate changes (flushed) and volume (the stream's own, applied by the server)
-    /// take effect at once whatever its size; measured in docs/benchmarks.md ("CPU into PulseAudio").
+    /// take effect at once whatever its size; measured in docs/benchmarks.md ("CPU while playing, 2026-11-25").
     public static let soundServerBuffer: Duration = .seconds(1)
 
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:

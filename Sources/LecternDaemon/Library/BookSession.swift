@@ -70,7 +70,7 @@ actor BookSession {
                     }
                     // A crash loses less than this (clients expect a resume within 1 s), leaving half of it for a late
                     // tick on a busy machine. Each save wakes two threads and writes the WAL: at 4 a second (250 ms)
-                    // they cost 0.1 % of a core more than at 2 (docs/benchmarks.md, "CPU while playing a book").
+                    // they cost 0.1 % of a core more than at 2 (docs/benchmarks.md, "CPU while playing, 2026-11-25").
                     try? await Task.sleep(for: .milliseconds(500))
                     await self.tick()
                 }
