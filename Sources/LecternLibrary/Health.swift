@@ -108,7 +108,7 @@ extension Library {
                     _ = try Self.writePosition(db, book: book, file: place.file, offset: place.offset)
                 }
                 for (book, date) in played where try Book.exists(db, key: book) {
-                    try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book])
+                    try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [StoredDate.text(date), book])
                 }
                 if let current { try Self.writeCurrentBook(db, current) }
             }

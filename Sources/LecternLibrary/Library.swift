@@ -509,7 +509,7 @@ public final class Library: Sendable {
     }
 
     private func touch(_ db: Database, _ book: Int64) throws {
-        try db.execute(sql: "UPDATE book SET modifiedAt = ? WHERE id = ?", arguments: [Date(), book])
+        try db.execute(sql: "UPDATE book SET modifiedAt = ? WHERE id = ?", arguments: [StoredDate.text(Date()), book])
     }
 
     // MARK: - Positions
@@ -537,26 +537,8 @@ public final class Library: Sendable {
             UPDATE book SET positionFileId = ?, positionOffset = ?, lastPlayedAt = coalesce(?, lastPlayedAt)
             WHERE id = ? AND (positionFileId IS NOT ? OR positionOffset <> ?)
             """)
-        try statement.execute(arguments: [file, max(0, offset), playedAt.map(storageText), book, file, max(0, offset)])
+        try statement.execute(arguments: [file, max(0, offset), playedAt.map(StoredDate.text), book, file, max(0, offset)])
         return db.changesCount > 0
-    }
-
-    /// `date` as GRDB stores a Date ("yyyy-MM-dd HH:mm:ss.SSS", UTC), without GRDB's DateFormatter: ICU's
-    /// formatting was a third of the cost of a position save, which runs several times a second while playing.
-    static func storageText(_ date: Date) -> String {
-        // To the nearest millisecond, as ICU formats "SSS" (0.999 is 0.99899… as a Double).
-        let total = (date.timeIntervalSince1970 * 1000).rounded()
-        var whole = time_t((total / 1000).rounded(.down))
-        let milliseconds = Int(total - Double(whole) * 1000)
-        var parts = tm()
-        gmtime_r(&whole, &parts)
-        func digits(_ value: Int32, _ count: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, count - text.count)) + text
-        }
-        return digits(parts.tm_year + 1900, 4) + "-" + digits(parts.tm_mon + 1, 2) + "-" + digits(parts.tm_mday, 2) + " "
-            + digits(parts.tm_hour, 2) + ":" + digits(parts.tm_min, 2) + ":" + digits(parts.tm_sec, 2) + "."
-            + digits(Int32(min(milliseconds, 999)), 3)
     }
 
     static func bookExists(_ db: Database, _ id: Int64) throws -> Bool {
@@ -567,7 +549,7 @@ public final class Library: Sendable {
     public func markPlayed(_ book: Int64, at date: Date = Date()) throws {
         try bookkeeping({ $0.played[book] = date }) { db in
             _ = try Self.existingBook(db, book)
-            try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [date, book])
+            try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [StoredDate.text(date), book])
         }
         state.withLock { _ = $0.played.removeValue(forKey: book) }
     }

@@ -58,6 +58,9 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+    // Dates without ICU (StoredDate).
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { StoredDate.decoding }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
 
     /// ``shuffleOrder`` as file ids.
     public var shuffleFileIds: [Int64] { shuffleOrder.split(separator: ",").compactMap { Int64($0) } }
@@ -121,4 +124,7 @@ public struct Bookmark: Codable, Sendable, Equatable, Identifiable, FetchableRec
 
     public static let databaseTableName = "bookmark"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+    // Dates without ICU (StoredDate).
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { StoredDate.decoding }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
 }

@@ -34,7 +34,7 @@ struct PositionTests {
         #expect(try library.book(id).modifiedAt == modified)
     }
 
-    @Test("savePosition's lastPlayedAt reads back as markPlayed's (GRDB's own date format), and a missing book is NotFound")
+    @Test("savePosition's lastPlayedAt reads back as markPlayed's, and a missing book is NotFound")
     func playedAtIsStoredAsGRDBStoresDates() throws {
         let t = try TestLibrary()
         let library = t.library

@@ -1,0 +1,53 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Dates as the library stores them, GRDB's text "yyyy-MM-dd HH:mm:ss.SSS" in UTC, written and read without
+/// Foundation's DateFormatter and Calendar. Those run ICU, and playing a book wrote and read dates (lastPlayedAt,
+/// the Book record): ICU's code and data cost 3.2 MB of resident memory, and formatting was a third of the CPU of a
+/// position save (docs/benchmarks.md, "2026-11-25"). The records with dates (Book, Bookmark) use these through
+/// GRDB's date strategies; the results are GRDB's own to the millisecond (LecternLibraryTests, StoredDateTests).
+enum StoredDate {
+    static func text(_ date: Date) -> String {
+        // To the nearest millisecond, as ICU formats "SSS" (0.999 is 0.99899… as a Double).
+        let total = (date.timeIntervalSince1970 * 1000).rounded()
+        var whole = time_t((total / 1000).rounded(.down))
+        let milliseconds = Int32(min(max(total - Double(whole) * 1000, 0), 999))
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        func digits(_ value: Int32, _ count: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, count - text.count)) + text
+        }
+        return digits(parts.tm_year + 1900, 4) + "-" + digits(parts.tm_mon + 1, 2) + "-" + digits(parts.tm_mday, 2) + " "
+            + digits(parts.tm_hour, 2) + ":" + digits(parts.tm_min, 2) + ":" + digits(parts.tm_sec, 2) + "."
+            + digits(milliseconds, 3)
+    }
+
+    /// GRDB's parsing of the text (its own, no ICU), then the date computed with timegm instead of a Calendar.
+    /// Anything else (a time zone in the text, a number) goes to GRDB's `Date.fromDatabaseValue`.
+    static func date(_ value: DatabaseValue) -> Date? {
+        guard let parsed = DatabaseDateComponents.fromDatabaseValue(value),
+              [.YMD, .YMD_HM, .YMD_HMS, .YMD_HMSS].contains(parsed.format) else { return Date.fromDatabaseValue(value) }
+        let c = parsed.dateComponents
+        guard c.timeZone == nil, let year = c.year, let month = c.month, let day = c.day else {
+            return Date.fromDatabaseValue(value)
+        }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(c.hour ?? 0)
+        parts.tm_min = Int32(c.minute ?? 0)
+        parts.tm_sec = Int32(c.second ?? 0)
+        let seconds = timegm(&parts)
+        // Whole seconds since 2001, then the fraction: the same Double as GRDB's Calendar gives.
+        let whole = Double(Int(seconds) - Int(Date.timeIntervalBetween1970AndReferenceDate))
+        return Date(timeIntervalSinceReferenceDate: whole + Double((c.nanosecond ?? 0) / 1_000_000) / 1000)
+    }
+
+    static let decoding = DatabaseDateDecodingStrategy.custom { date($0) }
+    static let encoding = DatabaseDateEncodingStrategy.custom { text($0) }
+}
