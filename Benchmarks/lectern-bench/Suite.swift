@@ -266,15 +266,19 @@ func playerEnvironment(_ kind: PlayerKind, bus: PrivateBus, work: TemporaryDirec
     return environment
 }
 
+/// Calls `member` on the player and throws its D-Bus error, if the reply is one.
+private func callOrThrow(_ client: BusClient, _ player: RunningPlayer, _ path: String, _ interface: String,
+                         _ member: String, _ arguments: [BusClient.Argument]) throws {
+    let reply = try client.call(BusClient.methodCall(player.busName, path, interface, member, arguments))
+    let error = dbus_message_get_type(reply) == 3 ? MessageReader(reply).strings().first ?? "?" : nil
+    dbus_message_unref(reply)
+    if let error { throw BenchFailure("\(member) failed: \(error)") }
+}
+
 /// OpenUri(file://…) on a running player; throws its D-Bus error.
 func openURI(_ audio: URL, in player: RunningPlayer, client: BusClient) throws {
-    let reply = try client.call(BusClient.methodCall(player.busName, "/org/mpris/MediaPlayer2",
-                                                     "org.mpris.MediaPlayer2.Player", "OpenUri",
-                                                     [.string(audio.absoluteString)]))
-    let type = dbus_message_get_type(reply)
-    let error = type == 3 ? MessageReader(reply).strings().first ?? "?" : nil
-    dbus_message_unref(reply)
-    if let error { throw BenchFailure("OpenUri failed: \(error)") }
+    try callOrThrow(client, player, "/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player", "OpenUri",
+                    [.string(audio.absoluteString)])
 }
 
 /// Imports `audio` into the player's library (Lectern's Import) and waits for ImportFinished.
@@ -282,11 +286,8 @@ func importBook(_ audio: URL, in player: RunningPlayer, client: BusClient) throw
     let rule = "type='signal',interface='org.lectern.Library1',member='ImportFinished'"
     try client.addMatch(rule)
     defer { client.removeMatch(rule) }
-    let reply = try client.call(BusClient.methodCall(player.busName, "/org/lectern/Lectern1", "org.lectern.Library1",
-                                                     "Import", [.string(audio.path), .string("")]))
-    let failed = dbus_message_get_type(reply) == 3 ? MessageReader(reply).strings().first ?? "?" : nil
-    dbus_message_unref(reply)
-    if let failed { throw BenchFailure("Import failed: \(failed)") }
+    try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "Import",
+                    [.string(audio.path), .string("")])
     var outcome: (books: Int, error: String)?
     _ = client.waitFor(timeout: .seconds(60)) { message in
         guard let finished = MessageReader(message).importFinished() else { return false }
@@ -301,11 +302,8 @@ func importBook(_ audio: URL, in player: RunningPlayer, client: BusClient) throw
 
 /// Plays the library's book (the bench's libraries hold one: id 1) from its saved position.
 func activateBook(in player: RunningPlayer, client: BusClient) throws {
-    let reply = try client.call(BusClient.methodCall(player.busName, "/org/lectern/Lectern1", "org.lectern.Library1",
-                                                     "ActivateBook", [.int64(1), .bool(true)]))
-    let failed = dbus_message_get_type(reply) == 3 ? MessageReader(reply).strings().first ?? "?" : nil
-    dbus_message_unref(reply)
-    if let failed { throw BenchFailure("ActivateBook failed: \(failed)") }
+    try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "ActivateBook",
+                    [.int64(1), .bool(true)])
 }
 
 /// CPU while playing into a sound server (`SoundServer`: PulseAudio, null sink): the player started on a bus of

@@ -77,8 +77,10 @@ public final class PulseClient: Sendable {
         var attempt = 0
         while !Task.isCancelled {
             let connection: PulseConnection
+            // Read once per attempt: whether to try libpulse without the user's socket, and how long to wait after.
+            let elsewhere = socketPath != nil && SocketWatch.serverConfiguredElsewhere()
             do {
-                if let socketPath, access(socketPath, F_OK) != 0, !SocketWatch.serverConfiguredElsewhere() {
+                if let socketPath, access(socketPath, F_OK) != 0, !elsewhere {
                     throw PulseError.connectionFailed("no sound server: \(socketPath) does not exist")
                 }
                 connection = try await PulseConnection.connect(server: server, applicationName: applicationName)
@@ -89,7 +91,7 @@ public final class PulseClient: Sendable {
             } catch {
                 attempt += 1
                 await handler(.connectFailed("\(error)", attempt: attempt))
-                if await pause(after: attempt) == .cancelled { break }
+                if await pause(after: attempt, serverElsewhere: elsewhere) == .cancelled { break }
                 continue
             }
             for await event in connection.events {
@@ -108,8 +110,9 @@ public final class PulseClient: Sendable {
         current.withLock { $0 = nil }
     }
 
-    /// The wait after failed attempt number `attempt`.
-    private func pause(after attempt: Int) async -> SocketWatch.Outcome {
+    /// The wait after failed attempt number `attempt`; `serverElsewhere`: another server than the user's socket is
+    /// configured (``SocketWatch/serverConfiguredElsewhere(environment:systemSocket:systemConfig:)``).
+    private func pause(after attempt: Int, serverElsewhere: Bool) async -> SocketWatch.Outcome {
         let backoff = self.backoff
         guard let socket = socketPath else {
             do { try await Task.sleep(for: backoff.delay(attempt: attempt)) } catch { return .cancelled }
@@ -118,7 +121,7 @@ public final class PulseClient: Sendable {
         return await SocketWatch.waitForChange(near: socket) { socketExists, watching in
             // A socket that refuses is a server starting or one that died: try again soon. So for a server found
             // elsewhere, and when nothing watches for the socket.
-            let soon = socketExists || !watching || SocketWatch.serverConfiguredElsewhere()
+            let soon = socketExists || !watching || serverElsewhere
             return backoff.delay(attempt: attempt, upTo: soon ? backoff.maximum : backoff.absentMaximum)
         }
     }
