@@ -290,6 +290,7 @@ final class DaemonFixture: Sendable {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             env[variable] = url.path
         }
+        env["GST_REGISTRY"] = try GStreamerRegistry.path()
         environment = env
         client = try BusConnection(address: bus.address)
         signals = try await SignalRecorder(connection: client)

@@ -108,6 +108,7 @@ final class Rig: Sendable {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             if !variable.isEmpty { env[variable] = url.path }
         }
+        env["GST_REGISTRY"] = try GStreamerRegistry.path()
         environment = env
         client = try BusConnection(address: bus.address)
         let stream = try await client.signals(MatchRule(interface: Names.library, member: "ImportFinished"))

@@ -39,6 +39,16 @@ public enum GeneratedFiles {
     }
 }
 
+/// One GStreamer plugin registry for the daemons a test process starts (`GST_REGISTRY` in their environment).
+/// Each fixture gives its lecternd a cache folder of its own, where GStreamer would otherwise rebuild the registry
+/// by loading every plugin: about half a second of CPU per daemon, several at once when a parameterized test runs
+/// its cases side by side. GStreamer writes the file whole and renames it, so daemons may share it.
+public enum GStreamerRegistry {
+    public static func path() throws -> String {
+        try GeneratedFiles.directory("gst-registry") { _ in }.appendingPathComponent("registry.bin").path
+    }
+}
+
 /// A SplitMix64 generator: the same seed makes the same random choices, so a failure can be replayed.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
