@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// ```swift
 /// let player = Player(engine: GStreamerEngine(...), observer: { event in ... })
-/// async let _ = player.run()                  // engine events and the 1-second tick
+/// async let _ = player.run()                  // engine events and the tick (twice a second while playing)
 /// await player.open([MediaItem(id: 0, url: fileURL)])
 /// try await player.playPause()
 /// ```
@@ -76,8 +76,15 @@ public actor Player {
         return { start.duration(to: clock.now) }
     }
 
-    /// Handles engine events and, while playing, re-anchors the position clock and runs the watchdogs once a
-    /// second (``tick()``), until cancelled. Not playing, nothing wakes: an idle daemon costs no CPU.
+    /// How often ``tick()`` runs while playing. Its `.playing` event is when the daemon saves the position, so
+    /// this is what a crash can lose (clients expect a resume within 1 s; half of it is left for a late tick on
+    /// a busy machine). One timer for both: each wake-up of a timer costs a few threads' wake-ups
+    /// (docs/benchmarks.md, "CPU while playing").
+    public static let tickInterval: Duration = .milliseconds(500)
+
+    /// Handles engine events and, while playing, re-anchors the position clock, runs the watchdogs and tells
+    /// the observer where it is every ``tickInterval`` (``tick()``), until cancelled. Not playing, nothing wakes:
+    /// an idle daemon costs no CPU.
     public func run() async {
         let events = engine.events
         let clock = tickClock
@@ -94,7 +101,7 @@ public actor Player {
                         if await playingAgain.next() == nil { return }  // cancelled
                         continue
                     }
-                    do { try await clock.sleep(for: .seconds(1), tolerance: .milliseconds(50)) } catch { return }
+                    do { try await clock.sleep(for: Self.tickInterval, tolerance: .milliseconds(50)) } catch { return }
                     await self?.tick()
                 }
             }
@@ -503,8 +510,9 @@ public actor Player {
         }
     }
 
-    /// Once a second while running (`run()`): re-anchors the position clock to the engine's position, catches a
-    /// chapter change a wake-up missed, and watches for a stall. Tests may call it directly.
+    /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
+    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observer
+    /// where (`.playing`). Tests may call it directly.
     public func tick() {
         guard state.status == .playing, engineReady else {
             standing = nil
@@ -515,6 +523,9 @@ public actor Player {
         anchorClock()
         checkPosition()
         watchForStall(enginePosition)
+        if state.status == .playing, engineReady, let item = state.current {
+            observer(.playing(itemID: item.id, at: positionClock.position()))
+        }
     }
 
     // MARK: - Internals

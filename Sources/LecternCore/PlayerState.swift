@@ -96,6 +96,9 @@ public enum PlayerEvent: Sendable, Equatable {
     case sleepTimerFired(itemID: Int, at: Duration)
     /// This item could not be played (the engine's message); playback went on with the next one, if any.
     case itemFailed(itemID: Int, message: String)
+    /// Still playing, at this position of this item: sent at every tick while playing (``Player/tickInterval``),
+    /// when the position is worth saving.
+    case playing(itemID: Int, at: Duration)
 }
 
 /// Why a command was refused. Nothing changed.

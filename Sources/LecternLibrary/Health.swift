@@ -132,9 +132,10 @@ extension Library {
 
     /// Runs a bookkeeping write; when the database can't be written, `keep` remembers it for
     /// ``retryUnsavedWrites()`` and the error is thrown all the same.
-    func bookkeeping<T>(_ keep: (inout WriteState) -> Void, _ body: (Database) throws -> T) throws -> T {
+    func bookkeeping<T>(transaction: Bool = true, _ keep: (inout WriteState) -> Void,
+                        _ body: (Database) throws -> T) throws -> T {
         do {
-            return try write(body)
+            return try write(transaction: transaction, body)
         } catch LibraryError.unavailable(let message) {
             state.withLock { keep(&$0) }
             throw LibraryError.unavailable(message)

@@ -214,12 +214,14 @@ public final class Library: Sendable {
     /// One write transaction. A write that fails because the database can't be written (read-only, full disk,
     /// the file deleted, an I/O error) is reported through ``health`` and the observer; the first one that works
     /// afterwards also writes the bookkeeping kept in memory meanwhile (``savePosition(of:file:offset:)``...).
-    func write<T>(_ body: (Database) throws -> T) throws -> T {
+    /// Runs `body` in a transaction; with `transaction: false` as it is, for a body whose one statement that writes
+    /// is atomic alone (SQLite's own transaction around it, without GRDB's BEGIN and COMMIT statements).
+    func write<T>(transaction: Bool = true, _ body: (Database) throws -> T) throws -> T {
         let result: T
         do {
             try checkWritable()
             guard let writer else { preconditionFailure("a snapshot of the library is never written") }
-            result = try writer.write(body)
+            result = try transaction ? writer.write(body) : writer.writeWithoutTransaction(body)
         } catch let error as LibraryError {
             throw error
         } catch let error as DatabaseError {
@@ -521,9 +523,10 @@ public final class Library: Sendable {
     /// works (or ``retryUnsavedWrites()``); the `.unavailable` error is thrown all the same.
     @discardableResult
     public func savePosition(of book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
-        let saved = try bookkeeping({ $0.positions[book] = (file, max(0, offset)) }) { db in
-            // Several times a second while playing: one cached statement, the book looked up only when it wrote
-            // nothing (the same position, or no such book). A file of another book fails in the schema's trigger.
+        let saved = try bookkeeping(transaction: false, { $0.positions[book] = (file, max(0, offset)) }) { db in
+            // Twice a second while playing: one cached statement in SQLite's own transaction (GRDB's BEGIN and
+            // COMMIT cost more than the UPDATE), the book looked up only when it wrote nothing (the same position,
+            // or no such book). A file of another book fails in the schema's trigger.
             if try Self.writePosition(db, book: book, file: file, offset: offset, playedAt: playedAt) { return true }
             guard try Self.bookExists(db, book) else { throw LibraryError.notFound("no book \(book)") }
             return false

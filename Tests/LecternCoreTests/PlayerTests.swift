@@ -935,18 +935,31 @@ import Testing
         }
     }
 
-    @Test func tickReanchorsToTheEnginePosition() async {
+    @Test func eachTickWhilePlayingReanchorsTheClockAndTellsWhereItIs() async {
         await withHarness { h in
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
             #expect(h.positionClock.anchor == .zero)
             await waitUntil("the tick loop to sleep") { h.tickClock.sleeperCount == 1 }
+            let opened = h.log.all.count  // open (ready changed nothing a client sees)
 
             h.engine.advance(by: .seconds(7))
-            h.tickClock.advance(by: .seconds(1))
+            h.tickClock.advance(by: Player.tickInterval)
             await waitUntil("the tick to re-anchor the clock") { h.positionClock.anchor == .seconds(7) }
             #expect(h.positionClock.speed == 1)
-            #expect(h.log.all.count == 1)   // open (ready changed nothing a client sees); a tick publishes nothing
+            await waitUntil("the tick to say where it is") { h.log.all.count == opened + 1 }
+            // A tick publishes no state: it says which item plays, and where (the clock's position, just re-anchored).
+            guard case .playing(let itemID, let at) = h.log.all.last else {
+                Issue.record("a tick while playing sent \(String(describing: h.log.all.last))")
+                return
+            }
+            #expect(itemID == (await h.player.snapshot.current?.id))
+            #expect(at >= .seconds(7) && at < .seconds(8))
+
+            await h.player.pause()
+            let paused = h.log.all.count
+            await h.player.tick()
+            #expect(h.log.all.count == paused, "a tick while paused said something: \(h.log.all.suffix(1))")
         }
     }
 }

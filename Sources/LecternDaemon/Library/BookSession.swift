@@ -4,9 +4,9 @@ import LecternLibrary
 import Logging
 
 /// The current book, between the library and the player: activating a book loads its files at the saved
-/// position with its settings; while it plays, the position is saved four times a second and at every pause,
-/// seek, stop, book change and shutdown, only when it changed; settings changed by clients are saved
-/// to the book.
+/// position with its settings; while it plays, the position is saved at every tick of the player (twice a
+/// second: ``Player/tickInterval``) and at every pause, seek, stop, book change and shutdown, only when it
+/// changed; settings changed by clients are saved to the book.
 ///
 /// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
 /// (`record`), and the database is written here, never on the player or the D-Bus thread.
@@ -31,11 +31,7 @@ actor BookSession {
     private var files: [URL: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
-    private var status: PlaybackStatus = .stopped {
-        didSet { if status == .playing, oldValue != .playing { startedPlaying.continuation.yield() } }
-    }
-    /// Wakes the position saver when playback starts: it sleeps, with no timer, while nothing plays.
-    private let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    private var status: PlaybackStatus = .stopped
     private var currentURL: URL?
     private var currentTrack: Int?
     private var itemURLs: [Int: URL] = [:]
@@ -54,30 +50,10 @@ actor BookSession {
         self.announce = announce
     }
 
-    /// Handles player events and saves the position every 500 ms while playing, until cancelled.
+    /// Handles the player's events (saving the position at each of its ticks while playing) until they end or
+    /// the task is cancelled.
     func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [events] in
-                for await event in events { await self.handle(event) }
-            }
-            group.addTask { [startedPlaying = startedPlaying.stream] in
-                var playingAgain = startedPlaying.makeAsyncIterator()
-                while !Task.isCancelled {
-                    // Not playing: nothing to save until it plays (an idle daemon wakes for nothing).
-                    guard await self.isPlaying else {
-                        if await playingAgain.next() == nil { return }  // cancelled
-                        continue
-                    }
-                    // A crash loses less than this (clients expect a resume within 1 s), leaving half of it for a late
-                    // tick on a busy machine. Each save wakes two threads and writes the WAL: at 4 a second (250 ms)
-                    // they cost 0.1 % of a core more than at 2 (docs/benchmarks.md, "CPU while playing, 2026-11-25").
-                    try? await Task.sleep(for: .milliseconds(500))
-                    await self.tick()
-                }
-            }
-            await group.next()
-            group.cancelAll()
-        }
+        for await event in events { handle(event) }
     }
 
     // MARK: - Activating
@@ -200,6 +176,11 @@ actor BookSession {
             savePosition()
         case .itemFailed:
             break  // the player logged it and went on; the position is saved with the next file's state
+        case .playing(let itemID, let position):
+            // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
+            if status == .playing, let url = itemURLs[itemID] {
+                savePosition(url: url, offset: position.microseconds, playedAt: Date())
+            }
         case .stopped(let itemID, let position):
             if let url = itemURLs[itemID] { savePosition(url: url, offset: position.microseconds) }
         case .finished:
@@ -241,13 +222,6 @@ actor BookSession {
         } catch {
             logger.error("cannot save the shuffled order", metadata: ["book": "\(bookId)", "error": "\(error)"])
         }
-    }
-
-    private var isPlaying: Bool { status == .playing }
-
-    private func tick() {
-        // While playing, each save also notes the moment as the book's last played (see Library.savePosition).
-        if status == .playing { savePosition(playedAt: Date()) }
     }
 
     /// Saves the player's position in the current book (a no-op when nothing changed).

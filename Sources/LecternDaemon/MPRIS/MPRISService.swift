@@ -53,7 +53,7 @@ public final class MPRISService: Sendable {
             announceTrackListChanges(from: previous, to: state, on: object)
         case .seeked(let position):
             try? object.emit(Self.playerInterface, "Seeked", [.int64(position.microseconds)])
-        case .stopped, .finished, .sleepTimerFired, .itemFailed:
+        case .stopped, .finished, .sleepTimerFired, .itemFailed, .playing:
             break
         }
     }
