@@ -129,7 +129,7 @@ extension Player {
     // MARK: - Wake-ups
 
     /// Plans the next wake-up while playing: the next chapter boundary in this file, the start of the fade
-    /// or its next step, the end of the timer. The 1-second tick catches anything a late wake-up misses.
+    /// or its next step, the end of the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil

@@ -1,5 +1,5 @@
 /// The watchdogs that end a frozen "Playing" (no error, no end of stream, nothing moving): a position that stands
-/// still, and a load that never completes. `tick()` runs them once a second, on the injected clock.
+/// still, and a load that never completes. `tick()` runs them every ``tickInterval``, on the injected clock.
 extension Player {
     /// How long the engine's position may stand still while playing before the player calls playback stalled.
     static let stallLimit = Duration.seconds(5)

@@ -60,7 +60,7 @@ public struct PlayerState: Sendable, Equatable {
 }
 
 /// The position of the current item as a function of time: re-anchored on every play, pause, seek
-/// and track change and once a second, so a reader on another thread can compute "now" without
+/// and track change and at every tick (``Player/tickInterval``), so a reader on another thread can compute "now" without
 /// asking the pipeline.
 public struct PositionClock: Sendable, Equatable {
     public var anchor: Duration

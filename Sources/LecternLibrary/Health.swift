@@ -131,11 +131,12 @@ extension Library {
     }
 
     /// Runs a bookkeeping write; when the database can't be written, `keep` remembers it for
-    /// ``retryUnsavedWrites()`` and the error is thrown all the same.
-    func bookkeeping<T>(transaction: Bool = true, _ keep: (inout WriteState) -> Void,
+    /// ``retryUnsavedWrites()`` and the error is thrown all the same. When it works, `forget` drops what was kept
+    /// of the same thing before the kept rest is written (an older value must not overwrite this one).
+    func bookkeeping<T>(transaction: Bool = true, keep: (inout WriteState) -> Void, forget: (inout WriteState) -> Void,
                         _ body: (Database) throws -> T) throws -> T {
         do {
-            return try write(transaction: transaction, body)
+            return try write(transaction: transaction, forget: forget, body)
         } catch LibraryError.unavailable(let message) {
             state.withLock { keep(&$0) }
             throw LibraryError.unavailable(message)

@@ -211,12 +211,14 @@ public final class Library: Sendable {
 
     // MARK: - Transactions
 
-    /// One write transaction. A write that fails because the database can't be written (read-only, full disk,
-    /// the file deleted, an I/O error) is reported through ``health`` and the observer; the first one that works
-    /// afterwards also writes the bookkeeping kept in memory meanwhile (``savePosition(of:file:offset:)``...).
-    /// Runs `body` in a transaction; with `transaction: false` as it is, for a body whose one statement that writes
-    /// is atomic alone (SQLite's own transaction around it, without GRDB's BEGIN and COMMIT statements).
-    func write<T>(transaction: Bool = true, _ body: (Database) throws -> T) throws -> T {
+    /// One write: `body` in a transaction, or with `transaction: false` as it is, for a body whose one statement
+    /// that writes is atomic alone (SQLite's own transaction around it, without GRDB's BEGIN and COMMIT statements).
+    /// A write that fails because the database can't be written (read-only, full disk, the file deleted, an I/O
+    /// error) is reported through ``health`` and the observer; the first one that works afterwards also writes the
+    /// bookkeeping kept in memory meanwhile (``savePosition(of:file:offset:)``...), after `forget` has dropped
+    /// what this write made stale.
+    func write<T>(transaction: Bool = true, forget: (inout WriteState) -> Void = { _ in },
+                  _ body: (Database) throws -> T) throws -> T {
         let result: T
         do {
             try checkWritable()
@@ -229,6 +231,7 @@ public final class Library: Sendable {
             if Self.isWriteFailure(error) || Self.isCorrupt(error) { writeFailed(translated.description) }
             throw translated
         }
+        state.withLock { forget(&$0) }
         writeSucceeded()
         return result
     }
@@ -523,7 +526,8 @@ public final class Library: Sendable {
     /// works (or ``retryUnsavedWrites()``); the `.unavailable` error is thrown all the same.
     @discardableResult
     public func savePosition(of book: Int64, file: Int64, offset: Int64, playedAt: Date? = nil) throws -> Bool {
-        let saved = try bookkeeping(transaction: false, { $0.positions[book] = (file, max(0, offset)) }) { db in
+        let saved = try bookkeeping(transaction: false, keep: { $0.positions[book] = (file, max(0, offset)) },
+                                    forget: { $0.positions[book] = nil }) { db in
             // Twice a second while playing: one cached statement in SQLite's own transaction (GRDB's BEGIN and
             // COMMIT cost more than the UPDATE), the book looked up only when it wrote nothing (the same position,
             // or no such book). A file of another book fails in the schema's trigger.
@@ -531,7 +535,6 @@ public final class Library: Sendable {
             guard try Self.bookExists(db, book) else { throw LibraryError.notFound("no book \(book)") }
             return false
         }
-        state.withLock { _ = $0.positions.removeValue(forKey: book) }
         return saved
     }
 
@@ -550,11 +553,10 @@ public final class Library: Sendable {
 
     /// Notes when the book was played; kept in memory when the database can't be written (as positions are).
     public func markPlayed(_ book: Int64, at date: Date = Date()) throws {
-        try bookkeeping({ $0.played[book] = date }) { db in
+        try bookkeeping(keep: { $0.played[book] = date }, forget: { $0.played[book] = nil }) { db in
             _ = try Self.existingBook(db, book)
             try db.execute(sql: "UPDATE book SET lastPlayedAt = ? WHERE id = ?", arguments: [StoredDate.text(date), book])
         }
-        state.withLock { _ = $0.played.removeValue(forKey: book) }
     }
 
     /// The book that was current when the daemon last ran (as saved: not one kept in memory, unsaved).
@@ -566,11 +568,10 @@ public final class Library: Sendable {
 
     /// Kept in memory when the database can't be written (as positions are).
     public func setCurrentBook(_ book: Int64?) throws {
-        try bookkeeping({ $0.currentBook = .some(book) }) { db in
+        try bookkeeping(keep: { $0.currentBook = .some(book) }, forget: { $0.currentBook = nil }) { db in
             if let book { _ = try Self.existingBook(db, book) }
             try Self.writeCurrentBook(db, book)
         }
-        state.withLock { $0.currentBook = nil }
     }
 
     static func writeCurrentBook(_ db: Database, _ book: Int64?) throws {

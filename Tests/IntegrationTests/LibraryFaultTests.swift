@@ -42,7 +42,7 @@ extension DaemonFixture {
         return try await libProperty("LastError").string ?? ""
     }
 
-    /// Playback goes on while the position can't be saved (once a second): seconds later, still playing; a change
+    /// Playback goes on while the position can't be saved (twice a second): seconds later, still playing; a change
     /// asked for meanwhile is refused with Unavailable.
     func expectPlaybackGoesOnButChangesAreRefused(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let position = try await position()

@@ -331,6 +331,41 @@ struct FaultTests {
         #expect(try again.allShelves().isEmpty)
     }
 
+    @Test("Once there is room again, a newer position saved before the retry is the one kept, not the older one kept in memory",
+          .enabled(if: canMount, "mounting a small tmpfs needs root with CAP_SYS_ADMIN"))
+    func newerWriteAfterAFullDisk() throws {
+        try withSmallDisk { mountPoint in
+            let library = try Library(path: mountPoint + "/library.sqlite")
+            let bookId = try library.add(importedBook("/full"))
+            let (fileId, otherFile) = (try library.fileIds(of: bookId)[0], try library.fileIds(of: bookId)[1])
+            let before = Date(timeIntervalSince1970: 1_700_000_000)
+            try library.markPlayed(bookId, at: before)
+            _ = try run("dd", ["if=/dev/zero", "of=\(mountPoint)/filler", "bs=4096"])
+            expectError(.unavailable) { try library.savePosition(of: bookId, file: otherFile, offset: 2_000_000) }
+            expectError(.unavailable) { try library.markPlayed(bookId, at: before.addingTimeInterval(60)) }
+            #expect(library.health.unsaved == 1)  // one book
+
+            try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            // The first write that works also writes what was kept: the position, but not the older date over its own.
+            try library.markPlayed(bookId, at: before.addingTimeInterval(120))
+            #expect(library.health == LibraryHealth(canSave: true, lastError: "", unsaved: 0))
+            var book = try library.book(bookId)
+            #expect(book.lastPlayedAt == before.addingTimeInterval(120))
+            #expect(book.positionFileId == otherFile)
+            #expect(book.positionOffset == 2_000_000)
+
+            // The same for a position.
+            _ = try run("dd", ["if=/dev/zero", "of=\(mountPoint)/filler", "bs=4096"])
+            expectError(.unavailable) { try library.savePosition(of: bookId, file: otherFile, offset: 4_000_000) }
+            try FileManager.default.removeItem(atPath: mountPoint + "/filler")
+            #expect(try library.savePosition(of: bookId, file: fileId, offset: 5_000_000))
+            #expect(library.health.unsaved == 0)
+            book = try library.book(bookId)
+            #expect(book.positionFileId == fileId)
+            #expect(book.positionOffset == 5_000_000)
+        }
+    }
+
     @Test("The database file deleted while open: writes are refused and kept in memory, reads go on")
     func deletedWhileOpen() throws {
         let t = try TestLibrary()

@@ -184,7 +184,7 @@ public enum Daemon {
             }
             let reason = await group.next() ?? "?"
             logger.info("lecternd stopping", metadata: ["reason": "\(reason)"])
-            await session.savePosition()
+            await session.close()
             await player.stop()
             try? await connection.releaseName(mprisName)
             try? await connection.releaseName(busName)

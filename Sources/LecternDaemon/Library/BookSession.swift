@@ -32,6 +32,8 @@ actor BookSession {
     /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
     private var status: PlaybackStatus = .stopped
+    /// The daemon is stopping and the position was saved for the last time: ticks still queued are older.
+    private var closed = false
     private var currentURL: URL?
     private var currentTrack: Int?
     private var itemURLs: [Int: URL] = [:]
@@ -123,6 +125,13 @@ actor BookSession {
         }
     }
 
+    /// Saves the position for the last time: the daemon is stopping. A tick the player sent before is not
+    /// saved after it.
+    func close() {
+        savePosition()
+        closed = true
+    }
+
     /// Forgets the current book (e.g. a client opened files that are not a book).
     func detach() {
         savePosition()
@@ -178,7 +187,7 @@ actor BookSession {
             break  // the player logged it and went on; the position is saved with the next file's state
         case .playing(let itemID, let position):
             // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
-            if status == .playing, let url = itemURLs[itemID] {
+            if status == .playing, !closed, let url = itemURLs[itemID] {
                 savePosition(url: url, offset: position.microseconds, playedAt: Date())
             }
         case .stopped(let itemID, let position):
