@@ -42,10 +42,13 @@ enum StoredDate {
         parts.tm_hour = Int32(c.hour ?? 0)
         parts.tm_min = Int32(c.minute ?? 0)
         parts.tm_sec = Int32(c.second ?? 0)
-        let seconds = timegm(&parts)
-        // Whole seconds since 2001, then the fraction: the same Double as GRDB's Calendar gives.
-        let whole = Double(Int(seconds) - Int(Date.timeIntervalBetween1970AndReferenceDate))
-        return Date(timeIntervalSinceReferenceDate: whole + Double((c.nanosecond ?? 0) / 1_000_000) / 1000)
+        let seconds = Int(timegm(&parts)) - Int(Date.timeIntervalBetween1970AndReferenceDate)
+        // The same Double as GRDB's Calendar gives: the day's start since 2001, plus the time of day with its fraction
+        // (adding the fraction to the whole seconds instead rounds differently for some dates before 2001, e.g.
+        // "2000-12-23 13:33:03.359"; checked against GRDB on 100,000 random dates from 1875 to 2128).
+        let timeOfDay = Int(parts.tm_hour) * 3600 + Int(parts.tm_min) * 60 + Int(parts.tm_sec)
+        let fraction = Double(c.nanosecond ?? 0) / 1e9
+        return Date(timeIntervalSinceReferenceDate: Double(seconds - timeOfDay) + (Double(timeOfDay) + fraction))
     }
 
     static let decoding = DatabaseDateDecodingStrategy.custom { date($0) }

@@ -10,7 +10,8 @@ struct StoredDateTests {
     static let dates: [Date] = {
         var generator = SystemRandomNumberGenerator()
         let edges: [TimeInterval] = [0, 0.0004, 0.0005, 0.9995, 0.999, 59.9999, 951_782_400.25 /* 2000-02-29 */,
-                                     1_709_164_800.5 /* 2024-02-29 */, 4_102_444_799.999, 1_234_567_890.5, -86_400.5]
+                                     1_709_164_800.5 /* 2024-02-29 */, 4_102_444_799.999, 1_234_567_890.5, -86_400.5,
+                                     977_578_383.3585689 /* 2000-12-23: the fraction rounds with the time of day */]
         let randoms = (0..<500).map { _ in Double.random(in: 0..<4_102_444_800, using: &generator) }
         return (edges + randoms).map { Date(timeIntervalSince1970: $0) }
     }()
