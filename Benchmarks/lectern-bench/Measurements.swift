@@ -49,6 +49,15 @@ enum ProcStats {
         return rss >= 0 && hwm >= 0 ? (rss, hwm) : nil
     }
 
+    /// The live child processes of `pid`, whichever of its threads started them.
+    static func children(_ pid: pid_t) -> [pid_t] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+                .split(separator: " ").compactMap { pid_t($0) }
+        }
+    }
+
     private static func number(_ line: Substring) -> Int {
         Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
     }

@@ -84,7 +84,10 @@ struct Report {
             "≤ 2 ms" + verdict(seekMet))
 
         let rssMet = l.map { $0.playRSSKB > 0 && $0.playRSSKB < 30 * 1024 }
-        row("VmRSS / VmHWM, playing 5 s, MB", cells { "\(Report.mb($0.playRSSKB)) / \(Report.mb($0.playHWMKB))" },
+        row("VmRSS / VmHWM, playing 5 s, MB", cells {
+                "\(Report.mb($0.playRSSKB)) / \(Report.mb($0.playHWMKB))"
+                    + ($0.playChildrenRSSKB > 0 ? " (+ \(Report.mb($0.playChildrenRSSKB)) in child processes)" : "")
+            },
             gst.map { "gst-launch playbin alone: \(Report.mb($0.rssKB)) / \(Report.mb($0.hwmKB))" } ?? "—",
             "RSS < 30 MB" + verdict(rssMet))
         row("VmRSS / VmHWM, idle (nothing loaded), MB",
@@ -156,7 +159,7 @@ struct Report {
             "startupMs": r.startupMs, "startupMedianMs": median(r.startupMs), "coldStartupMs": r.coldStartupMs,
             "shutdownMs": r.shutdownMs, "shutdownStatuses": r.shutdownStatuses.map { $0.map { Int($0) as Any } ?? NSNull() },
             "idle": ["rssKB": r.idleRSSKB, "hwmKB": r.idleHWMKB, "cpu": cpu(r.idleCPU)],
-            "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "cpu": cpu(r.playCPU), "threads": r.threads,
+            "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "childrenRSSKB": r.playChildrenRSSKB, "cpu": cpu(r.playCPU), "threads": r.threads,
                         "openToPlayingMs": r.openToPlayingMs],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
             "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU)],

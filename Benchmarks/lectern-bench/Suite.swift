@@ -39,6 +39,8 @@ struct PlayerResult {
     var idleCPU: CPUWindow.Result?
     var openToPlayingMs: Double = .nan
     var playRSSKB = 0, playHWMKB = 0
+    /// The VmRSS of the player's child processes at the same moment (lecternd's media reader, while it stays).
+    var playChildrenRSSKB = 0
     var playCPU: CPUWindow.Result?
     /// Playing into PulseAudio (`measureIntoSoundServer`): the player's CPU and the server's meanwhile.
     var pulseCPU: CPUWindow.Result?
@@ -134,6 +136,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     let rest = settings.playSettle - (ContinuousClock.now - playingSince)
     if rest > .zero { sleepFor(rest) }
     if let m = ProcStats.memory(player.pid) { (result.playRSSKB, result.playHWMKB) = (m.rssKB, m.hwmKB) }
+    result.playChildrenRSSKB = ProcStats.children(player.pid).compactMap { ProcStats.memory($0)?.rssKB }.reduce(0, +)
     progress("\(kind.label): CPU while playing, \(settings.cpuWindow)")
     let playWindow = CPUWindow(player.pid)
     sleepFor(settings.cpuWindow)

@@ -51,6 +51,12 @@ struct Lecternd: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: .hidden)  // the program that reads media files in a child process; "none": the daemon reads them
+    var mediaReaderProgram: String?
+
+    @Flag(name: .customLong("media-reader"), help: .hidden)  // be that child (MediaReader.serve)
+    var isMediaReader = false
+
     func validate() throws {
         guard OutputPolicyMode(rawValue: outputPolicy) != nil else {
             let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
@@ -73,6 +79,11 @@ struct Lecternd: ParsableCommand {
     /// would park the main thread in `dispatch_main()`, whose `pthread_exit` unwinds that thread at
     /// start-up: libgcc_s loaded and ~0.6 MB of this binary's unwind tables read for nothing.)
     func run() throws {
+        if isMediaReader {
+            let status = MediaReader.serve()
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         // One malloc arena for all threads, set before any thread starts: glibc gives each thread that allocates an
         // arena of its own (up to 8 per core), and a daemon whose threads mostly wait keeps each one's slack
         // resident: 1 MB of VmRSS while playing (docs/benchmarks.md, "2026-11-24: memory"). Nothing here allocates
@@ -93,7 +104,8 @@ struct Lecternd: ParsableCommand {
                                     listening: ListeningOptions(smartRewind: rewind ?? SmartRewind(),
                                                                 sleepFade: .seconds(Int64(sleepFade))),
                                     skipStep: .seconds(Int64(skipStep)),
-                                    titleTemplate: TitleTemplate(titleTemplate), unplugBookmark: unplugBookmark)
+                                    titleTemplate: TitleTemplate(titleTemplate), unplugBookmark: unplugBookmark,
+                                    mediaReader: mediaReaderProgram == "none" ? nil : mediaReaderProgram ?? MediaReader.ownExecutable)
         let exitCode = Mutex<Int32>(0)
         let finished = DispatchSemaphore(value: 0)
         Task {

@@ -4,7 +4,7 @@ import TestSupport
 /// Small audio (and non-audio) files for tests, made with gst-launch-1.0 and ffmpeg in a temporary directory.
 ///
 /// ```swift
-/// let files = try AudioFixtures.shared()
+/// let files = try await AudioFixtures.shared()
 /// let info = try Discoverer.discover(files.url(.ogg10s))
 /// ```
 /// Files are generated once per test process, on first use, and shared by all tests (read-only).
@@ -51,8 +51,8 @@ final class AudioFixtures: Sendable {
     let directory: URL
 
     /// The process-wide fixtures, generated on first call (blocks while generating, a few seconds).
-    static func shared() throws -> AudioFixtures {
-        AudioFixtures(directory: try GeneratedFiles.directory("gst-fixtures") { root in
+    static func shared() async throws -> AudioFixtures {
+        AudioFixtures(directory: try await GeneratedFiles.directory("gst-fixtures") { root in
             for file in File.allCases { try make(file, in: root) }
         })
     }

@@ -24,8 +24,8 @@ final class ChapterFixtures: Sendable {
 
     func url(_ file: File) -> URL { directory.appendingPathComponent(file.rawValue) }
 
-    static func shared() throws -> ChapterFixtures {
-        ChapterFixtures(directory: try GeneratedFiles.directory("chapter-fixtures") { root in
+    static func shared() async throws -> ChapterFixtures {
+        ChapterFixtures(directory: try await GeneratedFiles.directory("chapter-fixtures") { root in
             let input = try ChapterBook.ffmpegInput(chaptersFile: root.appendingPathComponent("chapters.txt"))
             func path(_ file: File) -> String { root.appendingPathComponent(file.rawValue).path }
             try AudioFiles.ffmpeg(input + ["-c:a", "libvorbis", path(.mkaVorbis)])
@@ -70,8 +70,8 @@ final class ChapterFixtures: Sendable {
 struct ChapterTests {
     let files: ChapterFixtures
 
-    init() throws {
-        files = try ChapterFixtures.shared()
+    init() async throws {
+        files = try await ChapterFixtures.shared()
     }
 
     @Test("Matroska chapters: titles, starts and ends", arguments: [ChapterFixtures.File.mkaVorbis, .mkaFLAC])

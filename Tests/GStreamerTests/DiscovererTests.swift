@@ -7,8 +7,8 @@ import Synchronization
 struct DiscovererTests {
     let files: AudioFixtures
 
-    init() throws {
-        files = try AudioFixtures.shared()
+    init() async throws {
+        files = try await AudioFixtures.shared()
     }
 
     @Test("durations of untagged files")

@@ -8,8 +8,8 @@ extension PlaybackTests {
     struct GStreamerEngineTests {
         let files: AudioFixtures
 
-        init() throws {
-            files = try AudioFixtures.shared()
+        init() async throws {
+            files = try await AudioFixtures.shared()
         }
 
         func makeEngine(sink: String = "fakesink sync=true") throws -> (GStreamerEngine, EventLog<EngineEvent>) {

@@ -11,8 +11,8 @@ extension PlaybackTests {
     struct PlaybinTests {
         let files: AudioFixtures
 
-        init() throws {
-            files = try AudioFixtures.shared()
+        init() async throws {
+            files = try await AudioFixtures.shared()
         }
 
         /// A playbin on a clock-synced fake sink whose events are recorded by the bus-thread handler.

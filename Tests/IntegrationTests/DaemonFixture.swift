@@ -72,21 +72,21 @@ final class MediaLibrary: Sendable {
     static let tags = AudioFiles.Tags(title: "The Tagged Title", artist: "Ann Author", album: "A Long Book")
     static let m4bTags = AudioFiles.Tags(title: "M4B Chapter", artist: "Bo Reader", album: "Audio Book")
 
-    private static let instance = Mutex<Result<MediaLibrary, any Error>?>(nil)
+    private static let instance = Once<MediaLibrary>()
+    private static let removedAtExit: Void = { atexit { MediaLibrary.removeShared() } }()
 
-    static func shared() throws -> MediaLibrary {
-        try instance.withLock { cached in
-            if let cached { return try cached.get() }
-            let result = Result { try MediaLibrary() }
-            cached = result
-            if case .success = result { atexit { MediaLibrary.removeShared() } }
-            return try result.get()
+    /// Made once per test process, on a thread of its own (see ``Once``).
+    static func shared() async throws -> MediaLibrary {
+        try await instance.value {
+            let made = try MediaLibrary()
+            _ = removedAtExit
+            return made
         }
     }
 
     private static func removeShared() {
-        if case .success(let library)? = instance.withLock({ $0 }) {
-            try? FileManager.default.removeItem(at: library.root)
+        for made in instance.values {
+            try? FileManager.default.removeItem(at: made.root)
         }
     }
 
@@ -278,7 +278,7 @@ final class DaemonFixture: Sendable {
     }
 
     private init(daemonArguments extra: [String]) async throws {
-        media = try MediaLibrary.shared()
+        media = try await MediaLibrary.shared()
         bus = try PrivateBus()
         directory = try TemporaryDirectory(prefix: "lectern-it")
         cacheDirectory = directory.appending("cache")
@@ -290,7 +290,7 @@ final class DaemonFixture: Sendable {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             env[variable] = url.path
         }
-        env["GST_REGISTRY"] = try GStreamerRegistry.path()
+        env["GST_REGISTRY"] = try await GStreamerRegistry.path()
         environment = env
         client = try BusConnection(address: bus.address)
         signals = try await SignalRecorder(connection: client)

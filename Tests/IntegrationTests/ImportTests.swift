@@ -12,7 +12,7 @@ extension Integration {
 
         @Test func aGeneratedTreeBecomesBooks() async throws {
             try await DaemonFixture.with { d in
-                let media = try d.libraryMedia
+                let media = try await d.libraryMedia
                 let mark = d.signals.mark
                 let result = try await d.importFolder(media.tree)
                 try await d.signals.barrier()
@@ -115,7 +115,7 @@ extension Integration {
 
         @Test func aFolderWithoutAudioFailsWithAMessage() async throws {
             try await DaemonFixture.with { d in
-                let media = try d.libraryMedia
+                let media = try await d.libraryMedia
                 let mark = d.signals.mark
                 let result = try await d.importFolder(media.noAudio)
                 try await d.signals.barrier()
@@ -131,9 +131,49 @@ extension Integration {
             }
         }
 
+        @Test func filesAreReadInAChildProcessThatLeavesWhenIdle() async throws {
+            try await DaemonFixture.with { d in
+                let result = try await d.importFolder(d.media.book)
+                #expect(result.error == "" && result.books.count == 1, "\(result)")
+                // The reader stays for the reads that follow, then leaves (5 s without one); the daemon stays.
+                let readers = { () -> [pid_t] in
+                    // Each thread lists the children it started.
+                    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(d.daemon.pid)/task")) ?? []
+                    let children = tasks.map {
+                        (try? String(contentsOfFile: "/proc/\(d.daemon.pid)/task/\($0)/children", encoding: .utf8)) ?? ""
+                    }.joined(separator: " ")
+                    return children.split(separator: " ").compactMap { pid_t($0) }.filter { pid in
+                        let arguments = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+                        return arguments.split(separator: "\0").last == "--media-reader"
+                    }
+                }
+                let reader = readers()
+                #expect(reader.count == 1, "lecternd's children: \(reader)")
+                #expect(try await poll(timeout: .seconds(15), readers, until: \.isEmpty).isEmpty, "the media reader did not leave")
+                #expect(try await d.allBooks().count == 1)
+            }
+        }
+
+        @Test func aMediaReaderThatCrashesCostsItsFilesNotTheDaemon() async throws {
+            let scripts = try TemporaryDirectory(prefix: "lectern-crashing-reader")
+            let crashing = scripts.appending("reader").path
+            try writeShellScript(at: crashing, "head -c 4 >/dev/null; kill -SEGV $$")
+            try await DaemonFixture.with(daemonArguments: ["--media-reader-program", crashing]) { d in
+                let result = try await d.importFolder(d.media.book)
+                #expect(result.books.isEmpty)
+                #expect(result.error.contains("none of the files in \(d.media.book.path) can be played"), "\(result.error)")
+                #expect(d.log.contains("the media reader stopped while reading a file"), "\(d.log)")
+                #expect(d.log.contains("killed by signal 11, Segmentation fault"), "\(d.log)")
+                let openError = await d.errorName { try await d.openURI(d.media.book) }
+                #expect(openError == DBusErrors.invalidArgs)
+                #expect(try await d.get("PlaybackStatus") == .string("Stopped"))
+                #expect(try await d.allBooks().isEmpty)
+            }
+        }
+
         @Test func reimportKeepsTheBookAndWhatTheUserDid() async throws {
             try await DaemonFixture.with { d in
-                let source = try d.libraryMedia.reimport
+                let source = try await d.libraryMedia.reimport
                 let folder = d.directory.appending("Reimport")
                 let fm = FileManager.default
                 try fm.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -202,7 +242,7 @@ extension Integration {
 
         @Test func changingTheAlbumTagOfAFileMovesItToAnotherBook() async throws {
             try await DaemonFixture.with { d in
-                let media = try d.libraryMedia
+                let media = try await d.libraryMedia
                 let folder = d.directory.appending("Retag")
                 let fm = FileManager.default
                 try fm.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -227,7 +267,7 @@ extension Integration {
 
         @Test func aLargeImportRunsOffTheCallPath() async throws {
             try await DaemonFixture.with { d in
-                let media = try d.libraryMedia
+                let media = try await d.libraryMedia
                 try await d.openURI(d.media.long)
                 #expect(try await d.waitForStatus("Playing") == "Playing")
                 let mark = d.signals.mark

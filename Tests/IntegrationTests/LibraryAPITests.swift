@@ -301,7 +301,7 @@ extension Integration {
 
         @Test func findGroupAndRandom() async throws {
             try await DaemonFixture.with { d in
-                let tree = try await d.importOK(try d.libraryMedia.tree)
+                let tree = try await d.importOK(try await d.libraryMedia.tree)
                 #expect(tree.count == LibraryMedia.treeTitles.count)
                 func find(_ query: [String: DBusValue]) async throws -> [String] {
                     try await d.lib("Find", [.vardict(query)]).first?.elements?.compactMap { $0.stringKeyedDictionary?["title"]?.string } ?? []

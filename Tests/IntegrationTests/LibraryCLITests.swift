@@ -16,7 +16,7 @@ extension Integration {
 
         @Test func libraryCommands() async throws {
             try await DaemonFixture.with { d in
-                let media = try d.libraryMedia
+                let media = try await d.libraryMedia
 
                 // import DIR --shelf A/B
                 var r = try await d.lectern("import", media.tree.path, "--shelf", "A/B")

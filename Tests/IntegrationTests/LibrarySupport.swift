@@ -54,21 +54,21 @@ final class LibraryMedia: Sendable {
     /// and 03-retagged.mp3 (03.mp3 with the title "Changed Title").
     var reimport: URL { root.appendingPathComponent("reimport") }
 
-    private static let instance = Mutex<Result<LibraryMedia, any Error>?>(nil)
+    private static let instance = Once<LibraryMedia>()
+    private static let removedAtExit: Void = { atexit { LibraryMedia.removeShared() } }()
 
-    static func shared() throws -> LibraryMedia {
-        try instance.withLock { cached in
-            if let cached { return try cached.get() }
-            let result = Result { try LibraryMedia() }
-            cached = result
-            if case .success = result { atexit { LibraryMedia.removeShared() } }
-            return try result.get()
+    /// Made once per test process, on a thread of its own (see ``Once``).
+    static func shared() async throws -> LibraryMedia {
+        try await instance.value {
+            let made = try LibraryMedia()
+            _ = removedAtExit
+            return made
         }
     }
 
     private static func removeShared() {
-        if case .success(let media)? = instance.withLock({ $0 }) {
-            try? FileManager.default.removeItem(at: media.root)
+        for made in instance.values {
+            try? FileManager.default.removeItem(at: made.root)
         }
     }
 
@@ -161,7 +161,7 @@ struct ImportResult: Sendable {
 }
 
 extension DaemonFixture {
-    var libraryMedia: LibraryMedia { get throws { try LibraryMedia.shared() } }
+    var libraryMedia: LibraryMedia { get async throws { try await LibraryMedia.shared() } }
 
     /// The library database the daemon uses (XDG_DATA_HOME points into the fixture's directory).
     var databasePath: String { directory.appending("xdg-data/lectern/library.sqlite").path }

@@ -58,7 +58,7 @@ extension Integration {
     @Suite struct Listening {
         @Test func chaptersOfAnM4BAreTheTracksEverywhere() async throws {
             try await DaemonFixture.with { d in
-                let book = try await d.activateImported(try d.libraryMedia.tree.appendingPathComponent("Chaptered"))
+                let book = try await d.activateImported(try await d.libraryMedia.tree.appendingPathComponent("Chaptered"))
                 let prefix = "/org/lectern/Lectern1/book/\(book)/track/"
                 var metadata = try await d.waitForTrack(prefix + "0")
                 #expect(metadata["xesam:title"]?.string == "Opening")
@@ -114,7 +114,7 @@ extension Integration {
 
         @Test func theTitleTemplateShapesTheTrackTitle() async throws {
             try await DaemonFixture.with(daemonArguments: ["--title-template", "{n}/{count} {chapter} · {book} {unknown}"]) { d in
-                let book = try await d.activateImported(try d.libraryMedia.tree.appendingPathComponent("Chaptered"))
+                let book = try await d.activateImported(try await d.libraryMedia.tree.appendingPathComponent("Chaptered"))
                 let metadata = try await d.waitForTrack("/org/lectern/Lectern1/book/\(book)/track/0")
                 #expect(metadata["xesam:title"]?.string == "1/3 Opening · Chaptered Book {unknown}")
                 // The current track is one of the track list's, with the same title.
@@ -238,7 +238,7 @@ extension Integration {
 
         @Test func theSleepTimerAtTheEndOfAChapterStopsAtTheNextOnesStart() async throws {
             try await DaemonFixture.with(daemonArguments: ["--sleep-fade", "1"]) { d in
-                let book = try await d.activateImported(try d.libraryMedia.tree.appendingPathComponent("Chaptered"))
+                let book = try await d.activateImported(try await d.libraryMedia.tree.appendingPathComponent("Chaptered"))
                 try await d.setPosition(800_000)
                 try await d.listen("SleepAtChapterEnd")
                 try await d.call("Play")
@@ -299,7 +299,7 @@ extension Integration {
             let folder = try TemporaryDirectory(prefix: "lectern-badfile")
             defer { folder.remove() }
             for name in MediaLibrary.shortFiles {
-                try FileManager.default.copyItem(at: try MediaLibrary.shared().shortBook.appendingPathComponent(name),
+                try FileManager.default.copyItem(at: try await MediaLibrary.shared().shortBook.appendingPathComponent(name),
                                                  to: folder.appending(name))
             }
             try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: folder.appending("2.ogg"))
@@ -318,7 +318,7 @@ extension Integration {
 
         @Test func theShuffledOrderIsKeptAcrossARestart() async throws {
             try await DaemonFixture.with { d in
-                let book = try await d.activateImported(try d.libraryMedia.big)
+                let book = try await d.activateImported(try await d.libraryMedia.big)
                 try await d.set("Shuffle", .boolean(true))
                 var order = [try await d.currentURL() ?? ""]
                 for _ in 0..<5 {

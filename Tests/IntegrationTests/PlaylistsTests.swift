@@ -12,7 +12,7 @@ extension Integration {
             try await DaemonFixture.with { d in
                 #expect(try await d.get("ActivePlaylist", interface: MPRIS.playlists) == Self.noPlaylist)
                 #expect(try await d.get("PlaylistCount", interface: MPRIS.playlists) == .uint32(0))
-                let imported = try await d.importOK(try d.libraryMedia.tree)
+                let imported = try await d.importOK(try await d.libraryMedia.tree)
                 #expect(try await d.get("PlaylistCount", interface: MPRIS.playlists) == .uint32(UInt32(imported.count)))
                 let orderings = try await d.get("Orderings", interface: MPRIS.playlists).stringArray ?? []
                 #expect(!orderings.isEmpty)

@@ -40,8 +40,8 @@ private func abs(_ duration: Duration) -> Duration { duration < .zero ? .zero - 
 struct FFmpegFileTests {
     let files: MP4Fixtures
 
-    init() throws {
-        files = try MP4Fixtures.shared()
+    init() async throws {
+        files = try await MP4Fixtures.shared()
     }
 
     @Test("ffmpeg writes both a chapter track and a chpl, and they agree",

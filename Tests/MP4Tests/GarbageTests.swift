@@ -32,8 +32,8 @@ private func survive(_ data: Data, _ comment: Comment? = nil) -> [MP4Chapter]? {
 struct GarbageTests {
     let files: MP4Fixtures
 
-    init() throws {
-        files = try MP4Fixtures.shared()
+    init() async throws {
+        files = try await MP4Fixtures.shared()
     }
 
     @Test("a zero-length file and a text file are not MP4")

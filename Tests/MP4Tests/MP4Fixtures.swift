@@ -4,7 +4,7 @@ import TestSupport
 /// MP4 files with chapters made by ffmpeg, generated once per test process on first use and shared (read-only).
 ///
 /// ```swift
-/// let files = try MP4Fixtures.shared()
+/// let files = try await MP4Fixtures.shared()
 /// let chapters = try MP4ChapterReader.chapters(of: files.url(.m4b))
 /// ```
 final class MP4Fixtures: Sendable {
@@ -28,8 +28,8 @@ final class MP4Fixtures: Sendable {
     func data(_ file: File) throws -> Data { try Data(contentsOf: url(file)) }
 
     /// The files, made on first use (chapters: ``ChapterBook``).
-    static func shared() throws -> MP4Fixtures {
-        MP4Fixtures(directory: try GeneratedFiles.directory("mp4-fixtures") { root in
+    static func shared() async throws -> MP4Fixtures {
+        MP4Fixtures(directory: try await GeneratedFiles.directory("mp4-fixtures") { root in
             let withChapters = try ChapterBook.ffmpegInput(chaptersFile: root.appendingPathComponent("chapters.txt"))
                 + ["-c:a", "aac"]
             func path(_ file: File) -> String { root.appendingPathComponent(file.rawValue).path }

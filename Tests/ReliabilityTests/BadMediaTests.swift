@@ -95,7 +95,7 @@ extension Reliability {
         }
 
         @Test func aDamagedFileIsReportedWithinASecondAndTheRestOfTheBookPlays() async throws {
-            let media = try ReliabilityMedia.shared()
+            let media = try await ReliabilityMedia.shared()
             try await Rig.with { rig in
                 // Debug logging: a failure shows the engine events the player saw (the log is in its message).
                 try await rig.start(wrapper: Self.withoutFileOverride, arguments: ["--log-level", "debug"])

@@ -40,7 +40,7 @@ extension Reliability {
         /// around a file change).
         static func startBook(_ rig: Rig) async throws -> Int64 {
             try await rig.start()
-            let book = try await rig.importBook(try ReliabilityMedia.shared().book)
+            let book = try await rig.importBook(try await ReliabilityMedia.shared().book)
             try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
             _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
             try await rig.mpris("Seek", [.int64(fileDuration.microsecondsValue - 3_000_000)])
@@ -53,7 +53,7 @@ extension Reliability {
             let rewind = ["--smart-rewind", "3-3", "--rewind-after", "6"]
             try await Rig.with { rig in
                 try await rig.start(arguments: rewind)
-                let book = try await rig.importBook(try ReliabilityMedia.shared().book)
+                let book = try await rig.importBook(try await ReliabilityMedia.shared().book)
                 try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
                 _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
                 // Longer than --rewind-after: counted from the start of playback, the crash's pause would earn 3 s back.

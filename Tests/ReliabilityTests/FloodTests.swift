@@ -41,7 +41,7 @@ extension Reliability {
             // default of 128 would refuse most of the deaf client's flood at the bus, before the daemon sees it).
             try await Rig.with(busLimits: ["max_replies_per_connection": 50_000]) { rig in
                 try await rig.start()
-                let book = try await rig.importBook(try ReliabilityMedia.shared().book)
+                let book = try await rig.importBook(try await ReliabilityMedia.shared().book)
                 try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
                 _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
 

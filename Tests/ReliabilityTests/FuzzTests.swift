@@ -115,7 +115,7 @@ extension Reliability {
             let seed = SeededGenerator.seed()
             try await Rig.with { rig in
                 try await rig.start()
-                let media = try ReliabilityMedia.shared()
+                let media = try await ReliabilityMedia.shared()
                 let book = try await rig.importBook(media.book)
                 try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
                 let scratch = rig.directory.appending("scratch")

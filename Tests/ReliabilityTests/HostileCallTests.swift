@@ -37,7 +37,7 @@ extension Reliability {
         @Test func hostileCallsGetAnErrorOrAreIgnoredChangeNothingAndOpenNoFileOutsideTheLibrary() async throws {
             try await Rig.with { rig in
                 let daemon = try await rig.start()
-                let media = try ReliabilityMedia.shared()
+                let media = try await ReliabilityMedia.shared()
                 let book = try await rig.importBook(media.book)
                 try await rig.lectern("ActivateBook", [.int64(book), .boolean(false)])
                 _ = try await rig.poll({ try await rig.currentURL() ?? "" }, until: { $0.hasSuffix("/book/1.ogg") })

@@ -108,7 +108,7 @@ final class Rig: Sendable {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
             if !variable.isEmpty { env[variable] = url.path }
         }
-        env["GST_REGISTRY"] = try GStreamerRegistry.path()
+        env["GST_REGISTRY"] = try await GStreamerRegistry.path()
         environment = env
         client = try BusConnection(address: bus.address)
         let stream = try await client.signals(MatchRule(interface: Names.library, member: "ImportFinished"))
@@ -289,8 +289,8 @@ struct ReliabilityMedia: Sendable {
     /// One 2 s Ogg file, copied into damaged books.
     var shortFile: URL { root.appendingPathComponent("short.ogg") }
 
-    static func shared() throws -> ReliabilityMedia {
-        ReliabilityMedia(root: try GeneratedFiles.directory("rel-media") { root in
+    static func shared() async throws -> ReliabilityMedia {
+        ReliabilityMedia(root: try await GeneratedFiles.directory("rel-media") { root in
             let media = ReliabilityMedia(root: root)
             try FileManager.default.createDirectory(at: media.book, withIntermediateDirectories: true)
             for (i, name) in bookFiles.enumerated() {

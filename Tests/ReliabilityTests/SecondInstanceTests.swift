@@ -43,7 +43,7 @@ extension Reliability {
         /// Starts the first daemon and plays the suite's book from its start: the daemon and the book.
         static func startPlaying(_ rig: Rig) async throws -> (Subprocess, Int64) {
             let first = try await rig.start()
-            let book = try await rig.importBook(try ReliabilityMedia.shared().book)
+            let book = try await rig.importBook(try await ReliabilityMedia.shared().book)
             try await rig.lectern("ActivateBook", [.int64(book), .boolean(true)])
             _ = try await rig.poll({ try await rig.status() }, until: { $0 == "Playing" })
             return (first, book)

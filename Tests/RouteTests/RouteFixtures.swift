@@ -223,7 +223,7 @@ final class RouteDaemon: Sendable {
             env[key] = value
         }
         env["XDG_CACHE_HOME"] = directory.appending("cache").path
-        env["GST_REGISTRY"] = try GStreamerRegistry.path()
+        env["GST_REGISTRY"] = try await GStreamerRegistry.path()
         client = try BusConnection(address: bus.address)
         let stream = try await client.signals(MatchRule())
         let log = signals

@@ -8,32 +8,30 @@ import Glibc
 /// and removed when the process exits.
 ///
 /// ```swift
-/// let root = try GeneratedFiles.directory("reliability-media") { root in
+/// let root = try await GeneratedFiles.directory("reliability-media") { root in
 ///     try AudioFiles.ogg(root.appendingPathComponent("a.ogg"), seconds: 2)
 /// }
 /// ```
 public enum GeneratedFiles {
-    private static let made = Mutex<[String: Result<URL, any Error>]>([:])
+    private static let made = Once<URL>()
+    private static let removedAtExit: Void = { atexit { GeneratedFiles.removeAll() } }()
 
     /// `$TMPDIR/lectern-<name>-<pid>`, filled by `make` the first time it is asked for (a failure is kept too).
-    public static func directory(_ name: String, _ make: (URL) throws -> Void) throws -> URL {
-        try made.withLock { cache in
-            if let cached = cache[name] { return try cached.get() }
-            if cache.isEmpty { atexit { GeneratedFiles.removeAll() } }
-            let result = Result { () throws -> URL in
-                let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-                let root = URL(fileURLWithPath: base).appendingPathComponent("lectern-\(name)-\(getpid())", isDirectory: true)
-                try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-                try make(root)
-                return root
-            }
-            cache[name] = result
-            return try result.get()
+    /// `make` runs on a thread of its own and callers wait without holding a thread of Swift's cooperative pool
+    /// (two on two cores): generating audio takes seconds, during which other tests' D-Bus handlers need the pool.
+    public static func directory(_ name: String, _ make: @escaping @Sendable (URL) throws -> Void) async throws -> URL {
+        try await made.value(name) {
+            let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            let root = URL(fileURLWithPath: base).appendingPathComponent("lectern-\(name)-\(getpid())", isDirectory: true)
+            _ = removedAtExit
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            try make(root)
+            return root
         }
     }
 
     private static func removeAll() {
-        for case .success(let root) in made.withLock({ Array($0.values) }) {
+        for root in made.values {
             try? FileManager.default.removeItem(at: root)
         }
     }
@@ -44,8 +42,8 @@ public enum GeneratedFiles {
 /// by loading every plugin: about half a second of CPU per daemon, several at once when a parameterized test runs
 /// its cases side by side. GStreamer writes the file whole and renames it, so daemons may share it.
 public enum GStreamerRegistry {
-    public static func path() throws -> String {
-        try GeneratedFiles.directory("gst-registry") { _ in }.appendingPathComponent("registry.bin").path
+    public static func path() async throws -> String {
+        try await GeneratedFiles.directory("gst-registry") { _ in }.appendingPathComponent("registry.bin").path
     }
 }
 
@@ -85,4 +83,33 @@ public func poll<T: Sendable>(timeout: Duration = .seconds(10), every interval: 
         if condition(value) || ContinuousClock.now >= deadline { return value }
         try await Task.sleep(for: interval)
     }
+}
+
+/// Values made once per key per test process, on a thread of their own: callers wait without holding a thread of
+/// Swift's cooperative pool (a test making seconds of audio would otherwise stall every other test's async work).
+public final class Once<Value: Sendable>: Sendable {
+    private let tasks = Mutex<[String: Task<Value, any Error>]>([:])
+    private let results = Mutex<[String: Value]>([:])
+
+    public init() {}
+
+    /// The value for `key`, made by `make` the first time (a failure is kept and thrown to every caller).
+    public func value(_ key: String = "", _ make: @escaping @Sendable () throws -> Value) async throws -> Value {
+        let task = tasks.withLock { tasks in
+            if let task = tasks[key] { return task }
+            let task = Task<Value, any Error> {
+                try await withCheckedThrowingContinuation { continuation in
+                    Thread { continuation.resume(with: Result { try make() }) }.start()
+                }
+            }
+            tasks[key] = task
+            return task
+        }
+        let value = try await task.value
+        results.withLock { $0[key] = value }
+        return value
+    }
+
+    /// The values made so far.
+    public var values: [Value] { results.withLock { Array($0.values) } }
 }

@@ -62,3 +62,14 @@ public let productsDirectory: URL = {
 public func builtExecutable(_ name: String) -> URL {
     productsDirectory.appendingPathComponent(name)
 }
+
+/// Writes an executable `#!/bin/sh` script with `body` at `path` (a new file). The file is written through a
+/// close-on-exec descriptor: a process another test starts meanwhile must not inherit it open for writing, or
+/// running the script fails with ETXTBSY ("Text file busy").
+public func writeShellScript(at path: String, _ body: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    let text = Array("#!/bin/sh\n\(body)\n".utf8)
+    guard write(fd, text, text.count) == text.count else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+}

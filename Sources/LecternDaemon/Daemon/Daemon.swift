@@ -28,12 +28,16 @@ public struct DaemonOptions: Sendable {
     public var titleTemplate: TitleTemplate
     /// Whether a pause because the output went away leaves a bookmark (kind "unplug").
     public var unplugBookmark: Bool
+    /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
+    /// lecternd itself; nil = read them in the daemon's own process.
+    public var mediaReader: String?
 
     public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
                 outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
                 listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
-                titleTemplate: TitleTemplate = TitleTemplate(), unplugBookmark: Bool = false) {
+                titleTemplate: TitleTemplate = TitleTemplate(), unplugBookmark: Bool = false, mediaReader: String? = nil) {
         self.unplugBookmark = unplugBookmark
+        self.mediaReader = mediaReader
         self.listening = listening
         self.skipStep = skipStep
         self.titleTemplate = titleTemplate
@@ -111,7 +115,9 @@ public enum Daemon {
         }
         let listening = ListeningService(player: player, skipStep: options.skipStep)
         listeningService.withLock { $0 = listening }
-        let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), logger: logger)
+        let reader = options.mediaReader.map { MediaReader(program: $0, logger: logger) }
+        let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), reader: reader,
+                                 logger: logger)
         let sessionOnceOpen = Eventually<BookSession>()
         try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen,
                                quit: { quit.yield("Quit") })

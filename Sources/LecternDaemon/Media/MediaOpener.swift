@@ -7,9 +7,9 @@ import Logging
 import MP4
 
 /// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
-/// lists a folder's audio files in natural order, reads tags with GStreamer's discoverer and caches
-/// embedded covers as files. Discovery blocks, so it runs on its own queue, never on the D-Bus
-/// thread, the player actor or the cooperative pool.
+/// lists a folder's audio files in natural order, reads tags with GStreamer's discoverer (in the child process
+/// of a ``MediaReader``) and caches embedded covers as files. Discovery blocks, so it runs on its own queue,
+/// never on the D-Bus thread, the player actor or the cooperative pool.
 public final class MediaOpener: Sendable {
     public let supportedSchemes = ["file"]
     public let supportedMimeTypes = [
@@ -23,9 +23,12 @@ public final class MediaOpener: Sendable {
     private let coverDirectory: URL
     private let queue = DispatchQueue(label: "lectern.discovery", qos: .utility)
     private let logger: Logger
+    /// Reads files in a child process; nil: in this one (tests of the opener alone).
+    private let reader: MediaReader?
 
-    public init(coverDirectory: URL, logger: Logger) {
+    public init(coverDirectory: URL, reader: MediaReader? = nil, logger: Logger) {
         self.coverDirectory = coverDirectory
+        self.reader = reader
         self.logger = logger
     }
 
@@ -75,7 +78,8 @@ public final class MediaOpener: Sendable {
     }
 
     func discover(_ url: URL) async throws -> MediaInfo {
-        try await withCheckedThrowingContinuation { continuation in
+        if let reader { return try await reader.read(url) }
+        return try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 do { continuation.resume(returning: try Discoverer.discover(url)) } catch { continuation.resume(throwing: error) }
             }

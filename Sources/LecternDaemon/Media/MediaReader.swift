@@ -1,0 +1,324 @@
+import Dispatch
+import Foundation
+import GStreamer
+import Logging
+import Synchronization
+
+/// Reads media files (GStreamer's discoverer: duration, tags, cover, chapters) in a child process, `lecternd
+/// --media-reader`, as GStreamer scans its plugins in `gst-plugin-scanner`: a file that crashes or hangs a demuxer
+/// costs an error for that file, not the daemon, and the plugins and caches the discoverer loads (typefinders,
+/// demuxers, tag readers) leave with the child instead of staying in the daemon's memory.
+///
+/// One child at a time: started by the first read, kept for the reads that follow (an import reads hundreds of
+/// files), asked to leave after `idleTime` without one. A request and its reply are one message each
+/// (``MediaReaderWire``), over a socket pair that is the child's standard input. Reads run one after another on the reader's own queue, never on
+/// the D-Bus thread, the player actor or the cooperative pool. When the child cannot be started at all, files are
+/// read in this process, as before, and the log says why (each read tries to start one again).
+public final class MediaReader: Sendable {
+    /// The argument that makes `lecternd` a media reader.
+    public static let argument = "--media-reader"
+    /// The most address space a reader may map, in bytes.
+    static let addressSpaceLimit: rlim_t = 2 << 30
+
+    /// The longest the discoverer may take over one file; the child gets `answerGrace` more to answer.
+    let timeout: Duration
+    let answerGrace: Duration
+    let idleTime: Duration
+    private let program: String
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "lectern.media-reader", qos: .utility)
+    private let state = Mutex(State())
+
+    private struct State {
+        var child: Child?
+        /// Counts reads, so that an idle timer knows whether a read came after it was set.
+        var reads: UInt64 = 0
+        /// How many children were started (for tests).
+        var started = 0
+        /// Whether the log already says that no child could be started (each read tries again).
+        var saidCannotStart = false
+    }
+
+    private struct Child {
+        var pid: pid_t
+        var socket: Int32
+    }
+
+    /// - Parameter program: the executable to start with ``argument``: lecternd itself.
+    public init(program: String, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
+                idleTime: Duration = .seconds(5), logger: Logger) {
+        self.program = program
+        self.timeout = timeout
+        self.answerGrace = answerGrace
+        self.idleTime = idleTime
+        self.logger = logger
+    }
+
+    /// The running executable, for ``init(program:timeout:answerGrace:idleTime:logger:)``: its path, so that the
+    /// child is named `lecternd` in `ps`, or `/proc/self/exe` when that path is gone (the package was upgraded).
+    public static var ownExecutable: String {
+        let fallback = "/proc/self/exe"
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(fallback, &buffer, buffer.count - 1)
+        guard count > 0 else { return fallback }
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return access(path, X_OK) == 0 ? path : fallback
+    }
+
+    /// The child's process id while one runs (for tests).
+    var processID: pid_t? { state.withLock { $0.child?.pid } }
+    /// How many children were started so far (for tests).
+    var childrenStarted: Int { state.withLock { $0.started } }
+
+    /// What the discoverer finds in `url`, read by the child.
+    /// - Throws: ``MediaError``, as ``Discoverer/discover(_:timeout:)`` does; `.failed` when the child crashed on
+    ///   the file, did not answer within the timeout and its grace, or answered nonsense (and was stopped).
+    public func read(_ url: URL) async throws(MediaError) -> MediaInfo {
+        let result: Result<MediaInfo, MediaError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result { () throws(MediaError) in try self.readNow(url) })
+            }
+        }
+        return try result.get()
+    }
+
+    /// Stops the child, if one runs (after the read under way, if any), and waits for it to go.
+    public func stop() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                if let child = state.withLock({ state in defer { state.child = nil }; return state.child }) {
+                    _ = end(child, kill: false)
+                }
+                continuation.resume()
+            }
+        }
+    }
+
+    // MARK: The daemon's side (on `queue`)
+
+    private func readNow(_ url: URL) throws(MediaError) -> MediaInfo {
+        defer { leaveWhenIdle() }
+        let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
+        guard let child = try running() else {
+            return try Discoverer.discover(url, timeout: timeout)
+        }
+        let request = MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000))
+        guard Self.sendAll(MediaReaderWire.encode(request), to: child.socket) else {
+            throw .failed("\(name): the media reader went away (\(forget(child, kill: true)))")
+        }
+        switch Self.receiveMessage(from: child.socket, within: timeout + answerGrace) {
+        case .message(let payload):
+            guard let reply = MediaReaderWire.decodeReply(payload) else {
+                throw .failed("\(name): the media reader answered nonsense (\(forget(child, kill: true)))")
+            }
+            switch reply {
+            case .info(let info): return info
+            case .error(let error): throw error
+            }
+        case .nonsense:
+            throw .failed("\(name): the media reader answered nonsense (\(forget(child, kill: true)))")
+        case .closed:
+            let ending = forget(child, kill: false)
+            logger.warning("the media reader stopped while reading a file", metadata: ["path": "\(name)", "how": "\(ending)"])
+            throw .failed("\(name): the media reader stopped while reading it (\(ending))")
+        case .timedOut:
+            let ending = forget(child, kill: true)
+            logger.warning("the media reader did not answer; stopped it", metadata: ["path": "\(name)", "how": "\(ending)"])
+            throw .failed("\(name): the media reader did not answer within \((timeout + answerGrace).seconds) s")
+        }
+    }
+
+    /// The child to send to: the one running, else a new one; nil when none can be started (read in-process then).
+    private func running() throws(MediaError) -> Child? {
+        if let current = state.withLock({ $0.child }) {
+            var status: Int32 = 0
+            if waitpid(current.pid, &status, WNOHANG) == 0 { return current }
+            // It went between two reads (killed by someone, out of memory): reaped; start another.
+            close(current.socket)
+            logger.notice("the media reader had stopped; starting another", metadata: ["how": "\(Self.describe(status))"])
+            state.withLock { $0.child = nil }
+        }
+        do {
+            let child = try spawn()
+            state.withLock { state in
+                state.child = child
+                state.started += 1
+                state.saidCannotStart = false
+            }
+            return child
+        } catch {
+            if !state.withLock({ state in defer { state.saidCannotStart = true }; return state.saidCannotStart }) {
+                logger.warning("cannot start the media reader; reading media files in the daemon",
+                               metadata: ["program": "\(program)", "error": "\(error)"])
+            }
+            return nil
+        }
+    }
+
+    /// Ends `child` and forgets it; how it ended, for a message.
+    private func forget(_ child: Child, kill: Bool) -> String {
+        state.withLock { if $0.child?.pid == child.pid { $0.child = nil } }
+        return end(child, kill: kill)
+    }
+
+    /// Closes the socket (a waiting child reads its end and exits), kills it if asked or if it lingers, reaps it.
+    private func end(_ child: Child, kill: Bool) -> String {
+        close(child.socket)
+        if kill { _ = Glibc.kill(child.pid, SIGKILL) }
+        var status: Int32 = 0
+        for _ in 0..<200 {  // 2 s for a child that was asked to leave
+            let reaped = waitpid(child.pid, &status, WNOHANG)
+            if reaped == child.pid || (reaped < 0 && errno != EINTR) { return Self.describe(status) }
+            usleep(10_000)
+        }
+        _ = Glibc.kill(child.pid, SIGKILL)
+        while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+        return Self.describe(status)
+    }
+
+    /// After `idleTime` without a read, the child is asked to leave.
+    private func leaveWhenIdle() {
+        let reads = state.withLock { state in
+            state.reads &+= 1
+            return state.reads
+        }
+        let nanoseconds = Int(idleTime.components.seconds) * 1_000_000_000 + Int(idleTime.components.attoseconds / 1_000_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+            let idle = state.withLock { state -> Child? in
+                guard state.reads == reads, let child = state.child else { return nil }
+                state.child = nil
+                return child
+            }
+            if let idle { _ = end(idle, kill: false) }
+        }
+    }
+
+    private func spawn() throws -> Child {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw MediaError.failed("socketpair: \(String(cString: strerror(errno)))")
+        }
+        defer { close(pair[1]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)  // dup2 leaves the copy open across exec
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // Whatever this thread blocks or the daemon ignores (libdbus ignores SIGPIPE), the child starts afresh.
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(Self.argument), nil]
+        defer { arguments.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, program, &actions, &attributes, arguments, environ)
+        guard result == 0 else {
+            close(pair[0])
+            throw MediaError.failed("\(program): \(String(cString: strerror(result)))")
+        }
+        return Child(pid: pid, socket: pair[0])
+    }
+
+    private static func describe(_ status: Int32) -> String {
+        let signal = status & 0x7f
+        if signal == 0 { return "exit status \((status >> 8) & 0xff)" }
+        return "killed by signal \(signal), \(String(cString: strsignal(signal)))"
+    }
+
+    // MARK: Messages over the socket
+
+    private static func sendAll(_ bytes: [UInt8], to socket: Int32) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var sent = 0
+            while sent < buffer.count {
+                let count = send(socket, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                sent += count
+            }
+            return true
+        }
+    }
+
+    private enum Received {
+        case message([UInt8])
+        /// A length beyond ``MediaReaderWire/largestMessage``.
+        case nonsense
+        case closed
+        case timedOut
+    }
+
+    /// One message (its length, then its bytes), waiting at most `limit` (nil: as long as it takes).
+    private static func receiveMessage(from socket: Int32, within limit: Duration?) -> Received {
+        let deadline = limit.map { ContinuousClock.now + $0 }
+        var buffer: [UInt8] = []
+        var wanted = 4  // the length first, then the message
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            if buffer.count == wanted {
+                if wanted > 4 { return .message(Array(buffer[4...])) }
+                let length = buffer.reversed().reduce(0) { $0 << 8 | Int($1) }  // little-endian
+                guard length <= MediaReaderWire.largestMessage else { return .nonsense }
+                if length == 0 { return .message([]) }
+                wanted += length
+                continue
+            }
+            if let deadline {
+                let left = deadline - .now
+                guard left > .zero else { return .timedOut }
+                var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&poller, 1, Int32(min(left.seconds * 1000 + 1, 60_000)))
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0 else { continue }  // the deadline decides
+            }
+            let count = recv(socket, &chunk, min(chunk.count, wanted - buffer.count), 0)
+            if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard count > 0 else { return .closed }
+            buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    // MARK: The child's side
+
+    /// The reader's loop, in the child (`lecternd --media-reader`): a request read from standard input, its reply
+    /// written back on it, until the daemon closes it. Returns the exit status.
+    public static func serve() -> Int32 {
+        // Nothing of the daemon's but the socket: no lock file, no bus connection, no database held by the child.
+        if let open = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            for fd in open.compactMap({ Int32($0) }) where fd > 2 { close(fd) }
+        }
+        // A file whose sizes make a demuxer allocate without bound fails (GLib aborts on a failed allocation) when the
+        // child reaches 2 GiB of address space, instead of taking the machine's memory. A reader that works maps
+        // under 0.7 GiB (VmPeak).
+        var limit = rlimit(rlim_cur: Self.addressSpaceLimit, rlim_max: Self.addressSpaceLimit)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
+        while case .message(let payload) = receiveMessage(from: 0, within: nil) {
+            let reply: MediaReaderWire.Reply
+            if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uri) {
+                do throws(MediaError) {
+                    reply = .info(try Discoverer.discover(url, timeout: .milliseconds(max(1, request.timeoutMilliseconds))))
+                } catch {
+                    reply = .error(error)
+                }
+            } else {
+                reply = .error(.failed("the media reader could not read its request"))
+            }
+            guard sendAll(MediaReaderWire.encode(reply), to: 0) else { return 1 }
+        }
+        return 0
+    }
+}
+
+private extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+import GStreamer
+import Logging
+import TestSupport
+@testable import LecternDaemon
+
+/// The media reader: lecternd reads media files in a child process (`lecternd --media-reader`). The real child,
+/// and shell scripts standing in for a child that crashes, hangs or answers nonsense.
+@Suite("Media reader")
+struct MediaReaderTests {
+    let files: AudioFixtures
+    let scripts: TemporaryDirectory
+    let lecternd = builtExecutable("lecternd").path
+
+    init() async throws {
+        files = try await AudioFixtures.shared()
+        scripts = try TemporaryDirectory(prefix: "lectern-reader")
+    }
+
+    /// A reader starting `program` (default: the built lecternd).
+    func reader(_ program: String? = nil, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
+                idleTime: Duration = .seconds(3)) -> MediaReader {
+        MediaReader(program: program ?? lecternd, timeout: timeout, answerGrace: answerGrace, idleTime: idleTime,
+                    logger: Logger(label: "test"))
+    }
+
+    /// An executable shell script in the test's folder.
+    func script(_ name: String, _ body: String) throws -> String {
+        let path = scripts.appending(name).path
+        try writeShellScript(at: path, body)
+        return path
+    }
+
+    /// Whether a process with that id exists (a zombie counts: it has not been reaped).
+    func exists(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0
+    }
+
+    @Test("the child reads what the discoverer reads in this process: tags, cover bytes, duration, chapters",
+          arguments: [AudioFixtures.File.mp3WithCover, .m4bTagged, .ogg10s, .flac3s, .wav2s])
+    func sameAsInProcess(file: AudioFixtures.File) async throws {
+        let reader = reader()
+        let read = try await reader.read(files.url(file))
+        #expect(read == (try Discoverer.discover(files.url(file))))
+        let child = try #require(reader.processID)
+        #expect(child != getpid())
+        #expect(try String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)
+            .split(separator: "\0").last == "--media-reader")
+        await reader.stop()
+        #expect(reader.processID == nil && !exists(child))
+    }
+
+    @Test("one child serves the reads that follow, and a file's error comes back as the same error")
+    func errorsAndOneChild() async throws {
+        let reader = reader()
+        _ = try await reader.read(files.url(.ogg2sA))
+        let child = reader.processID
+        do {
+            _ = try await reader.read(files.url(.text))
+            Issue.record("a text file was read as audio")
+        } catch {
+            guard case .notAudio(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains(files.url(.text).path))
+            #expect((try? Discoverer.discover(files.url(.text))) == nil)
+        }
+        let missing = files.scratchURL("missing.ogg")
+        await #expect(throws: MediaError.notFound("No such file: \(missing.path)")) { try await reader.read(missing) }
+        _ = try await reader.read(files.url(.ogg2sB))
+        #expect(reader.processID == child)
+        // Its address space is limited (a file that makes a demuxer allocate without bound fails there).
+        let limits = try String(contentsOfFile: "/proc/\(try #require(child))/limits", encoding: .utf8)
+        let addressSpace = limits.split(separator: "\n").first { $0.hasPrefix("Max address space") }
+        #expect(addressSpace?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(3).first
+            == "\(MediaReader.addressSpaceLimit)")
+        await reader.stop()
+    }
+
+    @Test("a child that crashes on a file: that file fails with how it ended, the next read starts another child")
+    func crash() async throws {
+        let crashing = try script("crash", "head -c 4 >/dev/null; kill -SEGV $$")
+        let reader = reader(crashing)
+        do {
+            _ = try await reader.read(files.url(.ogg2sA))
+            Issue.record("read a file through a child that crashed")
+        } catch {
+            guard case .failed(let message) = error else { Issue.record("\(error)"); return }
+            #expect(message.contains(files.url(.ogg2sA).path))
+            #expect(message.contains("stopped while reading it (killed by signal 11, Segmentation fault)"))
+        }
+        #expect(reader.processID == nil)
+        await #expect(throws: MediaError.self) { try await reader.read(files.url(.ogg2sA)) }
+    }
+
+    @Test("a child killed between two reads is replaced, and the read succeeds")
+    func killedBetweenReads() async throws {
+        let reader = reader()
+        _ = try await reader.read(files.url(.ogg2sA))
+        let first = try #require(reader.processID)
+        kill(first, SIGKILL)
+        try await Task.sleep(for: .milliseconds(50))
+        let info = try await reader.read(files.url(.flac3s))
+        #expect(info.duration.map { abs(($0 - .seconds(3)).components.seconds) } == 0)
+        let second = try #require(reader.processID)
+        #expect(second != first)
+        #expect(!exists(first))  // reaped, not left a zombie
+        await reader.stop()
+    }
+
+    @Test("a child that does not answer is killed after the timeout and its grace; the file fails")
+    func hang() async throws {
+        let hanging = try script("hang", "echo $$ > \"$0.pid\"; exec sleep 60")
+        let reader = reader(hanging, timeout: .milliseconds(200), answerGrace: .milliseconds(300))
+        let started = ContinuousClock.now
+        do {
+            _ = try await reader.read(files.url(.ogg2sA))
+            Issue.record("read a file through a child that never answers")
+        } catch {
+            #expect(error == .failed("\(files.url(.ogg2sA).path): the media reader did not answer within 0.5 s"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let pid = try #require(pid_t(try String(contentsOfFile: hanging + ".pid", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(!exists(pid))
+        #expect(reader.processID == nil)
+    }
+
+    @Test("a child that answers nonsense is stopped; the file fails")
+    func nonsense() async throws {
+        let talking = try script("nonsense", "head -c 4 >/dev/null; echo 'not a reply' >&0; exec sleep 60")
+        let reader = reader(talking)
+        await #expect(throws: MediaError.failed("\(files.url(.ogg2sA).path): the media reader answered nonsense (killed by signal 9, Killed)")) {
+            try await reader.read(files.url(.ogg2sA))
+        }
+        #expect(reader.processID == nil)
+    }
+
+    @Test("the child leaves after the idle time; a later read starts another")
+    func idle() async throws {
+        let reader = reader(idleTime: .seconds(1))
+        _ = try await reader.read(files.url(.ogg2sA))
+        #expect(reader.childrenStarted == 1)
+        let child = reader.processID  // nil if this test resumed after the idle time (a busy machine)
+        let gone = try await poll(timeout: .seconds(10)) {
+            reader.processID == nil && child.map { !exists($0) } ?? true
+        } until: { $0 }
+        #expect(gone, "the child \(child.map { "\($0)" } ?? "?") still runs after the idle time")
+        _ = try await reader.read(files.url(.ogg2sB))
+        #expect(reader.childrenStarted == 2)
+    }
+
+    @Test("a program that cannot start: files are read in this process")
+    func cannotStart() async throws {
+        let reader = reader(scripts.appending("no-such-program").path)
+        let info = try await reader.read(files.url(.mp3Tagged))
+        #expect(info.title == AudioFixtures.Tags.title)
+        #expect(reader.processID == nil)
+    }
+
+    @Test("messages come back as sent, and a cut, padded or garbled message is refused, never a crash")
+    func wire() throws {
+        let full = MediaInfo(duration: .nanoseconds(9_985_000_123), title: "Title ü", artists: ["A", "", "B"], album: nil,
+                             albumArtist: "AA", genre: nil, trackNumber: 0, discNumber: nil, hasAudio: true,
+                             cover: MediaInfo.CoverImage(data: Data([0, 1, 2, 255]), mimeType: "image/png"),
+                             chapters: [MediaInfo.Chapter(title: "One", start: .zero, end: .seconds(2)),
+                                        MediaInfo.Chapter(title: "", start: .seconds(2), end: nil)])
+        let empty = MediaInfo(duration: nil, title: nil, artists: [], album: nil, albumArtist: nil, genre: nil,
+                              trackNumber: nil, discNumber: nil, hasAudio: false, cover: nil, chapters: [])
+        let replies: [MediaReaderWire.Reply] = [.info(full), .info(empty), .error(.notFound("a")), .error(.unreadable("")),
+                                                .error(.notAudio("c")), .error(.failed("d"))]
+        for reply in replies {
+            let message = MediaReaderWire.encode(reply)
+            let payload = Array(message.dropFirst(4))
+            #expect(message.prefix(4) == [UInt8(payload.count & 0xFF), UInt8(payload.count >> 8 & 0xFF), 0, 0])
+            #expect(MediaReaderWire.decodeReply(payload) == reply)
+            for cut in 0..<payload.count {
+                #expect(MediaReaderWire.decodeReply(Array(payload.prefix(cut))) == nil, "\(reply) cut at \(cut)")
+            }
+            #expect(MediaReaderWire.decodeReply(payload + [0]) == nil)
+        }
+        let request = MediaReaderWire.Request(uri: "file:///a%20b.ogg", timeoutMilliseconds: 5000)
+        #expect(MediaReaderWire.decodeRequest(Array(MediaReaderWire.encode(request).dropFirst(4))) == request)
+        // A count of artists larger than the message, a kind that does not exist, text that is not UTF-8.
+        var huge = Array(MediaReaderWire.encode(.info(empty)).dropFirst(4))
+        huge.replaceSubrange(20..<28, with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F])
+        #expect(MediaReaderWire.decodeReply(huge) == nil)
+        #expect(MediaReaderWire.decodeReply([9, 0, 0, 0, 0, 0, 0, 0]) == nil)
+        #expect(MediaReaderWire.decodeReply([1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0xC3, 0x28]) == nil)
+    }
+}
