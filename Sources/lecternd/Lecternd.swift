@@ -79,11 +79,7 @@ struct Lecternd: ParsableCommand {
     /// would park the main thread in `dispatch_main()`, whose `pthread_exit` unwinds that thread at
     /// start-up: libgcc_s loaded and ~0.6 MB of this binary's unwind tables read for nothing.)
     func run() throws {
-        if isMediaReader {
-            let status = MediaReader.serve()
-            if status != 0 { throw ExitCode(status) }
-            return
-        }
+        if isMediaReader { MediaReader.serve() }
         // One malloc arena for all threads, set before any thread starts: glibc gives each thread that allocates an
         // arena of its own (up to 8 per core), and a daemon whose threads mostly wait keeps each one's slack
         // resident: 1 MB of VmRSS while playing (docs/benchmarks.md, "2026-11-24: memory"). Nothing here allocates

@@ -40,6 +40,7 @@ struct MediaReaderTests {
     @Test("the child reads what the discoverer reads in this process: tags, cover bytes, duration, chapters",
           arguments: [AudioFixtures.File.mp3WithCover, .m4bTagged, .ogg10s, .flac3s, .wav2s])
     func sameAsInProcess(file: AudioFixtures.File) async throws {
+        signal(SIGHUP, SIG_IGN)  // as the daemon does (it watches SIGHUP with a dispatch source): the child must not
         let reader = reader()
         let read = try await reader.read(files.url(file))
         #expect(read == (try Discoverer.discover(files.url(file))))
@@ -47,6 +48,12 @@ struct MediaReaderTests {
         #expect(child != getpid())
         #expect(try String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)
             .split(separator: "\0").last == "--media-reader")
+        // It starts with no signal ignored (this process, like the daemon, may ignore some) and holds nothing of
+        // its parent's but the socket and the standard output and error.
+        let status = try String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8).split(separator: "\n")
+        let ignored = status.first { $0.hasPrefix("SigIgn:") }.flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
+        #expect(ignored.map { $0 & 0x7FFF_FFFF } == 0, "signals 1-31 ignored: \(status.filter { $0.hasPrefix("Sig") })")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd").sorted() == ["0", "1", "2"])
         await reader.stop()
         #expect(reader.processID == nil && !exists(child))
     }
@@ -90,6 +97,7 @@ struct MediaReaderTests {
         }
         #expect(reader.processID == nil)
         await #expect(throws: MediaError.self) { try await reader.read(files.url(.ogg2sA)) }
+        #expect(reader.childrenStarted == 2)
     }
 
     @Test("a child killed between two reads is replaced, and the read succeeds")
@@ -125,9 +133,10 @@ struct MediaReaderTests {
         #expect(reader.processID == nil)
     }
 
-    @Test("a child that answers nonsense is stopped; the file fails")
-    func nonsense() async throws {
-        let talking = try script("nonsense", "head -c 4 >/dev/null; echo 'not a reply' >&0; exec sleep 60")
+    @Test("a child that answers nonsense is stopped; the file fails",
+          arguments: [("a length of 544 MB", "echo 'not a reply' >&0"), ("three bytes that mean nothing", "printf '\\003\\000\\000\\000abc' >&0")])
+    func nonsense(what: String, answer: String) async throws {
+        let talking = try script("nonsense-\(answer.count)", "head -c 4 >/dev/null; \(answer); exec sleep 60")
         let reader = reader(talking)
         await #expect(throws: MediaError.failed("\(files.url(.ogg2sA).path): the media reader answered nonsense (killed by signal 9, Killed)")) {
             try await reader.read(files.url(.ogg2sA))

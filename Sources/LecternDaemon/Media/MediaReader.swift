@@ -54,16 +54,9 @@ public final class MediaReader: Sendable {
         self.logger = logger
     }
 
-    /// The running executable, for ``init(program:timeout:answerGrace:idleTime:logger:)``: its path, so that the
-    /// child is named `lecternd` in `ps`, or `/proc/self/exe` when that path is gone (the package was upgraded).
-    public static var ownExecutable: String {
-        let fallback = "/proc/self/exe"
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(fallback, &buffer, buffer.count - 1)
-        guard count > 0 else { return fallback }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return access(path, X_OK) == 0 ? path : fallback
-    }
+    /// lecternd itself, for ``init(program:timeout:answerGrace:idleTime:logger:)``: the very binary that runs, even
+    /// after a package upgrade replaced the file at its path (the child and the daemon speak the same protocol).
+    public static let ownExecutable = "/proc/self/exe"
 
     /// The child's process id while one runs (for tests).
     var processID: pid_t? { state.withLock { $0.child?.pid } }
@@ -99,12 +92,18 @@ public final class MediaReader: Sendable {
     private func readNow(_ url: URL) throws(MediaError) -> MediaInfo {
         defer { leaveWhenIdle() }
         let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
-        guard let child = try running() else {
+        guard var child = try running() else {
             return try Discoverer.discover(url, timeout: timeout)
         }
-        let request = MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000))
-        guard Self.sendAll(MediaReaderWire.encode(request), to: child.socket) else {
-            throw .failed("\(name): the media reader went away (\(forget(child, kill: true)))")
+        let request = MediaReaderWire.encode(
+            MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000)))
+        if !Self.sendAll(request, to: child.socket) {
+            // It went after running() looked (between two reads): once more, with a new one.
+            let ending = forget(child, kill: true)
+            guard let another = try running(), Self.sendAll(request, to: another.socket) else {
+                throw .failed("\(name): the media reader went away (\(ending))")
+            }
+            child = another
         }
         switch Self.receiveMessage(from: child.socket, within: timeout + answerGrace) {
         case .message(let payload):
@@ -145,6 +144,7 @@ public final class MediaReader: Sendable {
                 state.started += 1
                 state.saidCannotStart = false
             }
+            logger.info("started the media reader", metadata: ["pid": "\(child.pid)"])
             return child
         } catch {
             if !state.withLock({ state in defer { state.saidCannotStart = true }; return state.saidCannotStart }) {
@@ -168,7 +168,8 @@ public final class MediaReader: Sendable {
         var status: Int32 = 0
         for _ in 0..<200 {  // 2 s for a child that was asked to leave
             let reaped = waitpid(child.pid, &status, WNOHANG)
-            if reaped == child.pid || (reaped < 0 && errno != EINTR) { return Self.describe(status) }
+            if reaped == child.pid { return Self.describe(status) }
+            if reaped < 0 && errno != EINTR { return "already reaped" }
             usleep(10_000)
         }
         _ = Glibc.kill(child.pid, SIGKILL)
@@ -206,17 +207,19 @@ public final class MediaReader: Sendable {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // Whatever this thread blocks or the daemon ignores (libdbus ignores SIGPIPE), the child starts afresh.
+        // Whatever this thread blocks or the daemon ignores (SIGTERM, SIGINT and SIGHUP, which it watches with
+        // dispatch sources; SIGPIPE, which libdbus ignores), the child starts with every signal at its default:
+        // an exec keeps ignored signals ignored.
         var none = sigset_t()
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(Self.argument), nil]
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program == Self.ownExecutable ? "lecternd" : program),
+                                                         strdup(Self.argument), nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, program, &actions, &attributes, arguments, environ)
@@ -277,6 +280,7 @@ public final class MediaReader: Sendable {
                 var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&poller, 1, Int32(min(left.seconds * 1000 + 1, 60_000)))
                 if ready < 0 && errno == EINTR { continue }
+                if ready < 0 { return .closed }
                 guard ready > 0 else { continue }  // the deadline decides
             }
             let count = recv(socket, &chunk, min(chunk.count, wanted - buffer.count), 0)
@@ -289,8 +293,15 @@ public final class MediaReader: Sendable {
     // MARK: The child's side
 
     /// The reader's loop, in the child (`lecternd --media-reader`): a request read from standard input, its reply
-    /// written back on it, until the daemon closes it. Returns the exit status.
-    public static func serve() -> Int32 {
+    /// written back on it, until the daemon closes it; then the process exits (`_exit`: no atexit handlers or
+    /// destructors while GStreamer's threads may be wedged).
+    public static func serve() -> Never {
+        // The process's name in ps: spawned as /proc/self/exe, the kernel named it "exe".
+        let comm = open("/proc/self/comm", O_WRONLY | O_CLOEXEC)
+        if comm >= 0 {
+            _ = write(comm, "lecternd", 8)
+            close(comm)
+        }
         // Nothing of the daemon's but the socket: no lock file, no bus connection, no database held by the child.
         if let open = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
             for fd in open.compactMap({ Int32($0) }) where fd > 2 { close(fd) }
@@ -300,20 +311,33 @@ public final class MediaReader: Sendable {
         // under 0.7 GiB (VmPeak).
         var limit = rlimit(rlim_cur: Self.addressSpaceLimit, rlim_max: Self.addressSpaceLimit)
         _ = setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
+        // A crash ends the read at once, without writing a core of up to 2 GiB first.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
             if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uri) {
+                // A read wedged in a demuxer ends the child (SIGALRM) once the daemon has stopped waiting for it, even
+                // when the daemon is gone: nothing else would.
+                let seconds = max(1, request.timeoutMilliseconds / 1000)
+                alarm(UInt32(clamping: seconds * 2 + 5))
                 do throws(MediaError) {
                     reply = .info(try Discoverer.discover(url, timeout: .milliseconds(max(1, request.timeoutMilliseconds))))
                 } catch {
                     reply = .error(error)
                 }
+                alarm(0)
             } else {
                 reply = .error(.failed("the media reader could not read its request"))
             }
-            guard sendAll(MediaReaderWire.encode(reply), to: 0) else { return 1 }
+            var message = MediaReaderWire.encode(reply)
+            if message.count > MediaReaderWire.largestMessage + 4, case .info(var info) = reply {
+                info.cover = nil  // a cover of tens of MB: the file without it
+                message = MediaReaderWire.encode(.info(info))
+            }
+            guard sendAll(message, to: 0) else { _exit(1) }
         }
-        return 0
+        _exit(0)
     }
 }
 
