@@ -158,6 +158,16 @@ struct MediaReaderTests {
         #expect(reader.childrenStarted == 2)
     }
 
+    @Test("a program that exits at its first request (not a reader of this protocol): that file is read in this process")
+    func notAReader() async throws {
+        let other = try script("other", "head -c 4 >/dev/null; exit 3")
+        let reader = reader(other)
+        let info = try await reader.read(files.url(.mp3Tagged))
+        #expect(info.title == AudioFixtures.Tags.title)
+        #expect(reader.childrenStarted == 1)
+        #expect(reader.processID == nil)
+    }
+
     @Test("a program that cannot start: files are read in this process")
     func cannotStart() async throws {
         let reader = reader(scripts.appending("no-such-program").path)
@@ -188,7 +198,13 @@ struct MediaReaderTests {
             #expect(MediaReaderWire.decodeReply(payload + [0]) == nil)
         }
         let request = MediaReaderWire.Request(uri: "file:///a%20b.ogg", timeoutMilliseconds: 5000)
-        #expect(MediaReaderWire.decodeRequest(Array(MediaReaderWire.encode(request).dropFirst(4))) == request)
+        let requestPayload = Array(MediaReaderWire.encode(request).dropFirst(4))
+        #expect(MediaReaderWire.decodeRequest(requestPayload) == request)
+        #expect(MediaReaderWire.speaksThisProtocol(requestPayload))
+        var otherVersion = requestPayload
+        otherVersion[0] &+= 1
+        #expect(!MediaReaderWire.speaksThisProtocol(otherVersion))
+        #expect(MediaReaderWire.decodeRequest(otherVersion) == nil)
         // A count of artists larger than the message, a kind that does not exist, text that is not UTF-8.
         var huge = Array(MediaReaderWire.encode(.info(empty)).dropFirst(4))
         huge.replaceSubrange(20..<28, with: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F])

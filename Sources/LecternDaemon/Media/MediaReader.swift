@@ -42,6 +42,8 @@ public final class MediaReader: Sendable {
     private struct Child {
         var pid: pid_t
         var socket: Int32
+        /// Replies it has sent.
+        var served = 0
     }
 
     /// - Parameter program: the executable to start with ``argument``: lecternd itself.
@@ -54,9 +56,17 @@ public final class MediaReader: Sendable {
         self.logger = logger
     }
 
-    /// lecternd itself, for ``init(program:timeout:answerGrace:idleTime:logger:)``: the very binary that runs, even
-    /// after a package upgrade replaced the file at its path (the child and the daemon speak the same protocol).
-    public static let ownExecutable = "/proc/self/exe"
+    /// lecternd itself, for ``init(program:timeout:answerGrace:idleTime:logger:)``: the path of the running binary
+    /// (so the child is `lecternd` in ps, and valgrind runs it for what it is, where exec'ing `/proc/self/exe`
+    /// would start valgrind's own launcher), or `/proc/self/exe` when that file is gone. When an upgrade put
+    /// another binary at that path, a child that does not speak this protocol exits at its first request and the
+    /// daemon reads files itself (see ``read(_:)``).
+    public static var ownExecutable: String {
+        let fallback = "/proc/self/exe"
+        guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: fallback),
+              !path.hasSuffix(" (deleted)"), access(path, X_OK) == 0 else { return fallback }
+        return path
+    }
 
     /// The child's process id while one runs (for tests).
     var processID: pid_t? { state.withLock { $0.child?.pid } }
@@ -99,7 +109,7 @@ public final class MediaReader: Sendable {
             MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000)))
         if !Self.sendAll(request, to: child.socket) {
             // It went after running() looked (between two reads): once more, with a new one.
-            let ending = forget(child, kill: true)
+            let ending = Self.describe(forget(child, kill: true))
             guard let another = try running(), Self.sendAll(request, to: another.socket) else {
                 throw .failed("\(name): the media reader went away (\(ending))")
             }
@@ -108,20 +118,29 @@ public final class MediaReader: Sendable {
         switch Self.receiveMessage(from: child.socket, within: timeout + answerGrace) {
         case .message(let payload):
             guard let reply = MediaReaderWire.decodeReply(payload) else {
-                throw .failed("\(name): the media reader answered nonsense (\(forget(child, kill: true)))")
+                throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
             }
+            state.withLock { if $0.child?.pid == child.pid { $0.child?.served += 1 } }
             switch reply {
             case .info(let info): return info
             case .error(let error): throw error
             }
         case .nonsense:
-            throw .failed("\(name): the media reader answered nonsense (\(forget(child, kill: true)))")
+            throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
         case .closed:
-            let ending = forget(child, kill: false)
+            let status = forget(child, kill: false)
+            let ending = Self.describe(status)
+            if child.served == 0, let status, status & 0x7f == 0 {
+                // It exited, not crashed, at its first request: it is not a reader of this protocol (another binary
+                // at lecternd's path after an upgrade, a wrong --media-reader-program). Not the file's fault.
+                logger.warning("the media reader exited at its first request; reading this file in the daemon",
+                               metadata: ["program": "\(program)", "how": "\(ending)"])
+                return try Discoverer.discover(url, timeout: timeout)
+            }
             logger.warning("the media reader stopped while reading a file", metadata: ["path": "\(name)", "how": "\(ending)"])
             throw .failed("\(name): the media reader stopped while reading it (\(ending))")
         case .timedOut:
-            let ending = forget(child, kill: true)
+            let ending = Self.describe(forget(child, kill: true))
             logger.warning("the media reader did not answer; stopped it", metadata: ["path": "\(name)", "how": "\(ending)"])
             throw .failed("\(name): the media reader did not answer within \((timeout + answerGrace).seconds) s")
         }
@@ -155,26 +174,26 @@ public final class MediaReader: Sendable {
         }
     }
 
-    /// Ends `child` and forgets it; how it ended, for a message.
-    private func forget(_ child: Child, kill: Bool) -> String {
+    /// Ends `child` and forgets it; its wait status (nil if it was reaped elsewhere).
+    private func forget(_ child: Child, kill: Bool) -> Int32? {
         state.withLock { if $0.child?.pid == child.pid { $0.child = nil } }
         return end(child, kill: kill)
     }
 
     /// Closes the socket (a waiting child reads its end and exits), kills it if asked or if it lingers, reaps it.
-    private func end(_ child: Child, kill: Bool) -> String {
+    private func end(_ child: Child, kill: Bool) -> Int32? {
         close(child.socket)
         if kill { _ = Glibc.kill(child.pid, SIGKILL) }
         var status: Int32 = 0
         for _ in 0..<200 {  // 2 s for a child that was asked to leave
             let reaped = waitpid(child.pid, &status, WNOHANG)
-            if reaped == child.pid { return Self.describe(status) }
-            if reaped < 0 && errno != EINTR { return "already reaped" }
+            if reaped == child.pid { return status }
+            if reaped < 0 && errno != EINTR { return nil }
             usleep(10_000)
         }
         _ = Glibc.kill(child.pid, SIGKILL)
         while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
-        return Self.describe(status)
+        return status
     }
 
     /// After `idleTime` without a read, the child is asked to leave.
@@ -218,8 +237,7 @@ public final class MediaReader: Sendable {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program == Self.ownExecutable ? "lecternd" : program),
-                                                         strdup(Self.argument), nil]
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(Self.argument), nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, program, &actions, &attributes, arguments, environ)
@@ -230,7 +248,8 @@ public final class MediaReader: Sendable {
         return Child(pid: pid, socket: pair[0])
     }
 
-    private static func describe(_ status: Int32) -> String {
+    private static func describe(_ status: Int32?) -> String {
+        guard let status else { return "how, unknown" }
         let signal = status & 0x7f
         if signal == 0 { return "exit status \((status >> 8) & 0xff)" }
         return "killed by signal \(signal), \(String(cString: strsignal(signal)))"
@@ -296,12 +315,6 @@ public final class MediaReader: Sendable {
     /// written back on it, until the daemon closes it; then the process exits (`_exit`: no atexit handlers or
     /// destructors while GStreamer's threads may be wedged).
     public static func serve() -> Never {
-        // The process's name in ps: spawned as /proc/self/exe, the kernel named it "exe".
-        let comm = open("/proc/self/comm", O_WRONLY | O_CLOEXEC)
-        if comm >= 0 {
-            _ = write(comm, "lecternd", 8)
-            close(comm)
-        }
         // Nothing of the daemon's but the socket: no lock file, no bus connection, no database held by the child.
         if let open = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
             for fd in open.compactMap({ Int32($0) }) where fd > 2 { close(fd) }
@@ -316,6 +329,7 @@ public final class MediaReader: Sendable {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
+            guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // the daemon then reads files itself
             if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uri) {
                 // A read wedged in a demuxer ends the child (SIGALRM) once the daemon has stopped waiting for it, even
                 // when the daemon is gone: nothing else would.

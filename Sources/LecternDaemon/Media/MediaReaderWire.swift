@@ -21,8 +21,18 @@ enum MediaReaderWire {
 
     // MARK: Messages
 
+    /// The first 8 bytes of every request: "LMR" and the protocol's version. A reader that finds another value
+    /// exits (status 3) rather than guess.
+    static let requestMagic: Int64 = 0x4C4D_5201
+
+    static func speaksThisProtocol(_ payload: [UInt8]) -> Bool {
+        var reader = Reader(payload)
+        return reader.integer() == requestMagic
+    }
+
     static func encode(_ request: Request) -> [UInt8] {
         var writer = Writer()
+        writer.integer(requestMagic)
         writer.integer(request.timeoutMilliseconds)
         writer.string(request.uri)
         return writer.message
@@ -30,7 +40,8 @@ enum MediaReaderWire {
 
     static func decodeRequest(_ payload: [UInt8]) -> Request? {
         var reader = Reader(payload)
-        guard let timeout = reader.integer(), let uri = reader.string(), reader.atEnd else { return nil }
+        guard reader.integer() == requestMagic, let timeout = reader.integer(), let uri = reader.string(), reader.atEnd
+        else { return nil }
         return Request(uri: uri, timeoutMilliseconds: timeout)
     }
 
