@@ -213,6 +213,23 @@ final class BusClient {
         return MessageReader.basicString(&inner)
     }
 
+    /// An Int64 property (MPRIS Position, µs); nil if it is something else.
+    func getInt64Property(_ destination: String, interface: String, _ name: String) throws -> Int64? {
+        let reply = try call(BusClient.methodCall(destination, "/org/mpris/MediaPlayer2",
+                                                  "org.freedesktop.DBus.Properties", "Get",
+                                                  [.string(interface), .string(name)]))
+        defer { dbus_message_unref(reply) }
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(reply, &iter) != 0,
+              dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("v") else { return nil }
+        var inner = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &inner)
+        guard dbus_message_iter_get_arg_type(&inner) == BusClient.typeCode("x") else { return nil }
+        var value: Int64 = 0
+        dbus_message_iter_get_basic(&inner, &value)
+        return value
+    }
+
     func listNames() throws -> [String] {
         let reply = try call(BusClient.methodCall("org.freedesktop.DBus", "/org/freedesktop/DBus",
                                                   "org.freedesktop.DBus", "ListNames"))

@@ -133,8 +133,22 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     let playingSince = ContinuousClock.now
     result.openToPlayingMs = Double((playingSince - openStart).components.attoseconds) / 1e15
         + Double((playingSince - openStart).components.seconds) * 1e3
+    let player1 = "org.mpris.MediaPlayer2.Player"
+    let startPosition = try? client.getInt64Property(player.busName, interface: player1, "Position")
     let rest = settings.playSettle - (ContinuousClock.now - playingSince)
     if rest > .zero { sleepFor(rest) }
+    // A player that says Playing but does not play (VLC, twice on 2026-11-25: Playing 1 ms after OpenUri, 13 MB)
+    // would make its figures look good: its Position must have moved with the clock.
+    if let start = startPosition ?? nil,
+       let end = (try? client.getInt64Property(player.busName, interface: player1, "Position")) ?? nil {
+        let elapsed = Double((ContinuousClock.now - playingSince).components.seconds)
+            + Double((ContinuousClock.now - playingSince).components.attoseconds) / 1e18
+        let moved = Double(end - start) / 1e6
+        if moved < elapsed / 2 {
+            result.notes.append(String(format: "%@ said Playing, but its Position moved %.1f s in %.1f s: its playing "
+                + "figures (memory, CPU, signals) are not those of a player playing", kind.label, moved, elapsed))
+        }
+    }
     if let m = ProcStats.memory(player.pid) { (result.playRSSKB, result.playHWMKB) = (m.rssKB, m.hwmKB) }
     result.playChildrenRSSKB = ProcStats.children(player.pid).compactMap { ProcStats.memory($0)?.rssKB }.reduce(0, +)
     progress("\(kind.label): CPU while playing, \(settings.cpuWindow)")
