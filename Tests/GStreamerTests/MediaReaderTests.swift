@@ -168,6 +168,15 @@ struct MediaReaderTests {
         #expect(reader.processID == nil)
     }
 
+    @Test("a child that exits at its first request with another status: that file fails, it is not read here")
+    func exitsOtherwise() async throws {
+        let other = try script("exits-1", "head -c 4 >/dev/null; exit 1")
+        let reader = reader(other)
+        await #expect(throws: MediaError.failed("\(files.url(.mp3Tagged).path): the media reader stopped while reading it (exit status 1)")) {
+            try await reader.read(files.url(.mp3Tagged))
+        }
+    }
+
     @Test("a program that cannot start: files are read in this process")
     func cannotStart() async throws {
         let reader = reader(scripts.appending("no-such-program").path)

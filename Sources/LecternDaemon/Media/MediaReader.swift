@@ -17,6 +17,8 @@ import Synchronization
 public final class MediaReader: Sendable {
     /// The argument that makes `lecternd` a media reader.
     public static let argument = "--media-reader"
+    /// Exit statuses of a child that is not a reader of this protocol (see ``read(_:)``).
+    static let notAReader: Set<Int32> = [3, 64, 126, 127]
     /// The most address space a reader may map, in bytes.
     static let addressSpaceLimit: rlim_t = 2 << 30
 
@@ -130,9 +132,11 @@ public final class MediaReader: Sendable {
         case .closed:
             let status = forget(child, kill: false)
             let ending = Self.describe(status)
-            if child.served == 0, let status, status & 0x7f == 0 {
-                // It exited, not crashed, at its first request: it is not a reader of this protocol (another binary
-                // at lecternd's path after an upgrade, a wrong --media-reader-program). Not the file's fault.
+            if child.served == 0, let status, status & 0x7f == 0, Self.notAReader.contains(status >> 8 & 0xff) {
+                // It exited at its first request as a program that is not a reader of this protocol does: another
+                // lecternd at our path after an upgrade (3: another protocol; 64: no --media-reader option), or a
+                // wrong --media-reader-program (126, 127: the shell's "cannot run"). Not the file's fault. Any other
+                // ending (a crash, another status) is the file's, and the daemon never reads that file itself.
                 logger.warning("the media reader exited at its first request; reading this file in the daemon",
                                metadata: ["program": "\(program)", "how": "\(ending)"])
                 return try Discoverer.discover(url, timeout: timeout)
@@ -329,7 +333,7 @@ public final class MediaReader: Sendable {
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
-            guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // the daemon then reads files itself
+            guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // see notAReader
             if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uri) {
                 // A read wedged in a demuxer ends the child (SIGALRM) once the daemon has stopped waiting for it, even
                 // when the daemon is gone: nothing else would.
