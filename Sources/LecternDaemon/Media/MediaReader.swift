@@ -6,14 +6,15 @@ import Synchronization
 
 /// Reads media files (GStreamer's discoverer: duration, tags, cover, chapters) in a child process, `lecternd
 /// --media-reader`, as GStreamer scans its plugins in `gst-plugin-scanner`: a file that crashes or hangs a demuxer
-/// costs an error for that file, not the daemon, and the plugins and caches the discoverer loads (typefinders,
-/// demuxers, tag readers) leave with the child instead of staying in the daemon's memory.
+/// costs an error for that file, not the daemon. (The daemon's memory is the same either way: the discoverer loads
+/// the plugins the playbin loads; docs/benchmarks.md, "The media reader".)
 ///
 /// One child at a time: started by the first read, kept for the reads that follow (an import reads hundreds of
 /// files), asked to leave after `idleTime` without one. A request and its reply are one message each
-/// (``MediaReaderWire``), over a socket pair that is the child's standard input. Reads run one after another on the reader's own queue, never on
-/// the D-Bus thread, the player actor or the cooperative pool. When the child cannot be started at all, files are
-/// read in this process, as before, and the log says why (each read tries to start one again).
+/// (``MediaReaderWire``), over a socket pair that is the child's standard input. Reads run one after another on
+/// the reader's own queue, never on the D-Bus thread, the player actor or the cooperative pool. When the child
+/// cannot be started at all, files are read in this process, as before, and the log says why (each read tries to
+/// start one again).
 public final class MediaReader: Sendable {
     /// The argument that makes `lecternd` a media reader.
     public static let argument = "--media-reader"
@@ -112,7 +113,8 @@ public final class MediaReader: Sendable {
         if !Self.sendAll(request, to: child.socket) {
             // It went after running() looked (between two reads): once more, with a new one.
             let ending = Self.describe(forget(child, kill: true))
-            guard let another = try running(), Self.sendAll(request, to: another.socket) else {
+            guard let another = try running() else { return try Discoverer.discover(url, timeout: timeout) }
+            guard Self.sendAll(request, to: another.socket) else {
                 throw .failed("\(name): the media reader went away (\(ending))")
             }
             child = another
