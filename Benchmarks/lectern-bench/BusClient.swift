@@ -201,20 +201,22 @@ final class BusClient {
     }
 
     func getProperty(_ destination: String, interface: String, _ name: String) throws -> String? {
-        let reply = try call(BusClient.methodCall(destination, "/org/mpris/MediaPlayer2",
-                                                  "org.freedesktop.DBus.Properties", "Get",
-                                                  [.string(interface), .string(name)]))
-        defer { dbus_message_unref(reply) }
-        var iter = DBusMessageIter()
-        guard dbus_message_iter_init(reply, &iter) != 0,
-              dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("v") else { return nil }
-        var inner = DBusMessageIter()
-        dbus_message_iter_recurse(&iter, &inner)
-        return MessageReader.basicString(&inner)
+        try property(destination, interface: interface, name) { MessageReader.basicString(&$0) }
     }
 
     /// An Int64 property (MPRIS Position, µs); nil if it is something else.
     func getInt64Property(_ destination: String, interface: String, _ name: String) throws -> Int64? {
+        try property(destination, interface: interface, name) { value in
+            guard dbus_message_iter_get_arg_type(&value) == BusClient.typeCode("x") else { return nil }
+            var number: Int64 = 0
+            dbus_message_iter_get_basic(&value, &number)
+            return number
+        }
+    }
+
+    /// Properties.Get on the MPRIS object; `read` gets the variant's content.
+    private func property<T>(_ destination: String, interface: String, _ name: String,
+                             _ read: (inout DBusMessageIter) -> T?) throws -> T? {
         let reply = try call(BusClient.methodCall(destination, "/org/mpris/MediaPlayer2",
                                                   "org.freedesktop.DBus.Properties", "Get",
                                                   [.string(interface), .string(name)]))
@@ -224,10 +226,7 @@ final class BusClient {
               dbus_message_iter_get_arg_type(&iter) == BusClient.typeCode("v") else { return nil }
         var inner = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &inner)
-        guard dbus_message_iter_get_arg_type(&inner) == BusClient.typeCode("x") else { return nil }
-        var value: Int64 = 0
-        dbus_message_iter_get_basic(&inner, &value)
-        return value
+        return read(&inner)
     }
 
     func listNames() throws -> [String] {
