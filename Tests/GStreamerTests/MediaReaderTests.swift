@@ -63,14 +63,15 @@ struct MediaReaderTests {
         let reader = reader()
         _ = try await reader.read(files.url(.ogg2sA))
         let child = reader.processID
-        do {
-            _ = try await reader.read(files.url(.text))
-            Issue.record("a text file was read as audio")
-        } catch {
-            guard case .notAudio(let message) = error else { Issue.record("\(error)"); return }
-            #expect(message.contains(files.url(.text).path))
-            #expect((try? Discoverer.discover(files.url(.text))) == nil)
+        let inProcess: MediaError? = {
+            do throws(MediaError) { _ = try Discoverer.discover(files.url(.text)); return nil } catch { return error }
+        }()
+        guard case .notAudio(let message)? = inProcess, message.contains(files.url(.text).path) else {
+            Issue.record("the discoverer read a text file as \(String(describing: inProcess))")
+            return
         }
+        let error = await #expect(throws: MediaError.self) { try await reader.read(files.url(.text)) }
+        #expect(error == inProcess)
         let missing = files.scratchURL("missing.ogg")
         await #expect(throws: MediaError.notFound("No such file: \(missing.path)")) { try await reader.read(missing) }
         _ = try await reader.read(files.url(.ogg2sB))
@@ -87,13 +88,9 @@ struct MediaReaderTests {
     func crash() async throws {
         let crashing = try script("crash", "head -c 4 >/dev/null; kill -SEGV $$")
         let reader = reader(crashing)
-        do {
-            _ = try await reader.read(files.url(.ogg2sA))
-            Issue.record("read a file through a child that crashed")
-        } catch {
-            guard case .failed(let message) = error else { Issue.record("\(error)"); return }
-            #expect(message.contains(files.url(.ogg2sA).path))
-            #expect(message.contains("stopped while reading it (killed by signal 11, Segmentation fault)"))
+        await #expect(throws: MediaError.failed(
+            "\(files.url(.ogg2sA).path): the media reader stopped while reading it (killed by signal 11, Segmentation fault)")) {
+            try await reader.read(files.url(.ogg2sA))
         }
         #expect(reader.processID == nil)
         await #expect(throws: MediaError.self) { try await reader.read(files.url(.ogg2sA)) }
@@ -175,6 +172,14 @@ struct MediaReaderTests {
         await #expect(throws: MediaError.failed("\(files.url(.mp3Tagged).path): the media reader stopped while reading it (exit status 1)")) {
             try await reader.read(files.url(.mp3Tagged))
         }
+    }
+
+    @Test("no program (--media-reader-program none): files are read in this process")
+    func noProgram() async throws {
+        let reader = MediaReader(program: nil, logger: Logger(label: "test"))
+        let info = try await reader.read(files.url(.mp3Tagged))
+        #expect(info.title == AudioFixtures.Tags.title)
+        #expect(reader.childrenStarted == 0)
     }
 
     @Test("a program that cannot start: files are read in this process")

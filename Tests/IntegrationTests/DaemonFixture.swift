@@ -72,22 +72,11 @@ final class MediaLibrary: Sendable {
     static let tags = AudioFiles.Tags(title: "The Tagged Title", artist: "Ann Author", album: "A Long Book")
     static let m4bTags = AudioFiles.Tags(title: "M4B Chapter", artist: "Bo Reader", album: "Audio Book")
 
-    private static let instance = Once<MediaLibrary>()
-    private static let removedAtExit: Void = { atexit { MediaLibrary.removeShared() } }()
+    private static let instance = Once<MediaLibrary>(atExit: { try? FileManager.default.removeItem(at: $0.root) })
 
-    /// Made once per test process, on a thread of its own (see ``Once``).
+    /// Made once per test process, on a thread of its own (see ``Once``), removed when the process exits.
     static func shared() async throws -> MediaLibrary {
-        try await instance.value {
-            let made = try MediaLibrary()
-            _ = removedAtExit
-            return made
-        }
-    }
-
-    private static func removeShared() {
-        for made in instance.values {
-            try? FileManager.default.removeItem(at: made.root)
-        }
+        try await instance.value { try MediaLibrary() }
     }
 
     private init() throws {

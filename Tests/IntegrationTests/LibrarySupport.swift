@@ -54,22 +54,11 @@ final class LibraryMedia: Sendable {
     /// and 03-retagged.mp3 (03.mp3 with the title "Changed Title").
     var reimport: URL { root.appendingPathComponent("reimport") }
 
-    private static let instance = Once<LibraryMedia>()
-    private static let removedAtExit: Void = { atexit { LibraryMedia.removeShared() } }()
+    private static let instance = Once<LibraryMedia>(atExit: { try? FileManager.default.removeItem(at: $0.root) })
 
-    /// Made once per test process, on a thread of its own (see ``Once``).
+    /// Made once per test process, on a thread of its own (see ``Once``), removed when the process exits.
     static func shared() async throws -> LibraryMedia {
-        try await instance.value {
-            let made = try LibraryMedia()
-            _ = removedAtExit
-            return made
-        }
-    }
-
-    private static func removeShared() {
-        for made in instance.values {
-            try? FileManager.default.removeItem(at: made.root)
-        }
+        try await instance.value { try LibraryMedia() }
     }
 
     private init() throws {

@@ -13,8 +13,7 @@ import Glibc
 /// }
 /// ```
 public enum GeneratedFiles {
-    private static let made = Once<URL>()
-    private static let removedAtExit: Void = { atexit { GeneratedFiles.removeAll() } }()
+    private static let made = Once<URL>(atExit: { try? FileManager.default.removeItem(at: $0) })
 
     /// `$TMPDIR/lectern-<name>-<pid>`, filled by `make` the first time it is asked for (a failure is kept too).
     /// `make` runs on a thread of its own and callers wait without holding a thread of Swift's cooperative pool
@@ -23,18 +22,12 @@ public enum GeneratedFiles {
         try await made.value(name) {
             let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
             let root = URL(fileURLWithPath: base).appendingPathComponent("lectern-\(name)-\(getpid())", isDirectory: true)
-            _ = removedAtExit
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             try make(root)
             return root
         }
     }
 
-    private static func removeAll() {
-        for root in made.values {
-            try? FileManager.default.removeItem(at: root)
-        }
-    }
 }
 
 /// One GStreamer plugin registry for the daemons a test process starts (`GST_REGISTRY` in their environment).
@@ -89,27 +82,38 @@ public func poll<T: Sendable>(timeout: Duration = .seconds(10), every interval: 
 /// Swift's cooperative pool (a test making seconds of audio would otherwise stall every other test's async work).
 public final class Once<Value: Sendable>: Sendable {
     private let tasks = Mutex<[String: Task<Value, any Error>]>([:])
-    private let results = Mutex<[String: Value]>([:])
+    private let atExit: (@Sendable (Value) -> Void)?
 
-    public init() {}
+    /// - Parameter atExit: run for each value made, when the test process exits (e.g. to remove a directory).
+    public init(atExit: (@Sendable (Value) -> Void)? = nil) {
+        self.atExit = atExit
+    }
 
     /// The value for `key`, made by `make` the first time (a failure is kept and thrown to every caller).
     public func value(_ key: String = "", _ make: @escaping @Sendable () throws -> Value) async throws -> Value {
         let task = tasks.withLock { tasks in
             if let task = tasks[key] { return task }
-            let task = Task<Value, any Error> {
-                try await withCheckedThrowingContinuation { continuation in
+            let task = Task<Value, any Error> { [atExit] in
+                let value = try await withCheckedThrowingContinuation { continuation in
                     Thread { continuation.resume(with: Result { try make() }) }.start()
                 }
+                if let atExit { ExitHandlers.add { atExit(value) } }
+                return value
             }
             tasks[key] = task
             return task
         }
-        let value = try await task.value
-        results.withLock { $0[key] = value }
-        return value
+        return try await task.value
     }
+}
 
-    /// The values made so far.
-    public var values: [Value] { results.withLock { Array($0.values) } }
+/// What runs when the test process exits, in one `atexit` handler.
+private enum ExitHandlers {
+    private static let handlers = Mutex<[@Sendable () -> Void]>([])
+    private static let registered: Void = { atexit { ExitHandlers.handlers.withLock { $0 }.forEach { $0() } } }()
+
+    static func add(_ handler: @escaping @Sendable () -> Void) {
+        _ = registered
+        handlers.withLock { $0.append(handler) }
+    }
 }

@@ -115,7 +115,7 @@ public enum Daemon {
         }
         let listening = ListeningService(player: player, skipStep: options.skipStep)
         listeningService.withLock { $0 = listening }
-        let reader = options.mediaReader.map { MediaReader(program: $0, logger: logger) }
+        let reader = MediaReader(program: options.mediaReader, logger: logger)
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), reader: reader,
                                  logger: logger)
         let sessionOnceOpen = Eventually<BookSession>()

@@ -1,5 +1,4 @@
 import DBus
-import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
@@ -7,9 +6,9 @@ import Logging
 import MP4
 
 /// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
-/// lists a folder's audio files in natural order, reads tags with GStreamer's discoverer (in the child process
-/// of a ``MediaReader``) and caches embedded covers as files. Discovery blocks, so it runs on its own queue,
-/// never on the D-Bus thread, the player actor or the cooperative pool.
+/// lists a folder's audio files in natural order, reads tags with a ``MediaReader`` (GStreamer's discoverer, in a
+/// child process, never on the D-Bus thread, the player actor or the cooperative pool) and caches embedded covers
+/// as files.
 public final class MediaOpener: Sendable {
     public let supportedSchemes = ["file"]
     public let supportedMimeTypes = [
@@ -21,12 +20,10 @@ public final class MediaOpener: Sendable {
     ]
 
     private let coverDirectory: URL
-    private let queue = DispatchQueue(label: "lectern.discovery", qos: .utility)
     private let logger: Logger
-    /// Reads files in a child process; nil: in this one (tests of the opener alone).
-    private let reader: MediaReader?
+    private let reader: MediaReader
 
-    public init(coverDirectory: URL, reader: MediaReader? = nil, logger: Logger) {
+    public init(coverDirectory: URL, reader: MediaReader, logger: Logger) {
         self.coverDirectory = coverDirectory
         self.reader = reader
         self.logger = logger
@@ -78,12 +75,7 @@ public final class MediaOpener: Sendable {
     }
 
     func discover(_ url: URL) async throws -> MediaInfo {
-        if let reader { return try await reader.read(url) }
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                do { continuation.resume(returning: try Discoverer.discover(url)) } catch { continuation.resume(throwing: error) }
-            }
-        }
+        try await reader.read(url)
     }
 
     func item(for url: URL, _ info: MediaInfo) -> MediaItem {

@@ -27,7 +27,8 @@ public final class MediaReader: Sendable {
     let timeout: Duration
     let answerGrace: Duration
     let idleTime: Duration
-    private let program: String
+    /// nil: files are read in this process, on the reader's queue (`--media-reader-program none`).
+    private let program: String?
     private let logger: Logger
     private let queue = DispatchQueue(label: "lectern.media-reader", qos: .utility)
     private let state = Mutex(State())
@@ -49,8 +50,8 @@ public final class MediaReader: Sendable {
         var served = 0
     }
 
-    /// - Parameter program: the executable to start with ``argument``: lecternd itself.
-    public init(program: String, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
+    /// - Parameter program: the executable to start with ``argument``: lecternd itself; nil: read in this process.
+    public init(program: String?, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
                 idleTime: Duration = .seconds(5), logger: Logger) {
         self.program = program
         self.timeout = timeout
@@ -105,7 +106,7 @@ public final class MediaReader: Sendable {
     private func readNow(_ url: URL) throws(MediaError) -> MediaInfo {
         defer { leaveWhenIdle() }
         let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
-        guard var child = try running() else {
+        guard var child = running() else {
             return try Discoverer.discover(url, timeout: timeout)
         }
         let request = MediaReaderWire.encode(
@@ -113,7 +114,7 @@ public final class MediaReader: Sendable {
         if !Self.sendAll(request, to: child.socket) {
             // It went after running() looked (between two reads): once more, with a new one.
             let ending = Self.describe(forget(child, kill: true))
-            guard let another = try running() else { return try Discoverer.discover(url, timeout: timeout) }
+            guard let another = running() else { return try Discoverer.discover(url, timeout: timeout) }
             guard Self.sendAll(request, to: another.socket) else {
                 throw .failed("\(name): the media reader went away (\(ending))")
             }
@@ -140,7 +141,7 @@ public final class MediaReader: Sendable {
                 // wrong --media-reader-program (126, 127: the shell's "cannot run"). Not the file's fault. Any other
                 // ending (a crash, another status) is the file's, and the daemon never reads that file itself.
                 logger.warning("the media reader exited at its first request; reading this file in the daemon",
-                               metadata: ["program": "\(program)", "how": "\(ending)"])
+                               metadata: ["program": "\(program ?? "")", "how": "\(ending)"])
                 return try Discoverer.discover(url, timeout: timeout)
             }
             logger.warning("the media reader stopped while reading a file", metadata: ["path": "\(name)", "how": "\(ending)"])
@@ -152,8 +153,9 @@ public final class MediaReader: Sendable {
         }
     }
 
-    /// The child to send to: the one running, else a new one; nil when none can be started (read in-process then).
-    private func running() throws(MediaError) -> Child? {
+    /// The child to send to: the one running, else a new one; nil when there is no program or none can be started
+    /// (read in-process then).
+    private func running() -> Child? {
         if let current = state.withLock({ $0.child }) {
             var status: Int32 = 0
             if waitpid(current.pid, &status, WNOHANG) == 0 { return current }
@@ -162,8 +164,9 @@ public final class MediaReader: Sendable {
             logger.notice("the media reader had stopped; starting another", metadata: ["how": "\(Self.describe(status))"])
             state.withLock { $0.child = nil }
         }
+        guard let program else { return nil }
         do {
-            let child = try spawn()
+            let child = try spawn(program)
             state.withLock { state in
                 state.child = child
                 state.started += 1
@@ -219,7 +222,7 @@ public final class MediaReader: Sendable {
         }
     }
 
-    private func spawn() throws -> Child {
+    private func spawn(_ program: String) throws -> Child {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw MediaError.failed("socketpair: \(String(cString: strerror(errno)))")
