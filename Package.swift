@@ -10,10 +10,13 @@ let releaseLinking: [LinkerSetting] = [
                   "-Xlinker", "--no-export-dynamic", "-Xlinker", "--icf=all"], .when(configuration: .release)),
 ]
 // lecternd's release link puts the functions that a session runs first, together (scripts/symbol-order.sh writes
-// the list): the kernel maps code in 64 KB windows around each page first run, so scattered functions cost memory.
+// the list; lecternd.ld gathers those without a symbol): the kernel maps code in 64 KB windows around each page
+// first run, so scattered functions cost memory. Best with every module compiled one section per function, as
+// scripts/swift-release builds (docs/benchmarks.md, "Memory: function sections").
 let lecterndOrder: [LinkerSetting] = [
     .unsafeFlags(["-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/lecternd/lecternd.order",
-                  "-Xlinker", "--no-warn-symbol-ordering"], .when(configuration: .release)),
+                  "-Xlinker", "--no-warn-symbol-ordering",
+                  "-Xlinker", "--script=\(Context.packageDirectory)/Sources/lecternd/lecternd.ld"], .when(configuration: .release)),
 ]
 
 let package = Package(
@@ -58,7 +61,7 @@ let package = Package(
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", "LecternCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], exclude: ["lecternd.order"], linkerSettings: releaseLinking + lecterndOrder),
+        ], exclude: ["lecternd.order", "lecternd.ld"], linkerSettings: releaseLinking + lecterndOrder),
         .executableTarget(name: "lectern", dependencies: [
             "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: releaseLinking),

@@ -44,9 +44,9 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
 fi
 
 scratch="${LECTERN_BENCH_SCRATCH:-.build-bench}"
-swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lecternd >&2
-swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lectern-bench >&2
-bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
+scripts/swift-release --scratch-path "$scratch" --product lecternd >&2
+scripts/swift-release --scratch-path "$scratch" --product lectern-bench >&2
+bin="$(scripts/swift-release --scratch-path "$scratch" --show-bin-path)"
 
 # Measure lecternd as after an install (written back, then read from disk as it runs), not in the linker's fresh
 # page cache: a just-linked binary measured up to ~2 MB more VmRSS than the same file read back from disk.

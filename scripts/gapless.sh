@@ -23,9 +23,9 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
 fi
 
 scratch=.build-bench
-swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lecternd >&2
-swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product lectern >&2
-bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
+scripts/swift-release --scratch-path "$scratch" --product lecternd >&2
+scripts/swift-release --scratch-path "$scratch" --product lectern >&2
+bin="$(scripts/swift-release --scratch-path "$scratch" --show-bin-path)"
 
 work="$(mktemp -d /tmp/lectern-gapless.XXXXXX)"
 bus_pid=""

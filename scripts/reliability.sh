@@ -38,11 +38,12 @@ swift build --build-tests || exit 1
 name="$profile"
 products=()
 if [[ "$config" == release ]]; then
-    release=(-c release)
+    release=()
     if [[ -n "${LECTERN_RELIABILITY_SCRATCH:-}" ]]; then release+=(--scratch-path "$LECTERN_RELIABILITY_SCRATCH"); fi
-    swift build "${release[@]}" --product lecternd || exit 1
-    # The tests start lecternd from LECTERN_PRODUCTS_DIR (Tests/TestSupport: productsDirectory).
-    products=("LECTERN_PRODUCTS_DIR=$(swift build "${release[@]}" --show-bin-path)")
+    # The lecternd that scripts/run.sh builds; the tests start it from LECTERN_PRODUCTS_DIR (Tests/TestSupport:
+    # productsDirectory).
+    scripts/swift-release ${release[@]+"${release[@]}"} --product lecternd || exit 1
+    products=("LECTERN_PRODUCTS_DIR=$(scripts/swift-release ${release[@]+"${release[@]}"} --show-bin-path)")
     name="$profile-release"
     echo "lecternd: ${products[0]#*=}/lecternd"
 fi

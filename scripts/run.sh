@@ -20,9 +20,9 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
     scripts/install-deps.sh --build --run
 fi
 
-swift build -c release --static-swift-stdlib --product lecternd >&2
-swift build -c release --static-swift-stdlib --product lectern >&2
-bin="$(swift build -c release --static-swift-stdlib --show-bin-path)"
+scripts/swift-release --product lecternd >&2
+scripts/swift-release --product lectern >&2
+bin="$(scripts/swift-release --show-bin-path)"
 echo "lectern: binaries in $bin (the client: $bin/lectern)" >&2
 
 address_files=(/tmp/lectern-bus-address)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes Sources/lecternd/lecternd.order: the functions of the release lecternd that a typical session runs.
 #
-#   scripts/symbol-order.sh          (LECTERN_SKIP_DEPS=1: don't install valgrind; LECTERN_ORDER_SCRATCH=DIR:
+#   scripts/symbol-order.sh          (LECTERN_SKIP_DEPS=1: don't install valgrind; LECTERN_ORDER_KEEP=DIR: keep the
+#                                     profile and the link map there; LECTERN_ORDER_SCRATCH=DIR:
 #                                     build into DIR instead of .build-order)
 #
 # Release builds link lecternd with `--symbol-ordering-file` (Package.swift, `lecterndOrder`), so these functions
@@ -31,23 +32,25 @@ if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
         "${as_root[@]}" apt-get install -y -qq --no-install-recommends valgrind >&2
     fi
 fi
-for tool in valgrind busctl playerctl dbus-daemon gst-launch-1.0 objcopy nm; do
+for tool in valgrind busctl playerctl dbus-daemon pulseaudio gst-launch-1.0 objcopy nm; do
     command -v "$tool" >/dev/null || { echo "symbol-order: $tool is needed" >&2; exit 1; }
 done
 
 scratch="${LECTERN_ORDER_SCRATCH:-.build-order}"
-build=(swift build -c release --static-swift-stdlib --scratch-path "$scratch")
-"${build[@]}" --product lecternd >&2
-"${build[@]}" --product lectern >&2
-bin="$("${build[@]}" --show-bin-path)"
-
 work="$(mktemp -d /tmp/lectern-order.XXXXXX)"
 cleanup() {
     [[ -n "${daemon:-}" ]] && kill "$daemon" 2>/dev/null || true
     [[ -n "${bus:-}" ]] && kill "$bus" 2>/dev/null || true
+    [[ -n "${pulse:-}" ]] && kill "$pulse" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
+# The linker's map says which functions share an input section (below: which names are safe to list).
+build=(scripts/swift-release --scratch-path "$scratch")
+"${build[@]}" --product lecternd -Xlinker -Map="$work/lecternd.map" >&2
+"${build[@]}" --product lectern >&2
+bin="$("${build[@]}" --show-bin-path)"
+[[ -s "$work/lecternd.map" ]] || { echo "symbol-order: the link wrote no map (was lecternd linked again?)" >&2; exit 1; }
 
 # valgrind 3.19 can't read the DWARF 5 that clang writes: it reads the symbol table of a copy without it (the
 # same addresses, the same names).
@@ -63,7 +66,9 @@ done
 dbus-daemon --session --nofork --address="unix:path=$work/bus" >/dev/null 2>&1 &
 bus=$!
 export DBUS_SESSION_BUS_ADDRESS="unix:path=$work/bus"
-export XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache" XDG_CONFIG_HOME="$work/config"
+export XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache" XDG_CONFIG_HOME="$work/config" \
+       XDG_RUNTIME_DIR="$work/runtime" HOME="$work"
+mkdir -m 700 "$work/runtime"
 for _ in $(seq 50); do [[ -S "$work/bus" ]] && break; sleep 0.1; done
 
 valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
@@ -94,6 +99,13 @@ playerctl -p lectern metadata >/dev/null 2>&1 || true
 playerctl -p lectern position >/dev/null 2>&1 || true
 playerctl -p lectern volume 0.5 >/dev/null 2>&1 || true
 
+# Until now there was no sound server (as in the benchmark); now one starts, as on a desktop: the daemon finds it
+# and watches the output routes.
+pulseaudio -n --daemonize=no --exit-idle-time=-1 --load="module-null-sink sink_name=null" \
+    --load=module-native-protocol-unix --log-target=file:"$work/pulse.log" &
+pulse=$!
+sleep 5
+
 # The library, through the client (each command's failure is fine: this only has to run the daemon's code).
 lectern=("$bin/lectern")
 {
@@ -120,9 +132,9 @@ kill -TERM "$daemon"
 wait "$daemon" || { echo "symbol-order: lecternd did not stop cleanly" >&2; cat "$work/lecternd.log" >&2; exit 1; }
 daemon=
 
-python3 - "$work/callgrind.out" "$work/lecternd" "$root/Sources/lecternd/lecternd.order" <<'EOF'
+python3 - "$work/callgrind.out" "$work/lecternd" "$work/lecternd.map" "$root/Sources/lecternd/lecternd.order" <<'EOF'
 import re, subprocess, sys
-profile, binary, order_file = sys.argv[1:]
+profile, binary, link_map, order_file = sys.argv[1:]
 # callgrind names each object and function once ("ob=(3) /path", "fn=(12) name"), then by number alone.
 objects, functions, current_object, executed = {}, {}, None, set()
 for line in open(profile, errors="replace"):
@@ -141,22 +153,45 @@ for line in open(profile, errors="replace"):
         name, owner = functions[number]
         if kind == "fn" and owner == binary:
             executed.add(re.sub(r"'\d+$", "", name))  # "'2": callgrind's mark of a recursion level
-addresses, definitions = {}, {}
+addresses = {}
 for line in subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
     fields = line.split()
     if len(fields) == 3 and fields[1] in "tTwW":
         addresses.setdefault(fields[2], int(fields[0], 16))
-        definitions[fields[2]] = definitions.get(fields[2], 0) + 1
-# A name that several objects define locally ("objectdestroy.2Tm", "__swift_memcpy1_1", value witnesses) would
-# order all of them: lld moves every local symbol of that name, and with it the whole .text of each object compiled
-# without function sections (much of the static Swift runtime and Foundation): 1.3 MB more code, put
-# among the hot functions. Leaving these ~90 small functions where they are costs nothing like that.
-ambiguous = {name for name in executed if definitions.get(name, 0) > 1}
-names = sorted((addresses[name], name) for name in executed if name in addresses and name not in ambiguous)
+# The input sections of .text (lld's map: "VMA LMA Size Align" then the section at 8 spaces, its symbols at 16).
+sections_of, size_of, section, in_text = {}, [], None, False
+for line in open(link_map, errors="replace"):
+    match = re.match(r"^\s*[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+ (\s*)(.*)$", line.rstrip("\n"))
+    if not match:
+        continue
+    size, indent, name = int(match.group(1), 16), len(match.group(2)), match.group(3)
+    if indent == 0:
+        in_text = name == ".text"
+    elif in_text and indent == 8:
+        section = len(size_of)
+        size_of.append(size)
+    elif in_text and indent == 16 and section is not None:
+        sections_of.setdefault(name, []).append(section)
+# lld moves the whole input section of each listed name, and for a name several objects define locally (value
+# witnesses, outlined copies, "objectdestroy") the section of every definition. Our modules are compiled one
+# section per function, but the static Swift runtime and Foundation have objects whose one .text holds many
+# functions (Swift.o: 1.6 MB). So: first the names defined once, in their present address order (neighbours in the
+# source stay neighbours); then the names defined several times, those whose sections are all small or already
+# moved first, and last those that move a big section (it lands after the code that runs, not among it).
+unique = [name for name in executed if name in addresses and len(sections_of.get(name, [])) <= 1]
+moved = {sections_of[name][0] for name in unique if name in sections_of}
+def cost(name):
+    return sum(size_of[s] for s in sections_of[name] if s not in moved)
+shared = [name for name in executed if name in addresses and len(sections_of.get(name, [])) > 1]
+names = [name for _, name in sorted((addresses[name], name) for name in unique)]
+names += [name for _, _, name in sorted((cost(name) > 16384, addresses[name], name) for name in shared)]
 with open(order_file, "w") as out:
-    out.writelines(name + "\n" for _, name in names)
-print(f"symbol-order: {len(names)} functions written to {order_file} ({len(ambiguous)} names defined more than once left out)",
+    out.writelines(name + "\n" for name in names)
+print(f"symbol-order: {len(names)} functions written to {order_file} ({len(shared)} of them defined more than once)",
       file=sys.stderr)
 EOF
+if [[ -n "${LECTERN_ORDER_KEEP:-}" ]]; then
+    mkdir -p "$LECTERN_ORDER_KEEP" && cp "$work/callgrind.out" "$work/lecternd.map" "$LECTERN_ORDER_KEEP/"
+fi
 # SwiftPM doesn't know that the link reads the list: make the next release build link lecternd again.
 touch "$root/Sources/lecternd/Lecternd.swift"
