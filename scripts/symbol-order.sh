@@ -193,5 +193,4 @@ EOF
 if [[ -n "${LECTERN_ORDER_KEEP:-}" ]]; then
     mkdir -p "$LECTERN_ORDER_KEEP" && cp "$work/callgrind.out" "$work/lecternd.map" "$LECTERN_ORDER_KEEP/"
 fi
-# SwiftPM doesn't know that the link reads the list: make the next release build link lecternd again.
-touch "$root/Sources/lecternd/Lecternd.swift"
+# SwiftPM doesn't know that the link reads the list; scripts/swift-release links lecternd again when it changed.

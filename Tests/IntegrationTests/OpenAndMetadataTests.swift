@@ -62,6 +62,36 @@ extension Integration {
             }
         }
 
+        /// What a folder's queue holds: its audio files and its subfolders', in natural order of their paths
+        /// below it; never a hidden name, a symbolic link (to a file or a folder), a FIFO or a file that is not
+        /// audio by its name.
+        @Test func aFolderQueuesItsAudioFilesAndSubfoldersButNoHiddenNamesLinksOrFIFOs() async throws {
+            try await DaemonFixture.with { d in
+                let folder = d.directory.appending("shelf")
+                let fm = FileManager.default
+                let audio = d.media.book.appendingPathComponent("1.ogg")
+                for name in ["2.ogg", "10.ogg", "Disc 2/1.ogg", "UPPER.OGG", ".hidden.ogg", ".hidden/3.ogg", "notes.txt"] {
+                    let file = folder.appendingPathComponent(name)
+                    try fm.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try fm.copyItem(at: audio, to: file)
+                }
+                try fm.createSymbolicLink(atPath: folder.appendingPathComponent("link.ogg").path, withDestinationPath: audio.path)
+                try fm.createSymbolicLink(atPath: folder.appendingPathComponent("Linked disc").path,
+                                          withDestinationPath: folder.appendingPathComponent("Disc 2").path)
+                #expect(mkfifo(folder.appendingPathComponent("fifo.ogg").path, 0o644) == 0)
+
+                try await d.openURI(folder)
+                try await d.waitForTracksDiscovered()
+                let tracks = try await d.get("Tracks", interface: MPRIS.trackList).elements ?? []
+                let metadata = try await d.call("GetTracksMetadata", [.array(.objectPath, tracks)], interface: MPRIS.trackList)
+                    .first?.elements ?? []
+                let urls = metadata.compactMap { $0.stringKeyedDictionary?["xesam:url"]?.string }
+                #expect(urls == ["2.ogg", "10.ogg", "Disc 2/1.ogg", "UPPER.OGG"].map {
+                    MediaLibrary.uri(folder.appendingPathComponent($0))
+                })
+            }
+        }
+
         @Test func tagsOfAnMP3ShowInMetadata() async throws {
             try await DaemonFixture.with { d in
                 try await d.openURI(d.media.taggedMP3)
