@@ -15,7 +15,7 @@ build:
 
 release:
 	scripts/install-deps.sh --build
-	$(SWIFT) build -c release
+	scripts/swift-release
 
 # make run ARGS='--audio-sink "fakesink sync=true"'
 run:
