@@ -135,7 +135,10 @@ daemon=
 python3 - "$work/callgrind.out" "$work/lecternd" "$work/lecternd.map" "$root/Sources/lecternd/lecternd.order" <<'EOF'
 import re, subprocess, sys
 profile, binary, link_map, order_file = sys.argv[1:]
-# callgrind names each object and function once ("ob=(3) /path", "fn=(12) name"), then by number alone.
+# callgrind names each object and function once ("ob=(3) /path", "fn=(12) name"), then by number alone; a
+# function's own costs ("fn=") come under its own object ("ob="). (Its first mention may be as a callee, "cfn=",
+# of a function in another object: a callback libdbus or libpulse calls. Taking the object from there lost
+# such callbacks, in some runs and not others.)
 objects, functions, current_object, executed = {}, {}, None, set()
 for line in open(profile, errors="replace"):
     match = re.match(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
@@ -149,10 +152,9 @@ for line in open(profile, errors="replace"):
             current_object = objects.get(number)
     else:
         if name:
-            functions[number] = (name, current_object)
-        name, owner = functions[number]
-        if kind == "fn" and owner == binary:
-            executed.add(re.sub(r"'\d+$", "", name))  # "'2": callgrind's mark of a recursion level
+            functions[number] = name
+        if kind == "fn" and current_object == binary:
+            executed.add(re.sub(r"'\d+$", "", functions[number]))  # "'2": callgrind's mark of a recursion level
 addresses = {}
 for line in subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
     fields = line.split()

@@ -290,6 +290,13 @@ extension RawClient {
         }
     }
 
+    @Test func introspectionEscapesMarkupScalarByScalar() {
+        #expect(Introspection.escape("a{sv}") == "a{sv}")
+        #expect(Introspection.escape("a&b<c>\"d\" é") == "a&amp;b&lt;c&gt;&quot;d&quot; é")
+        // A combining mark after "&" makes one Character with it; the XML still needs the "&" escaped.
+        #expect(Introspection.escape("&\u{301}<") == "&amp;\u{301}&lt;")
+    }
+
     @Test func peerPingIsAnswered() async throws {
         let h = try await Harness()
         #expect(try await h.call("Ping", interface: "org.freedesktop.DBus.Peer").isEmpty)

@@ -52,7 +52,9 @@ extension Integration {
                 #expect(list.last?["note"] == .string("a note"))
                 #expect(near(list.last?["offset"]?.int64, 3_000_000, within: 500_000))
 
-                // Rename, note, delete: each a BookmarksChanged(book).
+                // Rename, note, delete: each a BookmarksChanged(book). The adds' signals are recorded first (the
+                // recorder is a task of its own: a reply can overtake it).
+                try await d.signals.barrier()
                 mark = d.signals.mark
                 try await d.marks("RenameBookmark", [.int64(inSecond), .string("  Renamed  ")])
                 try await d.marks("SetBookmarkNote", [.int64(inSecond), .string("new note\nwith two lines")])
