@@ -86,25 +86,65 @@ bool lectern_gst_message_from_sink(void *message) {
     return source != NULL && GST_IS_ELEMENT(source) && GST_OBJECT_FLAG_IS_SET(source, GST_ELEMENT_FLAG_SINK);
 }
 
-char *lectern_gst_message_source_uri(void *message) {
-    // playbin (1.22, playbin2) gives each stream a "uridecodebin" of its own (the shared output chain has none),
-    // whose "uri" is the string playbin was given. A source element (filesrc) knows its URI itself, which still
-    // answers when uridecodebin has already taken the failed source out (by the time the bus thread reads this).
-    for (GstObject *object = GST_MESSAGE_SRC(GST_MESSAGE(message)); object != NULL; object = GST_OBJECT_PARENT(object)) {
-        if (!GST_IS_ELEMENT(object)) {
-            continue;
+// The URI of the stream `object` belongs to, walking up its parents (each taken with a reference, under its
+// object lock: the streaming threads that post errors and the thread that takes a finished stream's bin out of
+// playbin run at the same time).
+// playbin (1.22, playbin2) gives each stream a "uridecodebin" of its own (the shared output chain has none), whose
+// "uri" is the string playbin was given; a source element (filesrc) knows its URI itself.
+static char *stream_uri_of(GstObject *start) {
+    GstObject *object = start != NULL ? gst_object_ref(start) : NULL;
+    while (object != NULL) {
+        if (GST_IS_ELEMENT(object)) {
+            GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(object));
+            if (factory != NULL && g_strcmp0(GST_OBJECT_NAME(factory), "uridecodebin") == 0) {
+                char *uri = NULL;
+                g_object_get(object, "uri", &uri, NULL);
+                gst_object_unref(object);
+                return uri;
+            }
+            if (GST_IS_URI_HANDLER(object) && gst_uri_handler_get_uri_type(GST_URI_HANDLER(object)) == GST_URI_SRC) {
+                char *uri = gst_uri_handler_get_uri(GST_URI_HANDLER(object));
+                gst_object_unref(object);
+                return uri;
+            }
         }
-        GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(object));
-        if (factory != NULL && g_strcmp0(GST_OBJECT_NAME(factory), "uridecodebin") == 0) {
-            char *uri = NULL;
-            g_object_get(object, "uri", &uri, NULL);
-            return uri;
-        }
-        if (GST_IS_URI_HANDLER(object) && gst_uri_handler_get_uri_type(GST_URI_HANDLER(object)) == GST_URI_SRC) {
-            return gst_uri_handler_get_uri(GST_URI_HANDLER(object));
-        }
+        GstObject *parent = gst_object_get_parent(object);
+        gst_object_unref(object);
+        object = parent;
     }
     return NULL;
+}
+
+static GQuark stream_uri_quark(void) {
+    return g_quark_from_static_string("lectern-stream-uri");  // thread-safe; only for errors and their reading
+}
+
+// The bus's sync handler: runs in the thread that posts, while the posting element is still in its stream's bin.
+// By the time the bus thread pops an error, playbin may have taken that bin out (a stream that failed after
+// "about-to-finish" handed over to the next one), and the element's parents no longer lead to its URI. The URI
+// goes in the message's qdata: its structure may not be writable here (a bin on the way may hold a reference).
+static GstBusSyncReply note_stream_uri(GstBus *bus, GstMessage *message, gpointer data) {
+    (void)bus;
+    (void)data;
+    if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+        char *uri = stream_uri_of(GST_MESSAGE_SRC(message));
+        if (uri != NULL) {
+            gst_mini_object_set_qdata(GST_MINI_OBJECT(message), stream_uri_quark(), uri, g_free);
+        }
+    }
+    return GST_BUS_PASS;
+}
+
+void lectern_gst_bus_note_stream_uris(void *bus) {
+    gst_bus_set_sync_handler(GST_BUS(bus), note_stream_uri, NULL, NULL);
+}
+
+char *lectern_gst_message_source_uri(void *message) {
+    const char *noted = gst_mini_object_get_qdata(GST_MINI_OBJECT(message), stream_uri_quark());
+    if (noted != NULL) {
+        return g_strdup(noted);
+    }
+    return stream_uri_of(GST_MESSAGE_SRC(GST_MESSAGE(message)));
 }
 
 bool lectern_gst_post_application(void *element, const char *name, const char *field, const char *value) {

@@ -23,6 +23,7 @@ final class BusReader: @unchecked Sendable {
         handler: Playbin.EventHandler?, continuation: AsyncStream<PlaybinEvent>.Continuation
     ) {
         self.bus = gst_element_get_bus(pipeline)  // +1, released in deinit
+        lectern_gst_bus_note_stream_uris(UnsafeMutableRawPointer(bus))
         self.pipeline = UnsafeMutableRawPointer(pipeline)
         self.control = control
         self.handler = handler

@@ -117,7 +117,14 @@ extension Reliability {
                     var answer = Duration.zero
                     if Self.failWhilePlaying.contains(damage) {
                         await withKnownIssue("""
-                            Intermittent (about 1 run in 4 here): a file GStreamer fails on while playing. Its error can                             arrive around the gapless handover, where the engine tells the next stream's failure from the                             current one's only by whether about-to-finish already took the next URI (GStreamerEngine,                             Translation.handle); when it guesses wrong the book can sit on the damaged file past the 6 s                             window, and the reloads it does meanwhile block the cooperative pool long enough for one                             call to wait over 1 s. Needs the failing element's stream identified (its uridecodebin).
+                            Intermittent: a file GStreamer fails on while playing. Its error can arrive around the \
+                            gapless handover, where the engine tells the next stream's failure from the current \
+                            one's by the stream of the element that failed; playbin could take that element out of \
+                            its stream before the bus thread read the error, and the engine then guessed. Since \
+                            2026-11-25 the stream is noted as the error is posted (GStreamerTests/ErrorStreamTests), \
+                            and 22 runs passed clean (4 with both cores busy); one full run that day, during a \
+                            concurrent build, saw the truncated file's book stall and then calls unanswered \
+                            (NoReply). Kept marked until the suite has run clean for longer.
                             """, isIntermittent: true) {
                             try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
                             #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")

@@ -47,9 +47,13 @@ void *lectern_gst_message_src(void *message);
 /// Whether the message comes from a sink element (the audio output, e.g. pulsesink inside autoaudiosink).
 bool lectern_gst_message_from_sink(void *message);
 /// The URI of the stream whose element posted `message` (its playbin uridecodebin's, or the source element's
-/// own), or NULL when it came from an element no single stream owns (the sinks, playbin itself) or one already
-/// taken out of its bin. Free with g_free.
+/// own): as noted when it was posted (``lectern_gst_bus_note_stream_uris``), else found now; NULL when it came
+/// from an element no single stream owns (the sinks, playbin itself) or one already taken out of its bin.
+/// Free with g_free.
 char *lectern_gst_message_source_uri(void *message);
+/// Makes `bus` (a GstBus) note in each ERROR message, as it is posted, the URI of the stream of the element that
+/// posted it (a sync handler; the bus must have none). Call before the pipeline leaves NULL.
+void lectern_gst_bus_note_stream_uris(void *bus);
 
 // Posts an application message named `name` from `element` on its bus, with an optional string field
 // `field` = `value` (gst_structure_new is variadic and G_TYPE_STRING is a macro). Returns false if the
