@@ -135,11 +135,12 @@ daemon=
 python3 - "$work/callgrind.out" "$work/lecternd" "$work/lecternd.map" "$root/Sources/lecternd/lecternd.order" <<'EOF'
 import re, subprocess, sys
 profile, binary, link_map, order_file = sys.argv[1:]
-# callgrind names each object and function once ("ob=(3) /path", "fn=(12) name"), then by number alone; a
-# function's own costs ("fn=") come under its own object ("ob="). (Its first mention may be as a callee, "cfn=",
-# of a function in another object: a callback libdbus or libpulse calls. Taking the object from there lost
-# such callbacks, in some runs and not others.)
-objects, functions, current_object, executed = {}, {}, None, set()
+# callgrind names each object and function once ("ob=(3) /path", "fn=(12) name"), then by number alone. A function
+# ran if it has costs of its own ("fn=", under its object's "ob=") or was called ("cfn=", whose object is the
+# "cob=" just before it, else the caller's): some functions that were called have no block of their own. (Taking
+# a function's object from its first mention instead, as this did before, lost callbacks that libdbus or libpulse
+# call, in some runs and not others.)
+objects, functions, current_object, callee_object, executed = {}, {}, None, None, set()
 for line in open(profile, errors="replace"):
     match = re.match(r"^(c?ob|c?fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
     if not match:
@@ -150,11 +151,16 @@ for line in open(profile, errors="replace"):
             objects[number] = name
         if kind == "ob":
             current_object = objects.get(number)
-    else:
-        if name:
-            functions[number] = name
-        if kind == "fn" and current_object == binary:
-            executed.add(re.sub(r"'\d+$", "", functions[number]))  # "'2": callgrind's mark of a recursion level
+        else:
+            callee_object = objects.get(number)
+        continue
+    if name:
+        functions[number] = name
+    owner = current_object if kind == "fn" else (callee_object or current_object)
+    if kind == "cfn":
+        callee_object = None
+    if owner == binary:
+        executed.add(re.sub(r"'\d+$", "", functions[number]))  # "'2": callgrind's mark of a recursion level
 addresses = {}
 for line in subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
     fields = line.split()
@@ -187,10 +193,21 @@ def cost(name):
 shared = [name for name in executed if name in addresses and len(sections_of.get(name, [])) > 1]
 names = [name for _, name in sorted((addresses[name], name) for name in unique)]
 names += [name for _, _, name in sorted((cost(name) > 16384, addresses[name], name) for name in shared)]
+# Last, what the previous list named that this session did not run but the binary still has: one session misses
+# paths another takes (a lock's slow path, a retry), and a list made from one session alone measured 1.1-1.5 MB
+# more VmRSS on the benchmark's path than the same list with these kept (docs/benchmarks.md, "Memory: function
+# sections"). After the code that ran, so they cost only their own sections.
+listed = set(names)
+try:
+    previous = [line.strip() for line in open(order_file) if line.strip()]
+except FileNotFoundError:
+    previous = []
+kept = [name for name in previous if name in addresses and name not in listed]
+names += kept
 with open(order_file, "w") as out:
     out.writelines(name + "\n" for name in names)
-print(f"symbol-order: {len(names)} functions written to {order_file} ({len(shared)} of them defined more than once)",
-      file=sys.stderr)
+print(f"symbol-order: {len(names)} functions written to {order_file} ({len(shared)} of them defined more than once, "
+      f"{len(kept)} kept from the previous list)", file=sys.stderr)
 EOF
 if [[ -n "${LECTERN_ORDER_KEEP:-}" ]]; then
     mkdir -p "$LECTERN_ORDER_KEEP" && cp "$work/callgrind.out" "$work/lecternd.map" "$LECTERN_ORDER_KEEP/"
