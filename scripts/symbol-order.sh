@@ -196,7 +196,7 @@ names += [name for _, _, name in sorted((cost(name) > 16384, addresses[name], na
 # Last, what the previous list named that this session did not run but the binary still has: one session misses
 # paths another takes (a lock's slow path, a retry), and a list made from one session alone measured 1.1-1.5 MB
 # more VmRSS on the benchmark's path than the same list with these kept (docs/benchmarks.md, "Memory: function
-# sections"). After the code that ran, so they cost only their own sections.
+# sections"). After the code that ran: whatever sections they move land after it, not among it.
 listed = set(names)
 try:
     previous = [line.strip() for line in open(order_file) if line.strip()]

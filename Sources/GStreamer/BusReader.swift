@@ -3,7 +3,9 @@ import CGStreamerShims
 import Foundation
 
 /// Reads a pipeline's bus on a dedicated thread (gst_bus_timed_pop_filtered, blocking) and turns each message
-/// into a ``PlaybinEvent`` there; only values leave the thread.
+/// into a ``PlaybinEvent`` there; only values leave the thread. The bus's sync handler notes, as each error is
+/// posted, the URI of the failing element's stream (`lectern_gst_bus_note_stream_uris`): by the time this thread
+/// reads the error, playbin may have taken that element out of its stream.
 // @unchecked Sendable: every stored property is immutable after init; `bus` and `pipeline` are only passed to
 // MT-safe GStreamer calls (pop/post, pointer comparison); the continuation and handler are Sendable.
 final class BusReader: @unchecked Sendable {

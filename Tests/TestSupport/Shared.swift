@@ -27,7 +27,6 @@ public enum GeneratedFiles {
             return root
         }
     }
-
 }
 
 /// One GStreamer plugin registry for the daemons a test process starts (`GST_REGISTRY` in their environment).
