@@ -60,6 +60,7 @@ extension Integration {
                 #expect(try await d.allShelves().first { $0["id"]?.int64 == epic }?["parent"]?.int64 == fantasy)
 
                 // An empty shelf goes without `recursive`.
+                try await d.signals.barrier()  // the previous call's signal is recorded before the mark
                 mark = d.signals.mark
                 try await d.lib("DeleteShelf", [.int64(epic), .boolean(false)])
                 try await d.signals.barrier()
@@ -177,6 +178,7 @@ extension Integration {
                 #expect(Set(try await ids(0, false)) == [book, mp3])
 
                 // SetBookSettings, some keys at a time.
+                try await d.signals.barrier()  // the previous call's signal is recorded before the mark
                 mark = d.signals.mark
                 try await d.lib("SetBookSettings", [.int64(book), .vardict(["speed": .double(1.5), "volume": .double(0.4)])])
                 try await d.lib("SetBookSettings", [.int64(book), .vardict(["loop": .string("Track"), "shuffle": .boolean(true)])])
@@ -189,6 +191,7 @@ extension Integration {
                 #expect(try await d.getBook(book)["speed"] == .double(2))
 
                 // SetBookNote, SetBookFinished
+                try await d.signals.barrier()  // the previous call's signal is recorded before the mark
                 mark = d.signals.mark
                 let note = "Line one\nLine two — ünïcödé " + String(repeating: "x", count: 5000)
                 try await d.lib("SetBookNote", [.int64(book), .string(note)])
@@ -205,6 +208,7 @@ extension Integration {
                 let fileIDs = files.compactMap { $0["id"]?.int64 }
                 #expect(files.compactMap { $0["path"]?.string.map { ($0 as NSString).lastPathComponent } } == MediaLibrary.bookFiles)
                 #expect(files.compactMap { $0["index"]?.int64 } == [0, 1, 2])
+                try await d.signals.barrier()  // the previous call's signal is recorded before the mark
                 mark = d.signals.mark
                 let reversed = Array(fileIDs.reversed())
                 try await d.lib("ReorderFiles", [.int64(book), .array(.int64, reversed.map(DBusValue.int64))])
@@ -365,6 +369,7 @@ extension Integration {
                 let book = try await d.importOK(d.media.longBook)[0]
                 try await d.lib("ActivateBook", [.int64(book), .boolean(false)])
                 #expect(try await d.currentBook() == book)
+                try await d.signals.barrier()  // the previous call's signal is recorded before the mark
                 let mark = d.signals.mark
                 try await d.lib("DeleteBook", [.int64(book)])
                 try await d.signals.barrier()

@@ -13,7 +13,8 @@ extension Integration {
                 #expect(open.status == 0, "playerctl open: \(open)")
                 #expect(try await d.waitForURL(endingWith: "/book/1.ogg") == MediaLibrary.uri(d.media.book.appendingPathComponent("1.ogg")))
                 #expect(try await d.waitForStatus("Playing") == "Playing")
-                // Announced, not only readable.
+                // Announced, not only readable (sent before the reply to the Get that read it: the barrier).
+                try await d.signals.barrier()
                 #expect(d.signals.values(of: "PlaybackStatus", since: mark).contains(.string("Playing")))
                 #expect(await d.signals.waitFor(since: mark) {
                     $0.playerChanges["Metadata"]?.stringKeyedDictionary?["xesam:url"]?.string?.hasSuffix("/book/1.ogg") == true

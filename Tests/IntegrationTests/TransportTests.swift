@@ -77,8 +77,9 @@ extension Integration {
                 #expect(change != nil && change?["PlaybackStatus"] == nil, "\(d.signals.playerChanges(since: mark))")
                 #expect(try await d.playerctl("metadata", "xesam:url").stdout.hasSuffix("/longbook/2.ogg"))
                 // Once the new file is ready (it can be positioned), still paused and never announced Playing.
+                let positioned = d.signals.mark  // SetPosition's Seeked, not one Next might have sent
                 try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(1_000_000)])
-                #expect(await d.signals.waitFor(since: mark) { $0.seekedPosition != nil } != nil)
+                #expect(await d.signals.waitFor(since: positioned) { $0.seekedPosition != nil } != nil)
                 try await d.signals.barrier()
                 #expect(try await d.status() == "Paused")
                 #expect(!d.signals.values(of: "PlaybackStatus", since: mark).contains(.string("Playing")),

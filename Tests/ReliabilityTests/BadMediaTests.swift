@@ -39,9 +39,6 @@ extension Reliability {
 
         /// The daemon runs without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH, so that a mode-000 file is unreadable to
         /// it even when the tests run as root.
-        /// Damages only found when GStreamer fails on the file while playing (the others are left out at activation).
-        static let failWhilePlaying: Set<Damage> = [.truncated, .garbage]
-
         static let withoutFileOverride = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
                                           "--bounding-set=-dac_override,-dac_read_search", "--"]
 
@@ -115,24 +112,8 @@ extension Reliability {
                 for damage in Damage.allCases {
                     let book = try #require(books[damage])
                     var answer = Duration.zero
-                    if Self.failWhilePlaying.contains(damage) {
-                        await withKnownIssue("""
-                            Intermittent: a file GStreamer fails on while playing. Its error can arrive around the \
-                            gapless handover, where the engine tells the next stream's failure from the current \
-                            one's by the stream of the element that failed; playbin could take that element out of \
-                            its stream before the bus thread read the error, and the engine then guessed. Since \
-                            2026-11-25 the stream is noted as the error is posted (GStreamerTests/ErrorStreamTests), \
-                            and 22 runs passed clean (4 with both cores busy); one full run that day, during a \
-                            concurrent build, saw the truncated file's book stall and then calls unanswered \
-                            (NoReply). Kept marked until the suite has run clean for longer.
-                            """, isIntermittent: true) {
-                            try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
-                            #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
-                        }
-                    } else {
-                        try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
-                        #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
-                    }
+                    try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
+                    #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
                     worstAnswer = max(worstAnswer, answer)
                 }
                 #expect(rig.daemon?.isRunning == true)
