@@ -96,17 +96,22 @@ struct Report {
             guard let c else { return "—" }
             return String(format: "%.2f %% (schedstat %.2f %%)", c.percent, c.schedPercent)
         }
-        let cpuMet = l.flatMap { $0.playCPU.map { $0.percent <= 0.4 } }
-        row("CPU playing, \(settings.cpuWindow) window, % of one core (utime+stime)", cells { cpuCell($0.playCPU) },
-            gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—", "≤ 0.4 %" + verdict(cpuMet))
+        // Into fakesink: what GStreamer's own streaming threads cost against a timed null output (the bare
+        // gst-launch costs as much); the aim is judged into a sound server, as people listen (docs/benchmarks.md).
+        row("CPU playing into a null output (Lectern: fakesink sync=true), \(settings.cpuWindow) window, % of one core "
+            + "(utime+stime)",
+            cells { cpuCell($0.playCPU) }, gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—",
+            "— (judged into PulseAudio: next row)")
         func pulseCell(_ player: CPUWindow.Result?, _ server: CPUWindow.Result?) -> String {
             guard let player, let server else { return "—" }
             return String(format: "%.2f %% + server %.2f %% = %.2f %%", player.schedPercent, server.schedPercent,
                           player.schedPercent + server.schedPercent)
         }
+        let cpuMet = l.flatMap { $0.pulseCPU.map { $0.schedPercent <= 0.4 } }
         row("CPU playing into PulseAudio (null sink), \(settings.cpuWindow) window, % of one core (schedstat): player + "
             + "sound server", cells { pulseCell($0.pulseCPU, $0.pulseServerCPU) },
-            gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.pulseCPU, $0.pulseServerCPU) } ?? "—")
+            gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.pulseCPU, $0.pulseServerCPU) } ?? "—",
+            "player ≤ 0.4 %" + verdict(cpuMet))
         row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
@@ -133,7 +138,22 @@ struct Report {
                               x.callsPerSecond, x.errors + x.connectFailures, Report.us(x.latency.p99),
                               x.playerMicrosPerCall, x.busMicrosPerCall)
             }
-            row("\(clients) concurrent clients, Get for \(settings.concurrencyWindow)", cells(c))
+            // Aims: throughput at least mpv's, daemon CPU per call ≤ 12 µs (VLC's, measured here when the aim was set).
+            let mine = l.flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
+            let mpv = results["mpv"].flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
+            let vlc = results["vlc"].flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
+            var ratios: [String] = []
+            if let mine, let mpv, mpv.callsPerSecond > 0 {
+                ratios.append(String(format: "calls/s ÷ mpv's %.2fx", mine.callsPerSecond / mpv.callsPerSecond))
+            }
+            if let mine, let vlc, vlc.playerMicrosPerCall > 0 {
+                ratios.append(String(format: "µs/call ÷ VLC's %.2fx", mine.playerMicrosPerCall / vlc.playerMicrosPerCall))
+            }
+            let throughputMet = mine.flatMap { m in mpv.map { m.callsPerSecond >= $0.callsPerSecond } }
+            let cpuPerCallMet = mine.map { $0.calls > 0 && $0.playerMicrosPerCall <= 12 }
+            row("\(clients) concurrent clients, Get for \(settings.concurrencyWindow)", cells(c),
+                ratios.isEmpty ? "—" : "Lectern: " + ratios.joined(separator: "; "),
+                "calls/s ≥ mpv's" + verdict(throughputMet) + "; ≤ 12 µs/call" + verdict(cpuPerCallMet))
         }
         row("Threads while playing; VmRSS / VmHWM at the end, MB",
             cells { "\($0.threads); \(Report.mb($0.endRSSKB)) / \(Report.mb($0.endHWMKB))" },

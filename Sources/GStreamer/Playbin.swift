@@ -32,10 +32,12 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred.
 /// `deinit` stops the bus thread, sets NULL and releases the element.
 public final class Playbin {
-    /// How much sound a `pulsesink` holds ahead, unless its description sets `buffer-time` itself. Pausing (the
-    /// stream is corked), seeking and rate changes (flushed) and volume (the stream's own, applied by the server)
-    /// take effect at once whatever its size; measured in docs/benchmarks.md ("CPU while playing, 2026-11-25").
-    public static let soundServerBuffer: Duration = .seconds(1)
+    /// How much sound a `pulsesink` holds ahead, unless its description sets `buffer-time` itself: PulseAudio's
+    /// own default for a stream that asks for no latency ("something like 2 s", pa_buffer_attr.tlength). Pausing
+    /// (the stream is corked), seeking and rate changes (flushed) and volume (the stream's own, applied by the
+    /// server) take effect at once whatever its size. 2 s against 1 s: a quarter less CPU for the player and a
+    /// third less for the server (docs/benchmarks.md, "CPU while playing, 2026-11-25 (session 11)").
+    public static let soundServerBuffer: Duration = .seconds(2)
 
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:
     /// further bus messages wait for it. The ``PlaybinControl`` is this playbin's thread-safe handle.

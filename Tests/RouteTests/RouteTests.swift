@@ -259,15 +259,15 @@ import TestSupport
     }
 }
 
-/// What lecternd asks of the sound server for its stream (Playbin.soundServerBuffer): about a second of sound held
-/// ahead, so that the server wakes it a few times a second, and a volume that is the stream's own, so that a change
-/// is heard at once rather than after that second.
+/// What lecternd asks of the sound server for its stream (Playbin.soundServerBuffer): seconds of sound held ahead,
+/// so that the server wakes it a few times a second, and a volume that is the stream's own, so that a change is
+/// heard at once rather than after those seconds.
 @Suite(.serialized) struct SoundServerStreamTests {
     @Test func theStreamHoldsHalfASecondOrMoreAndItsVolumeIsLecternsVolume() async throws {
         let d = try await RouteDaemon()
         do {
             try await d.startPlaying()
-            // pactl: "Buffer Latency: 500000 usec" (GStreamer's default buffer of 200 ms gives 100000 or so).
+            // pactl: "Buffer Latency: 1000000 usec" for 2 s (GStreamer's default buffer of 200 ms gives 100000 or so).
             let inputs = try await d.pulse.pactl("list", "sink-inputs")
             let latencies = inputs.split(separator: "\n").compactMap { line -> Int? in
                 guard line.contains("Buffer Latency:") else { return nil }
