@@ -16,8 +16,9 @@ build_pkgs=(libdbus-1-dev libsqlite3-dev libgstreamer1.0-dev libgstreamer-plugin
 run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
           gstreamer1.0-tools gstreamer1.0-plugins-base-apps)
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
-# strace: the reliability suite checks which files the daemon opens.
-test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace)
+# strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
+# its threads' stacks in the failure's message.
+test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb)
 # Installed only if the release has them.
 optional_pkgs=" dbus-daemon dbus-bin "
 

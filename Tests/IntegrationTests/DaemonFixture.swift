@@ -295,8 +295,9 @@ final class DaemonFixture: Sendable {
                                    + "\(MPRIS.busName):\n\(log)")
             }
             guard ContinuousClock.now < deadline else {
+                let stacks = await daemon.threadStacks()
                 daemon.kill()
-                throw FixtureError("lecternd did not own \(MPRIS.busName) within 10 s:\n\(log)")
+                throw FixtureError("lecternd did not own \(MPRIS.busName) within 10 s:\n\(log)\nIts threads:\n\(stacks)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

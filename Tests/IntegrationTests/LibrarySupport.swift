@@ -322,8 +322,9 @@ extension DaemonFixture {
         while !(try await nameHasOwner(MPRIS.busName)) {
             guard process.isRunning else { throw FixtureError("the new lecternd exited: \(process.termination.map { "\($0)" } ?? "?")\n\(log)") }
             guard ContinuousClock.now < deadline + .seconds(10) else {
+                let stacks = await process.threadStacks()
                 process.kill()
-                throw FixtureError("the new lecternd did not own \(MPRIS.busName) in time:\n\(log)")
+                throw FixtureError("the new lecternd did not own \(MPRIS.busName) in time:\n\(log)\nIts threads:\n\(stacks)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

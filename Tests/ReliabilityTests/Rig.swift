@@ -158,8 +158,9 @@ final class Rig: Sendable {
                 throw RigError("lecternd exited (\(process.termination.map { "\($0)" } ?? "?")) before owning its name:\n\(daemonLog)")
             }
             guard ContinuousClock.now < deadline else {
+                let stacks = await process.threadStacks()
                 process.kill()
-                throw RigError("lecternd did not own \(Names.mpris) within 20 s:\n\(daemonLog)")
+                throw RigError("lecternd did not own \(Names.mpris) within 20 s:\n\(daemonLog)\nIts threads:\n\(stacks)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }

@@ -377,6 +377,24 @@ public final class Subprocess: @unchecked Sendable {
         return r.takeAll()
     }
 
+    /// Every thread's stack of this running process, from gdb (`thread apply all bt`), for a failure's message:
+    /// what a daemon that stopped answering was doing. A line saying why there is none when gdb is missing or
+    /// fails (gdb is in scripts/install-deps.sh's test packages).
+    public func threadStacks(timeout: Duration = .seconds(30)) async -> String {
+        guard isRunning else { return "(no stacks: the process has exited)" }
+        guard Subprocess.findExecutable("gdb") != nil else { return "(no stacks: gdb is not installed)" }
+        do {
+            let (_, out, err) = try await Subprocess.run(
+                "gdb", ["-p", "\(pid)", "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"],
+                timeout: timeout)
+            // gdb's own chatter (symbol loading) comes before the first thread.
+            let stacks = out.range(of: "\nThread ").map { String(out[$0.lowerBound...]) } ?? out
+            return stacks.isEmpty ? "(no stacks: gdb said \(err.suffix(500)))" : stacks
+        } catch {
+            return "(no stacks: \(error))"
+        }
+    }
+
     // MARK: Short-lived tools
 
     /// Runs a short-lived tool to completion and returns its status (`waitForExit` encoding), standard output
