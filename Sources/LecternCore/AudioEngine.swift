@@ -44,8 +44,11 @@ public enum EngineEvent: Sendable, Equatable {
     case endOfStream
     /// The stream failed (unreadable, undecodable); the engine is stopped.
     case failed(String)
-    /// The stream set with `setNext` failed while the engine prepared it, before it started; the engine is
-    /// stopped (the current stream with it, where it was).
+    /// The stream set with `setNext` failed while the engine prepared it, before it started. The current stream
+    /// plays on to its end and then stands still there (no end of stream comes): the player loads what follows.
+    /// The engine is not stopped at the failure: GStreamer 1.22's playbin can deadlock when set to NULL while the
+    /// failed stream's thread is blocked on a pad it holds until the current stream ends (docs/benchmarks.md,
+    /// Reliability, 2026-11-25).
     case nextFailed(URL, String)
     /// The output failed (the sound server went away, the device broke); the engine is stopped, the stream
     /// itself is fine and can be loaded again where it was.

@@ -36,6 +36,9 @@ public actor Player {
     var consecutiveFailures = 0
     /// Items that failed as the gapless next stream: not offered as the next one again in this queue.
     var failedItems: Set<Int> = []
+    /// The gapless next stream failed while the current one plays on: at the current file's end, where the engine
+    /// then stands still, `tick()` loads the file after the bad one.
+    var advanceAtEndOfFile = false
     var nextItemID = 1
     var nextQueueNumber = 1
     /// Set when the output went away while playing; any command since clears it (see `resumeForReturnedOutput`).
@@ -457,7 +460,7 @@ public actor Player {
             if restarted { observer(.seeked(.zero)) }
             trackEnded()
         case .endOfStream:
-            endOfQueue()
+            if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
         case .outputFailed(let message):
             // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
             logger.error("the output failed", metadata: ["error": "\(message)"])
@@ -475,15 +478,14 @@ public actor Player {
                 handle(.failed(message))
                 return
             }
-            // The next file failed while the engine prepared it, and took the current stream down with it: play
-            // the current one on from where it was, with the file after the bad one as the next.
+            // The next file failed while the engine prepared it; the current one plays on to its end (stopping
+            // the engine now can deadlock GStreamer's playbin, see EngineEvent.nextFailed), and there `tick()`
+            // loads the file after the bad one.
             let item = state.queue[order[target]]
             logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
             observer(.itemFailed(itemID: item.id, message: message))
             failedItems.insert(item.id)
-            let at = engine.position ?? positionClock.position()
-            engineReady = false
-            load(orderPosition: orderPosition, at: at)
+            advanceAtEndOfFile = true
             state.lastError = message
             publish()
         case .failed(let message):
@@ -520,6 +522,11 @@ public actor Player {
             return
         }
         let enginePosition = engine.position
+        if advanceAtEndOfFile, let at = enginePosition, let duration = state.current?.duration,
+           at >= duration - .seconds(1), standing?.position == at {
+            advancePastFailedNext()  // the end of the file, standing still since the last tick
+            return
+        }
         anchorClock()
         checkPosition()
         watchForStall(enginePosition)
@@ -554,6 +561,16 @@ public actor Player {
         state.status = status
         sleep?.countedAt = status == .playing ? now() : nil
         syncSleepStatus()
+    }
+
+    /// The current file ended after its gapless next one failed: on with the file after the bad one.
+    private func advancePastFailedNext() {
+        if let next = nextOrderPosition(wrapping: state.loop == .playlist, skippingFailed: true) {
+            load(orderPosition: next, at: .zero, announce: next == orderPosition)
+        } else {
+            finish()
+        }
+        trackEnded()
     }
 
     /// The stream ended without continuing gaplessly: normally at the end of the queue, but also when the
@@ -631,6 +648,8 @@ public actor Player {
     /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a track's
     /// start, or when `announce` (a jump, or the same track starting over).
     func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
+        advanceAtEndOfFile = false
+        standing = nil
         orderPosition = target
         state.currentIndex = order[target]
         state.currentTrack = state.trackIndex(atFilePosition: position)

@@ -172,6 +172,12 @@ extension PlaybackTests {
             }
             #expect(url == garbage)
             #expect(!message.isEmpty)
+            // The current stream plays on: the engine was not stopped (see EngineEvent.nextFailed).
+            let before = try #require(engine.position)
+            try await Task.sleep(for: .milliseconds(300))
+            let after = try #require(engine.position)
+            #expect(after > before, "position \(before) then \(after)")
+            #expect(!log.all.contains { if case .failed = $0 { true } else { false } }, "\(log.all)")
         }
 
         @Test("stop releases the stream; seek and position then do nothing")

@@ -214,7 +214,9 @@ extension Integration {
                     try await d.call("Pause")
                     #expect(try await d.waitForStatus("Paused") == "Paused")
                     let pausedAt = try await d.position()
-                    let file = try await d.getBook(long)["position_file"]?.int64 ?? 0
+                    // The file it plays, its first (not the saved position's: the disk may have filled before the
+                    // first save reached it, as it did once on a busy machine).
+                    let file = try #require(try await d.files(of: long).first?["id"]?.int64)
                     #expect(!near(try await d.getBook(long)["position_offset"]?.int64, pausedAt, within: 1_500_000),
                             "the position reached the full disk")
 

@@ -17,7 +17,8 @@ import Synchronization
 ///
 /// Threads: the player actor calls the methods (one caller, in order). The playbin's bus thread runs
 /// `Translation.handle`, which turns ``PlaybinEvent``s into ``EngineEvent``s and yields them to ``events``; it also
-/// finishes a load (the seek to the start position, then `.ready`) and stops the pipeline on errors. Everything
+/// finishes a load (the seek to the start position, then `.ready`) and stops the pipeline on errors of the current
+/// stream or the output (not on the gapless next stream's: see ``EngineEvent/nextFailed(_:_:)``). Everything
 /// both sides read or write is in `Translation.state`, behind one Mutex, and every pipeline call that depends on
 /// that state is made while holding it, so the two threads act in a single order. The lock is never taken on a
 /// GStreamer streaming thread ("about-to-finish" only touches the playbin's own next-URI slot), so holding it
@@ -81,6 +82,7 @@ final class GStreamerEngine: AudioEngine {
             state.wantsPlaying = false
             state.sawStreamStart = false
             state.takenNext = nil
+            state.failedNext = nil
             state.lastDuration = nil
             state.seekTarget = nil
             playbin.setState(.paused)
@@ -113,6 +115,7 @@ final class GStreamerEngine: AudioEngine {
             state.phase = .idle
             state.wantsPlaying = false
             state.takenNext = nil
+            state.failedNext = nil
         }
     }
 
@@ -258,6 +261,8 @@ private final class Translation: Sendable {
         var loadedURL: URL?
         /// Where a seek made after `.ready` goes, until its async-done (the position query fails meanwhile).
         var seekTarget: Duration?
+        /// The next stream that failed while the current one plays on: its later errors are already reported.
+        var failedNext: URL?
     }
 
     /// Guards all engine state; see GStreamerEngine's comment for the locking rule.
@@ -317,22 +322,25 @@ private final class Translation: Sendable {
                 }
             case .endOfStream where active:
                 output.append(.endOfStream)
-            case .error(let message, _, let fromSink, let streamURI) where active:
+            case .error(_, _, false, let streamURI?) where active && state.failedNext.map({ Self.names($0, streamURI) }) == true:
+                break  // more of the failed next stream's errors (a demuxer posts two or three)
+            case .error(let message, _, false, let streamURI) where active && state.takenNext != nil
+                    && streamURI.map({ Self.names(state.takenNext!, $0) }) ?? true:
+                // The stream about-to-finish handed over failed before it started (typically "Could not determine
+                // type of stream" from its decodebin). Told apart from the current stream's own late failure (a
+                // truncated file's demuxer, after its source was read to the end) by the failing element. The
+                // current stream plays on: see EngineEvent.nextFailed for why the pipeline is not stopped here.
+                let next = state.takenNext!
+                state.takenNext = nil
+                state.failedNext = next
+                output.append(.nextFailed(next, message))
+            case .error(let message, _, let fromSink, _) where active:
                 control.setState(.null)
                 state.phase = .failed
                 state.wantsPlaying = false
-                let next = state.takenNext
                 state.takenNext = nil
-                if fromSink {
-                    output.append(.outputFailed(message))
-                } else if let next, streamURI.map({ Self.names(next, $0) }) ?? true {
-                    // The stream about-to-finish handed over, before it started (typically "Could not determine
-                    // type of stream" from its decodebin). Told apart from the current stream's own late failure
-                    // (a truncated file's demuxer, after its source was read to the end) by the failing element.
-                    output.append(.nextFailed(next, message))
-                } else {
-                    output.append(.failed(message))
-                }
+                state.failedNext = nil
+                output.append(fromSink ? .outputFailed(message) : .failed(message))
             default:
                 break
             }
