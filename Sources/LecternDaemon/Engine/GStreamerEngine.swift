@@ -322,19 +322,20 @@ private final class Translation: Sendable {
                 }
             case .endOfStream where active:
                 output.append(.endOfStream)
-            case .error(_, _, false, let streamURI?) where active && state.failedNext.map({ Self.names($0, streamURI) }) == true:
-                break  // more of the failed next stream's errors (a demuxer posts two or three)
-            case .error(let message, _, false, let streamURI) where active && state.takenNext != nil
-                    && streamURI.map({ Self.names(state.takenNext!, $0) }) ?? true:
+            case .error(let message, _, let fromSink, let streamURI) where active:
+                if !fromSink, let failed = state.failedNext, let streamURI, Self.names(failed, streamURI) {
+                    break  // more of the failed next stream's errors (a demuxer posts two or three)
+                }
                 // The stream about-to-finish handed over failed before it started (typically "Could not determine
                 // type of stream" from its decodebin). Told apart from the current stream's own late failure (a
                 // truncated file's demuxer, after its source was read to the end) by the failing element. The
                 // current stream plays on: see EngineEvent.nextFailed for why the pipeline is not stopped here.
-                let next = state.takenNext!
-                state.takenNext = nil
-                state.failedNext = next
-                output.append(.nextFailed(next, message))
-            case .error(let message, _, let fromSink, _) where active:
+                if !fromSink, let next = state.takenNext, streamURI.map({ Self.names(next, $0) }) ?? true {
+                    state.takenNext = nil
+                    state.failedNext = next
+                    output.append(.nextFailed(next, message))
+                    break
+                }
                 control.setState(.null)
                 state.phase = .failed
                 state.wantsPlaying = false
