@@ -131,17 +131,17 @@ struct Report {
                 : $0.loading == .libraryBook ? " (a book: positions saved)" : "")
         })
         for (index, clients) in settings.concurrency.enumerated() {
+            func run(of r: PlayerResult?) -> ConcurrencyResult? {
+                r.flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
+            }
             func c(_ r: PlayerResult) -> String {
-                guard index < r.concurrency.count else { return "—" }
-                let x = r.concurrency[index]
+                guard let x = run(of: r) else { return "—" }
                 return String(format: "%.0f/s · %d err · p99 %@ µs · player %.1f µs/call · bus %.1f µs/call",
                               x.callsPerSecond, x.errors + x.connectFailures, Report.us(x.latency.p99),
                               x.playerMicrosPerCall, x.busMicrosPerCall)
             }
             // Aims: throughput at least mpv's, daemon CPU per call ≤ 12 µs (VLC's, measured here when the aim was set).
-            let mine = l.flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
-            let mpv = results["mpv"].flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
-            let vlc = results["vlc"].flatMap { index < $0.concurrency.count ? $0.concurrency[index] : nil }
+            let (mine, mpv, vlc) = (run(of: l), run(of: results["mpv"]), run(of: results["vlc"]))
             var ratios: [String] = []
             if let mine, let mpv, mpv.callsPerSecond > 0 {
                 ratios.append(String(format: "calls/s ÷ mpv's %.2fx", mine.callsPerSecond / mpv.callsPerSecond))

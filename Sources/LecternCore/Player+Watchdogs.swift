@@ -25,6 +25,12 @@ extension Player {
         }
     }
 
+    /// Whether `position` is in the last second of the current file: where a stream that stands still is waiting
+    /// for the next one.
+    func isAtEndOfFile(_ position: Duration) -> Bool {
+        state.current?.duration.map { position >= $0 - .seconds(1) } ?? false
+    }
+
     /// Called every tick while playing: a position that stands still for ``stallLimit`` is a stall (no error
     /// came, no end of stream: a frozen "Playing"). At the end of a file with a next one set, the next file is
     /// what never started (a stream GStreamer hangs on during the gapless handover): it is skipped as if it had
@@ -38,8 +44,7 @@ extension Player {
         guard now() - standing.since >= Self.stallLimit else { return }
         self.standing = nil
         let at = enginePosition ?? positionClock.position()
-        if let target = pendingNext, target != orderPosition, let duration = state.current?.duration,
-           at >= duration - .seconds(1) {
+        if let target = pendingNext, target != orderPosition, isAtEndOfFile(at) {
             handle(.nextFailed(state.queue[order[target]].url,
                                "did not start: playback stood still at the end of the file before it"))
             return

@@ -522,8 +522,7 @@ public actor Player {
             return
         }
         let enginePosition = engine.position
-        if advanceAtEndOfFile, let at = enginePosition, let duration = state.current?.duration,
-           at >= duration - .seconds(1), standing?.position == at {
+        if advanceAtEndOfFile, let at = enginePosition, isAtEndOfFile(at), standing?.position == at {
             advancePastFailedNext()  // the end of the file, standing still since the last tick
             return
         }
@@ -649,7 +648,6 @@ public actor Player {
     /// start, or when `announce` (a jump, or the same track starting over).
     func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         advanceAtEndOfFile = false
-        standing = nil
         orderPosition = target
         state.currentIndex = order[target]
         state.currentTrack = state.trackIndex(atFilePosition: position)
