@@ -128,8 +128,9 @@ extension Player {
 
     // MARK: - Wake-ups
 
-    /// Plans the next wake-up while playing: the next chapter boundary in this file, the start of the fade
-    /// or its next step, the end of the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
+    /// Plans the next wake-up while playing: the next chapter boundary in this file, just past the file's end when
+    /// the engine has a next one, the start of the fade or its next step, the end of the timer. The tick
+    /// (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
@@ -139,6 +140,15 @@ extension Player {
         var delays: [Duration] = []
         if current + 1 < state.tracks.count, state.tracks[current + 1].itemIndex == state.tracks[current].itemIndex {
             delays.append((state.tracks[current + 1].start - here) / rate)
+        }
+        // Just past the end of the file, while the engine should be going on with the next one: a handover that
+        // didn't happen is caught within a fraction of a second (``watchForHandover(_:)``), not at a tick.
+        if advanceAtEndOfFile || pendingNext != nil, let duration = state.current?.duration {
+            if here < duration {
+                delays.append((duration - here) / rate + Self.handoverLimit / 2)
+            } else if standing?.position == here {
+                delays.append(Self.handoverLimit / 2)  // standing at (or past) the end: look again
+            }
         }
         if let left = sleepTimeLeft {
             let step = Duration.milliseconds(250)
@@ -155,6 +165,7 @@ extension Player {
 
     private func wake() {
         wakeTask = nil
+        if watchForHandover(engine.position) { return }
         checkPosition()
         scheduleWake()
     }

@@ -25,17 +25,47 @@ extension Player {
         }
     }
 
+    /// How long the position may stand still at the end of a file whose successor the engine was given before the
+    /// player goes on with that successor itself: a gapless handover happens at the end, not later.
+    static let handoverLimit = Duration.milliseconds(250)
+
     /// Whether `position` is in the last second of the current file: where a stream that stands still is waiting
     /// for the next one.
     func isAtEndOfFile(_ position: Duration) -> Bool {
         state.current?.duration.map { position >= $0 - .seconds(1) } ?? false
     }
 
+    /// Called every tick and by the wake-up planned just past the end of a file (``scheduleWake()``): a position
+    /// that stands still for ``handoverLimit`` at the end of a file, with a next one handed to the engine, means
+    /// the handover did not happen. After a next file that failed (``EngineEvent/nextFailed(_:_:)``) that is
+    /// expected (playbin waits for the stream that failed): the file after it is loaded. Otherwise GStreamer hangs
+    /// on the next file without an error (Ogg's demuxer pauses for good on a truncated file about one time in a
+    /// hundred, measured), or the next file is slow to open (a disk spinning up): it is loaded the ordinary way,
+    /// where a damaged file fails with an error and a slow one plays. Returns whether it moved on.
+    func watchForHandover(_ enginePosition: Duration?) -> Bool {
+        guard state.status == .playing, engineReady, advanceAtEndOfFile || pendingNext != nil,
+              let at = enginePosition, isAtEndOfFile(at) else { return false }
+        guard let standing, standing.position == at else {
+            standing = (at, now())
+            return false
+        }
+        guard now() - standing.since >= Self.handoverLimit else { return false }
+        self.standing = nil
+        if advanceAtEndOfFile {
+            advancePastFailedNext()
+        } else if let target = pendingNext {
+            logger.warning("the next file did not start at the end of the one before; loading it",
+                           metadata: ["file": "\(state.queue[order[target]].url.path)"])
+            load(orderPosition: target, at: .zero, announce: target == orderPosition)
+            trackEnded()
+        }
+        return true
+    }
+
     /// Called every tick while playing: a position that stands still for ``stallLimit`` is a stall (no error
-    /// came, no end of stream: a frozen "Playing"). At the end of a file with a next one set, the next file is
-    /// what never started (a stream GStreamer hangs on during the gapless handover): it is skipped as if it had
-    /// failed. Anywhere else the file or the output is stuck: the player pauses where it was and says so;
-    /// Play loads the file again.
+    /// came, no end of stream: a frozen "Playing"), the file or the output stuck (at the end of a file with a next
+    /// one, ``watchForHandover(_:)`` acts first). The player pauses where it was and says so; Play loads the file
+    /// again.
     func watchForStall(_ enginePosition: Duration?) {
         guard let standing, standing.position == enginePosition else {
             standing = (enginePosition, now())
@@ -44,11 +74,6 @@ extension Player {
         guard now() - standing.since >= Self.stallLimit else { return }
         self.standing = nil
         let at = enginePosition ?? positionClock.position()
-        if let target = pendingNext, target != orderPosition, isAtEndOfFile(at) {
-            handle(.nextFailed(state.queue[order[target]].url,
-                               "did not start: playback stood still at the end of the file before it"))
-            return
-        }
         let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
         logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
         engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"

@@ -37,7 +37,7 @@ public actor Player {
     /// Items that failed as the gapless next stream: not offered as the next one again in this queue.
     var failedItems: Set<Int> = []
     /// The gapless next stream failed while the current one plays on: at the current file's end, where the engine
-    /// then stands still, `tick()` loads the file after the bad one.
+    /// then stands still, `watchForHandover` loads the file after the bad one.
     var advanceAtEndOfFile = false
     var nextItemID = 1
     var nextQueueNumber = 1
@@ -50,8 +50,8 @@ public actor Player {
     var wakeTask: Task<Void, Never>?
     /// The last snapshot the observer was given: nothing is published twice.
     var published: PlayerState?
-    /// The stall watchdog: the engine's position at the last tick while playing, and since when (on `now`) it
-    /// has stood there.
+    /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
+    /// playing, and since when (on `now`) it has stood there.
     var standing: (position: Duration?, since: Duration)?
     /// When (on `now`) the engine was last asked to load, until it reports ready; and whether that load is already
     /// the second try (see `watchForStuckLoad`).
@@ -522,10 +522,7 @@ public actor Player {
             return
         }
         let enginePosition = engine.position
-        if advanceAtEndOfFile, let at = enginePosition, isAtEndOfFile(at), standing?.position == at {
-            advancePastFailedNext()  // the end of the file, standing still since the last tick
-            return
-        }
+        if watchForHandover(enginePosition) { return }
         anchorClock()
         checkPosition()
         watchForStall(enginePosition)
@@ -563,7 +560,7 @@ public actor Player {
     }
 
     /// The current file ended after its gapless next one failed: on with the file after the bad one.
-    private func advancePastFailedNext() {
+    func advancePastFailedNext() {
         if let next = nextOrderPosition(wrapping: state.loop == .playlist, skippingFailed: true) {
             load(orderPosition: next, at: .zero, announce: next == orderPosition)
         } else {

@@ -39,9 +39,6 @@ extension Reliability {
 
         /// The daemon runs without CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH, so that a mode-000 file is unreadable to
         /// it even when the tests run as root.
-        /// Damages only found when GStreamer fails on the file while playing (the others are left out at activation).
-        static let failWhilePlaying: Set<Damage> = [.truncated, .garbage]
-
         static let withoutFileOverride = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
                                           "--bounding-set=-dac_override,-dac_read_search", "--"]
 
@@ -115,25 +112,8 @@ extension Reliability {
                 for damage in Damage.allCases {
                     let book = try #require(books[damage])
                     var answer = Duration.zero
-                    if Self.failWhilePlaying.contains(damage) {
-                        await withKnownIssue("""
-                            Intermittent, rarer since 2026-11-25: GStreamer stands still at the end of the first file \
-                            without any error from the bad next one (seen once in about 100 rounds of a 1.ogg / \
-                            truncated 2.ogg / 3.ogg folder); the player's stall watchdog then skips the file after 5 s, \
-                            later than the 1 s this test asks for. The deadlock that made this test fail about one \
-                            run in 40 (the engine set playbin to NULL at the next stream's error while that stream's \
-                            thread was blocked on a pad playbin holds until the current file ends) is gone: the \
-                            current file now plays on to its end (EngineEvent.nextFailed); 0 deadlocks and 0 \
-                            GLib-CRITICALs in 100 rounds since, against criticals every 5-20 rounds and a deadlock at \
-                            round 23 before.
-                            """, isIntermittent: true) {
-                            try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
-                            #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
-                        }
-                    } else {
-                        try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
-                        #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
-                    }
+                    try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
+                    #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
                     worstAnswer = max(worstAnswer, answer)
                 }
                 #expect(rig.daemon?.isRunning == true)
