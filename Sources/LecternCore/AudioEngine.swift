@@ -50,7 +50,8 @@ public enum EngineEvent: Sendable, Equatable {
     /// failed stream's thread is blocked on a pad it holds until the current stream ends (docs/benchmarks.md,
     /// Reliability, 2026-11-25).
     case nextFailed(URL, String)
-    /// The output failed (the sound server went away, the device broke); the engine is stopped, the stream
-    /// itself is fine and can be loaded again where it was.
+    /// The output failed (the sound server went away, the device broke), or GStreamer stopped responding and the
+    /// engine replaced its pipeline; the engine is stopped, the stream itself is fine and can be loaded again where
+    /// it was.
     case outputFailed(String)
 }

@@ -180,6 +180,34 @@ extension PlaybackTests {
             #expect(!log.all.contains { if case .failed = $0 { true } else { false } }, "\(log.all)")
         }
 
+        @Test("a pipeline that hangs in a state change is given up: load returns, and the file plays in a new one")
+        func hungPipelineIsReplaced() async throws {
+            // Every buffer waits 1.5 s in `identity` on the streaming thread, which holds its pad's stream lock
+            // meanwhile: going to NULL waits for it, as it would for a deadlocked GStreamer, but for 1.5 s only.
+            let engine = try GStreamerEngine(audioSink: "identity sleep-time=1500000 ! fakesink sync=false",
+                                             hangLimit: .milliseconds(300))
+            let log = EventLog(draining: engine.events)
+            engine.load(files.url(.ogg10s), at: .zero)
+            let first = try await log.waitFor(timeout: .seconds(10), "ready") { if case .ready = $0 { true } else { false } }
+            engine.play()
+            try await Task.sleep(for: .milliseconds(300))  // the streaming thread is in the next buffer's wait
+            #expect(engine.abandonedPipelines == 0)
+
+            engine.load(files.url(.wav2s), at: .zero)
+            #expect(engine.abandonedPipelines == 1, "going to NULL waited for the streaming thread")
+            let second = try await log.waitFor(after: first.index + 1, timeout: .seconds(10), "ready") {
+                if case .ready = $0 { true } else { false }
+            }
+            guard case .ready(let url, let duration) = second.event else { return }
+            #expect(url == files.url(.wav2s))
+            expectClose(duration, .seconds(2), within: .milliseconds(50))
+            // The given-up playbin's own events (its NULL completes once the wait ends) reach no one.
+            try await Task.sleep(for: .seconds(1.5))
+            #expect(Array(log.all.dropFirst(second.index + 1)) == [], "\(log.all)")
+            // Nothing was reported as failed: the load simply went on in the new pipeline.
+            #expect(!log.all.contains { switch $0 { case .failed, .outputFailed: true; default: false } }, "\(log.all)")
+        }
+
         @Test("stop releases the stream; seek and position then do nothing")
         func stop() async throws {
             let (engine, log) = try makeEngine()

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
+import Logging
 import Synchronization
 
 /// The real ``AudioEngine``: one GStreamer playbin, audio only, gapless, pitch-preserving rate changes.
@@ -21,21 +22,39 @@ import Synchronization
 /// stream or the output (not on the gapless next stream's: see ``EngineEvent/nextFailed(_:_:)``). Everything
 /// both sides read or write is in `Translation.state`, behind one Mutex, and every pipeline call that depends on
 /// that state is made while holding it, so the two threads act in a single order. The lock is never taken on a
-/// GStreamer streaming thread ("about-to-finish" only touches the playbin's own next-URI slot), so holding it
-/// across set_state/seek cannot deadlock.
+/// GStreamer streaming thread ("about-to-finish" only touches the playbin's own next-URI slot).
+///
+/// A pipeline that hangs: GStreamer 1.22's playbin can deadlock inside a state change after a gapless next stream
+/// failed (docs/benchmarks.md, Reliability), and whoever called set_state then waits for good. So every state
+/// change and seek runs on a thread of its own, waited for at most ``hangLimit`` (``Guarded``). When one hangs the
+/// engine gives that playbin up (kept, never released: releasing it would hang too), builds a new one like it and
+/// reports ``EngineEvent/outputFailed(_:)`` (the place is kept; Play loads the file again), or, in `load`, goes on
+/// loading into the new one. Neither the player's thread nor the bus thread waits longer than that.
 final class GStreamerEngine: AudioEngine {
     let events: AsyncStream<EngineEvent>
     /// Whether the playbin is built; see ``building(audioSink:)``.
     let readiness: PlaybinBuild
+    /// How long a state change or a seek may take before the pipeline is given up as hung.
+    let hangLimit: Duration
 
     private let translation: Translation
+    private let audioSink: String?
     /// The playbin, once taken from `readiness` (the owner's first call); only the owner touches it.
     private var builtPlaybin: Playbin?
+    /// Playbins given up because a call on them hung: never released (see the type's comment).
+    private var abandoned: [Playbin] = []
+    /// The last volume set, for a playbin built to replace a hung one.
+    private var volume = 1.0
+    private let logger = Logger(label: "lecternd.engine")
+
+    /// How many playbins were given up as hung (and replaced) so far.
+    var abandonedPipelines: Int { abandoned.count }
 
     /// - Parameter audioSink: a GStreamer pipeline description for the output (see ``Playbin/init(audioSink:onEvent:)``),
     ///   e.g. `"fakesink sync=true"` in tests; nil for the system's default output (autoaudiosink).
-    convenience init(audioSink: String? = nil) throws(PipelineError) {
-        self.init(audioSink: audioSink, inBackground: false)
+    /// - Parameter hangLimit: how long a state change or a seek may take before the pipeline is given up as hung.
+    convenience init(audioSink: String? = nil, hangLimit: Duration = .seconds(2)) throws(PipelineError) {
+        self.init(audioSink: audioSink, inBackground: false, hangLimit: hangLimit)
         if case .failure(let error) = readiness.result() { throw error }
     }
 
@@ -43,16 +62,18 @@ final class GStreamerEngine: AudioEngine {
     /// take tens of milliseconds at start-up). Await ``readiness`` before the first call: a call made earlier
     /// waits for the build, and a failed build (an invalid sink description) is a programming error then.
     static func building(audioSink: String?) -> GStreamerEngine {
-        GStreamerEngine(audioSink: audioSink, inBackground: true)
+        GStreamerEngine(audioSink: audioSink, inBackground: true, hangLimit: .seconds(2))
     }
 
-    private init(audioSink: String?, inBackground: Bool) {
+    private init(audioSink: String?, inBackground: Bool, hangLimit: Duration) {
         let (stream, continuation) = AsyncStream.makeStream(of: EngineEvent.self)
-        let translation = Translation(continuation: continuation)
+        let translation = Translation(continuation: continuation, hangLimit: hangLimit)
         self.events = stream
         self.translation = translation
+        self.audioSink = audioSink
+        self.hangLimit = hangLimit
         self.readiness = PlaybinBuild(audioSink: audioSink, inBackground: inBackground) { event, control in
-            translation.handle(event, control: control)
+            translation.handle(event, control: control, generation: 0)
         }
     }
 
@@ -74,7 +95,10 @@ final class GStreamerEngine: AudioEngine {
     func load(_ url: URL, at position: Duration) {
         translation.state.withLock { state in
             // NULL (synchronous) drops the old stream; the bus is flushed too, so the old stream's messages are gone.
-            playbin.setState(.null)
+            // A pipeline that hangs on it is replaced, and the file loads into the new one.
+            if state.hung || !change(.null) {
+                replacePlaybin(&state, because: "going to NULL to load \(url.path) hung")
+            }
             playbin.uri = url.absoluteString
             state.loadedURL = url
             state.phase = .loading(sawReset: false)
@@ -85,7 +109,9 @@ final class GStreamerEngine: AudioEngine {
             state.failedNext = nil
             state.lastDuration = nil
             state.seekTarget = nil
-            playbin.setState(.paused)
+            if !change(.paused) {
+                replacePlaybin(&state, because: "going to PAUSED to load \(url.path) hung", report: true)
+            }
         }
     }
 
@@ -94,8 +120,8 @@ final class GStreamerEngine: AudioEngine {
             state.wantsPlaying = true
             // Before `.ready`, the bus thread starts playback once prerolled at the start position: playing
             // earlier would let the first moments of the stream be heard before the seek.
-            if state.phase == .ready {
-                playbin.setState(.playing)
+            if state.phase == .ready, !change(.playing) {
+                replacePlaybin(&state, because: "going to PLAYING hung", report: true)
             }
         }
     }
@@ -103,15 +129,17 @@ final class GStreamerEngine: AudioEngine {
     func pause() {
         translation.state.withLock { state in
             state.wantsPlaying = false
-            if state.phase == .ready {
-                playbin.setState(.paused)
+            if state.phase == .ready, !change(.paused) {
+                replacePlaybin(&state, because: "going to PAUSED hung", report: true)
             }
         }
     }
 
     func stop() {
         translation.state.withLock { state in
-            playbin.setState(.null)
+            if state.hung || !change(.null) {
+                replacePlaybin(&state, because: "going to NULL to stop hung")
+            }
             state.phase = .idle
             state.wantsPlaying = false
             state.takenNext = nil
@@ -128,8 +156,10 @@ final class GStreamerEngine: AudioEngine {
                 // Applied by the bus thread once prerolled (see Translation.asyncDone).
                 state.startPosition = max(position, .zero)
             case .ready:
-                if playbin.seek(to: position, rate: state.rate) {
-                    state.seekTarget = max(position, .zero)
+                switch seek(to: position, rate: state.rate) {
+                case true?: state.seekTarget = max(position, .zero)
+                case false?: break
+                case nil: replacePlaybin(&state, because: "a seek hung", report: true)
                 }
             }
         }
@@ -147,6 +177,7 @@ final class GStreamerEngine: AudioEngine {
     }
 
     func setVolume(_ volume: Double) {
+        self.volume = volume
         playbin.volume = volume
     }
 
@@ -155,9 +186,11 @@ final class GStreamerEngine: AudioEngine {
         translation.state.withLock { state in
             state.rate = rate
             // Before `.ready` the start seek carries the rate.
-            if state.phase == .ready, let position = state.seekTarget ?? playbin.position,
-               playbin.seek(to: position, rate: rate) {
-                state.seekTarget = position
+            guard state.phase == .ready, let position = state.seekTarget ?? playbin.position else { return }
+            switch seek(to: position, rate: rate) {
+            case true?: state.seekTarget = position
+            case false?: break
+            case nil: replacePlaybin(&state, because: "a rate change hung", report: true)
             }
         }
     }
@@ -167,6 +200,82 @@ final class GStreamerEngine: AudioEngine {
             state.nextURL = url
             playbin.nextURI = url?.absoluteString
         }
+    }
+
+    // MARK: Hung pipelines
+
+    /// A state change of the current playbin, waited for at most ``hangLimit``; false: it hangs.
+    private func change(_ target: PipelineState) -> Bool {
+        let control = playbin.control
+        return Guarded.within(hangLimit) { control.setState(target) } != nil
+    }
+
+    /// A seek of the current playbin, waited for at most ``hangLimit``; nil: it hangs.
+    private func seek(to position: Duration, rate: Double) -> Bool? {
+        let control = playbin.control
+        return Guarded.within(hangLimit) { control.seek(to: position, rate: rate) }
+    }
+
+    /// Gives up the current playbin (a call on it hung, or the bus thread found one that did) and builds a new one
+    /// like it, idle, with what the player set (volume, next URI) carried over. Its bus thread's events are the
+    /// new generation's; the old one's are ignored from now on. `report`: the player hears of it as a failed
+    /// output (the place is kept, Play loads the file again); otherwise the caller goes on with the new playbin.
+    private func replacePlaybin(_ state: inout Translation.State, because reason: String, report: Bool = false) {
+        let old = playbin
+        state.generation += 1
+        state.hung = false
+        state.phase = .idle
+        state.wantsPlaying = false
+        state.seekTarget = nil
+        state.takenNext = nil
+        state.failedNext = nil
+        let generation = state.generation
+        let translation = translation
+        do {
+            let fresh = try Playbin(audioSink: audioSink) { event, control in
+                translation.handle(event, control: control, generation: generation)
+            }
+            fresh.volume = volume
+            fresh.nextURI = state.nextURL?.absoluteString
+            abandoned.append(old)
+            builtPlaybin = fresh
+            logger.error("GStreamer stopped responding; its pipeline is given up and replaced",
+                         metadata: ["reason": "\(reason)", "given up": "\(abandoned.count)"])
+        } catch {
+            // The same description built the first one: not expected. The old playbin stays, marked hung.
+            state.hung = true
+            logger.error("GStreamer stopped responding, and a new pipeline could not be built",
+                         metadata: ["reason": "\(reason)", "error": "\(error)"])
+        }
+        if report {
+            translation.continuation.yield(.outputFailed("GStreamer stopped responding (\(reason)); playback was reset"))
+        }
+    }
+}
+
+/// Runs a pipeline call that can block on a thread of its own, waiting for it at most a given time.
+enum Guarded {
+    /// The call's result, or nil when it has not returned within `limit` (its thread then stays blocked in it, and
+    /// returns the result to no one if it ever comes back). One short-lived thread per call: state changes and
+    /// seeks are made a few times per file or user action.
+    static func within<T: Sendable>(_ limit: Duration, _ call: @escaping @Sendable () -> T) -> T? {
+        let outcome = Outcome<T>()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let result = call()
+            outcome.value.withLock { $0 = result }
+            done.signal()
+        }
+        thread.name = "gst call"
+        thread.start()
+        let (seconds, attoseconds) = limit.components
+        let timeout = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        guard done.wait(timeout: timeout) == .success else { return nil }
+        return outcome.value.withLock { $0 }
+    }
+
+    private final class Outcome<T: Sendable>: Sendable {
+        let value = Mutex<T?>(nil)
     }
 }
 
@@ -263,21 +372,31 @@ private final class Translation: Sendable {
         var seekTarget: Duration?
         /// The next stream that failed while the current one plays on: its later errors are already reported.
         var failedNext: URL?
+        /// Which playbin is current: its bus thread's events carry the number it was built with; the events of a
+        /// playbin given up as hung are ignored.
+        var generation = 0
+        /// A call the bus thread made on the current playbin hung: the player's next call replaces it first.
+        var hung = false
     }
 
     /// Guards all engine state; see GStreamerEngine's comment for the locking rule.
     let state = Mutex(State())
     let continuation: AsyncStream<EngineEvent>.Continuation
+    /// How long a call the bus thread makes may take before the playbin counts as hung.
+    let hangLimit: Duration
 
-    init(continuation: AsyncStream<EngineEvent>.Continuation) {
+    init(continuation: AsyncStream<EngineEvent>.Continuation, hangLimit: Duration) {
         self.continuation = continuation
+        self.hangLimit = hangLimit
     }
 
-    /// On the bus thread: updates the state, makes the calls that finish a load, and yields engine events
-    /// (only this thread yields, so they keep the bus order).
-    func handle(_ event: PlaybinEvent, control: PlaybinControl) {
+    /// On the bus thread of the playbin built as `generation`: updates the state, makes the calls that finish a
+    /// load, and yields engine events (only bus threads yield, but for a replaced playbin's report, so they keep
+    /// the bus order).
+    func handle(_ event: PlaybinEvent, control: PlaybinControl, generation: Int) {
         let output: [EngineEvent] = state.withLock { state in
             var output: [EngineEvent] = []
+            guard generation == state.generation else { return output }  // a playbin given up as hung
             let active: Bool = switch state.phase {
             case .loading(sawReset: true), .seekingToStart, .ready: true
             case .idle, .failed, .loading(sawReset: false): false
@@ -307,9 +426,12 @@ private final class Translation: Sendable {
                 guard let next = state.takenNext else { break }
                 state.takenNext = nil
                 output.append(.advanced(next))
-                if state.rate != 1, control.seek(to: .zero, rate: state.rate) {
+                if state.rate != 1 {
                     // A new stream starts at rate 1: re-apply the speed from its start.
-                    state.seekTarget = .zero
+                    switch guarded(&state, output: &output, { control.seek(to: .zero, rate: $0) }) {
+                    case true?: state.seekTarget = .zero
+                    case false?, nil: break
+                    }
                 }
                 if let duration = control.duration {
                     state.lastDuration = duration
@@ -336,7 +458,8 @@ private final class Translation: Sendable {
                     output.append(.nextFailed(next, message))
                     break
                 }
-                control.setState(.null)
+                let stopped = Guarded.within(hangLimit) { control.setState(.null) } != nil
+                state.hung = !stopped
                 state.phase = .failed
                 state.wantsPlaying = false
                 state.takenNext = nil
@@ -365,15 +488,26 @@ private final class Translation: Sendable {
     private func asyncDone(_ state: inout State, control: PlaybinControl, output: inout [EngineEvent]) {
         switch state.phase {
         case .loading:
-            if state.startPosition > .zero || state.rate != 1,
-               control.seek(to: state.startPosition, rate: state.rate) {
-                state.phase = .seekingToStart(target: state.startPosition)
-                return
+            if state.startPosition > .zero || state.rate != 1 {
+                let start = state.startPosition
+                switch guarded(&state, output: &output, { control.seek(to: start, rate: $0) }) {
+                case true?:
+                    state.phase = .seekingToStart(target: start)
+                    return
+                case false?: break
+                case nil: return
+                }
             }
         case .seekingToStart(let target):
-            if state.startPosition != target, control.seek(to: state.startPosition, rate: state.rate) {
-                state.phase = .seekingToStart(target: state.startPosition)
-                return
+            if state.startPosition != target {
+                let start = state.startPosition
+                switch guarded(&state, output: &output, { control.seek(to: start, rate: $0) }) {
+                case true?:
+                    state.phase = .seekingToStart(target: start)
+                    return
+                case false?: break
+                case nil: return
+                }
             }
         case .idle, .ready, .failed:
             return
@@ -383,7 +517,21 @@ private final class Translation: Sendable {
         state.lastDuration = duration
         if let url = state.loadedURL { output.append(.ready(url, duration: duration)) }
         if state.wantsPlaying {
-            control.setState(.playing)
+            _ = guarded(&state, output: &output) { _ in control.setState(.playing) }
         }
+    }
+
+    /// A call the bus thread makes on the pipeline (given the rate the player asked for), waited for at most
+    /// ``hangLimit``. nil: it hangs; the engine is then failed as if the output had (the place is kept), and the
+    /// player's next call replaces the playbin.
+    private func guarded<T: Sendable>(_ state: inout State, output: inout [EngineEvent],
+                                      _ call: @escaping @Sendable (Double) -> T) -> T? {
+        let rate = state.rate
+        if let result = Guarded.within(hangLimit, { call(rate) }) { return result }
+        state.hung = true
+        state.phase = .failed
+        state.wantsPlaying = false
+        output.append(.outputFailed("GStreamer stopped responding (a call on the bus thread hung); playback was reset"))
+        return nil
     }
 }
