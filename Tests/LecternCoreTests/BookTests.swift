@@ -623,6 +623,24 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
+    @Test func aNextFileThatFailsBeforeTheCurrentOneIsReadyLoadsTheCurrentOneAgain() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3), startAt: 0)
+            h.reset()
+            // GStreamer took the next file before the current one prerolled (a short file), and it failed.
+            await h.send(.nextFailed(fileURL(1), "Could not demultiplex stream."))
+            #expect(h.log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(h.log.all)")
+            #expect(h.engine.calls.prefix(2) == [.load(fileURL(0), at: .zero), .setNext(fileURL(2))], "\(h.engine.calls)")
+            #expect(h.log.lastState?.lastError == "Could not demultiplex stream.")
+            await h.ready(.seconds(100))
+            #expect(h.engine.isPlaying)
+            #expect(h.log.lastState?.currentIndex == 0)
+            // At its end it goes on with the file after the bad one, gaplessly.
+            #expect(await h.finish() == .advanced(fileURL(2)))
+            #expect(h.log.lastState?.currentIndex == 2)
+        }
+    }
+
     @Test func anEndOfStreamAfterABadNextFileGoesOnPastIt() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
