@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the reliability suite (Tests/ReliabilityTests, issue 6) and prints a table: criterion, pass/fail, key figures.
+# Runs the reliability suite (Tests/ReliabilityTests, and the database faults of IntegrationTests' LibraryFaults,
+# issue 6) and prints a table: criterion, pass/fail, key figures.
 #
 #   scripts/reliability.sh [short|full]      default short (what every `swift test` runs); full: 20 SIGKILLs,
 #                                            a 10,000-call flood, a fuzzer of 4,000 calls
@@ -55,7 +56,7 @@ figures="$out/$name.tsv"
 : > "$figures"
 started=$(date +%s)
 env ${products[@]+"${products[@]}"} LECTERN_RELIABILITY="$profile" LECTERN_RELIABILITY_FIGURES="$PWD/$figures" \
-    swift test --no-parallel --skip-build --filter ReliabilityTests >"$log" 2>&1
+    swift test --no-parallel --skip-build --filter 'ReliabilityTests|LibraryFaults' >"$log" 2>&1
 status=$?
 elapsed=$(( $(date +%s) - started ))
 
@@ -63,6 +64,7 @@ elapsed=$(( $(date +%s) - started ))
 criteria=(
     "SIGKILL while playing: resume within 1 s, integrity ok|afterSIGKILLAtRandomInstantsTheBookResumesWithinOneSecondAndTheDatabaseIsSound|sigkill"
     "SIGTERM: exact resume|afterSIGTERMTheBookResumesExactly|sigterm"
+    "The database deleted, corrupt, read-only, on a full disk: playback goes on, reported, a corrupt file kept|aDatabaseCorruptInTheMiddleIsMovedAsideKeptAndReplaced,aReadOnlyDatabaseIsReadAndPlayedFromAndChangesAreRefused,aFullDiskWhilePlayingIsReportedOnceAndPositionsAreSavedWhenThereIsRoomAgain,aPositionKeptAfterAnotherWriteFailedFirstIsSavedWhenThereIsRoomAgain,theDatabaseMadeReadOnlyWhilePlayingIsReportedAndWrittenOnceWritableAgain,theDatabaseDeletedWhilePlayingIsReportedAndPlaybackGoesOn|database faults"
     "Bad media files: error < 1 s, rest of the book plays|aDamagedFileIsReportedWithinASecondAndTheRestOfTheBookPlays|bad media"
     "32 clients, flood, deaf client: no errors, others < 100 ms, memory back|thirtyTwoClientsAFloodAndADeafClientGetNoErrorsOthersAreAnsweredQuicklyMemoryComesBack|flood"
     "Hostile calls: error or ignore, state unchanged, no file outside opened|hostileCallsGetAnErrorOrAreIgnoredChangeNothingAndOpenNoFileOutsideTheLibrary|hostile"
@@ -78,7 +80,8 @@ echo "| criterion | result | figures |"
 echo "|---|---|---|"
 for row in "${criteria[@]}"; do
     IFS='|' read -r name test key <<<"$row"
-    lines=$(grep -E "Test (${test//,/|})\(\) (passed|failed)" "$log")
+    # "Test name() passed …", or for a test with arguments "Test name(_:) with 2 test cases passed …".
+    lines=$(grep -E "Test (${test//,/|})\([^)]*\)( with [0-9]+ test cases?)? (passed|failed)" "$log")
     if [[ $(grep -c . <<<"$lines") -lt $(tr ',' '\n' <<<"$test" | grep -c .) ]]; then
         result="**not run**"; failed=1
     elif grep -qE "\(\) failed" <<<"$lines"; then
@@ -90,7 +93,8 @@ for row in "${criteria[@]}"; do
         result="pass"
     fi
     figs=$(awk -F'\t' -v k="$key" '$1 == k { printf "%s%s: %s", sep, $2, $3; sep = "; " }' "$figures")
-    echo "| $name | $result | ${figs:--} |"
+    [[ -n "$figs" ]] || figs="tests passed: $(grep -c ' passed' <<<"$lines")"
+    echo "| $name | $result | $figs |"
 done
 echo
 echo "Log: $log"
