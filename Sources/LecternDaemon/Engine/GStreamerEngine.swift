@@ -90,6 +90,9 @@ final class GStreamerEngine: AudioEngine {
 
     deinit {
         translation.continuation.finish()
+        // A playbin given up as hung is never released, not even now: its deinit sets NULL, which would hang the
+        // daemon's exit as it hung the call.
+        for playbin in abandoned { _ = Unmanaged.passRetained(playbin) }
     }
 
     func load(_ url: URL, at position: Duration) {
