@@ -36,8 +36,8 @@ extension Player {
     }
 
     /// Called every tick and by the wake-up planned just past the end of a file (``scheduleWake()``): a position
-    /// that stands still for ``handoverLimit`` at the end of a file, with a next one handed to the engine, means
-    /// the handover did not happen. After a next file that failed (``EngineEvent/nextFailed(_:_:)``) that is
+    /// that stands still for ``handoverLimit`` at the end of a file (within ``handoverLimit`` of its duration), with
+    /// a next one handed to the engine, means the handover did not happen. After a next file that failed (``EngineEvent/nextFailed(_:_:)``) that is
     /// expected (playbin waits for the stream that failed): the file after it is loaded. Otherwise GStreamer hangs
     /// on the next file without an error (Ogg's demuxer pauses for good on a truncated file about one time in a
     /// hundred, measured), or the next file is slow to open (a disk spinning up): it is loaded the ordinary way,
@@ -45,6 +45,11 @@ extension Player {
     func watchForHandover(_ enginePosition: Duration?) -> Bool {
         guard state.status == .playing, engineReady, advanceAtEndOfFile || pendingNext != nil,
               let at = enginePosition, isAtEndOfFile(at) else { return false }
+        // Without a failure, only a position at the very end counts: elsewhere in the last second, a standstill
+        // can be a seek landing, or a sink still playing the previous file's sound (a short file just started).
+        if !advanceAtEndOfFile, let duration = state.current?.duration, at < duration - Self.handoverLimit {
+            return false
+        }
         guard let standing, standing.position == at else {
             standing = (at, now())
             return false

@@ -485,14 +485,7 @@ public actor Player {
             logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
             observer(.itemFailed(itemID: item.id, message: message))
             failedItems.insert(item.id)
-            if engineReady {
-                advanceAtEndOfFile = true
-            } else {
-                // The current file had not prerolled yet (a short one: GStreamer wanted the next before), and its
-                // preroll can wait for the failed stream for good (measured: 2 loads in 40 of a 0.5 s file): it is
-                // loaded again, now with the file after the bad one as its next. It hasn't started: nothing is heard twice.
-                load(orderPosition: orderPosition, at: positionClock.position())
-            }
+            advanceAtEndOfFile = true
             state.lastError = message
             publish()
         case .failed(let message):

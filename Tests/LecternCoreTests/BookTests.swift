@@ -623,24 +623,6 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
-    @Test func aNextFileThatFailsBeforeTheCurrentOneIsReadyLoadsTheCurrentOneAgain() async {
-        await withHarness { h in
-            await h.player.open(makeItems(3), startAt: 0)
-            h.reset()
-            // GStreamer took the next file before the current one prerolled (a short file), and it failed.
-            await h.send(.nextFailed(fileURL(1), "Could not demultiplex stream."))
-            #expect(h.log.all.contains { if case .itemFailed = $0 { true } else { false } }, "\(h.log.all)")
-            #expect(h.engine.calls.prefix(2) == [.load(fileURL(0), at: .zero), .setNext(fileURL(2))], "\(h.engine.calls)")
-            #expect(h.log.lastState?.lastError == "Could not demultiplex stream.")
-            await h.ready(.seconds(100))
-            #expect(h.engine.isPlaying)
-            #expect(h.log.lastState?.currentIndex == 0)
-            // At its end it goes on with the file after the bad one, gaplessly.
-            #expect(await h.finish() == .advanced(fileURL(2)))
-            #expect(h.log.lastState?.currentIndex == 2)
-        }
-    }
-
     @Test func anEndOfStreamAfterABadNextFileGoesOnPastIt() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
@@ -736,6 +718,20 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             // In its last second, the position moving, 20 % slower than the player's clock (past the time the
             // file should have ended by that clock): nothing is loaded, however often the player looks.
             await run(h, 120, step: .milliseconds(10), engineStep: .milliseconds(8))
+            #expect(loads(h) == [], "\(h.engine.calls)")
+            #expect(await h.player.snapshot.currentIndex == 0)
+        }
+    }
+
+    @Test func aStandstillInTheLastSecondButBeforeTheEndIsLeftAlone() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            h.reset()
+            // A seek that lands at 99.5 s and takes its time, or a sink still playing the previous file's sound: the
+            // position stands still, but not at the end, and nothing failed.
+            await run(h, 1, step: .seconds(99.5))
+            await run(h, 100, step: .milliseconds(10), engineStep: .zero)
             #expect(loads(h) == [], "\(h.engine.calls)")
             #expect(await h.player.snapshot.currentIndex == 0)
         }

@@ -27,9 +27,11 @@ import Synchronization
 /// A pipeline that hangs: GStreamer 1.22's playbin can deadlock inside a state change after a gapless next stream
 /// failed (docs/benchmarks.md, Reliability), and whoever called set_state then waits for good. So every state
 /// change and seek runs on a thread of its own, waited for at most ``hangLimit`` (``Guarded``). When one hangs the
-/// engine gives that playbin up (kept, never released: releasing it would hang too), builds a new one like it and
-/// reports ``EngineEvent/outputFailed(_:)`` (the place is kept; Play loads the file again), or, in `load`, goes on
-/// loading into the new one. Neither the player's thread nor the bus thread waits longer than that.
+/// engine gives that playbin up (kept, never released: releasing it would hang too; should the call return after
+/// all, that thread sets it to NULL, so it can't play on unseen), builds a new one like it and reports
+/// ``EngineEvent/outputFailed(_:)`` (the place is kept; Play loads the file again), or, in `load`, goes on loading
+/// into the new one. No call waits for good: the player's thread waits at most a few times ``hangLimit`` (the lock
+/// while the bus thread waits for a call, then its own calls), the bus thread at most once.
 final class GStreamerEngine: AudioEngine {
     let events: AsyncStream<EngineEvent>
     /// Whether the playbin is built; see ``building(audioSink:)``.
@@ -99,7 +101,7 @@ final class GStreamerEngine: AudioEngine {
         translation.state.withLock { state in
             // NULL (synchronous) drops the old stream; the bus is flushed too, so the old stream's messages are gone.
             // A pipeline that hangs on it is replaced, and the file loads into the new one.
-            if state.hung || !change(.null) {
+            if !change(.null) {
                 replacePlaybin(&state, because: "going to NULL to load \(url.path) hung")
             }
             playbin.uri = url.absoluteString
@@ -140,7 +142,7 @@ final class GStreamerEngine: AudioEngine {
 
     func stop() {
         translation.state.withLock { state in
-            if state.hung || !change(.null) {
+            if !change(.null) {
                 replacePlaybin(&state, because: "going to NULL to stop hung")
             }
             state.phase = .idle
@@ -207,16 +209,17 @@ final class GStreamerEngine: AudioEngine {
 
     // MARK: Hung pipelines
 
-    /// A state change of the current playbin, waited for at most ``hangLimit``; false: it hangs.
+    /// A state change of the current playbin, waited for at most ``hangLimit``; false: it hangs (and should it
+    /// return after all, the playbin, given up by then, goes to NULL).
     private func change(_ target: PipelineState) -> Bool {
         let control = playbin.control
-        return Guarded.within(hangLimit) { control.setState(target) } != nil
+        return Guarded.within(hangLimit, { control.setState(target) }, late: { _ in control.setState(.null) }) != nil
     }
 
-    /// A seek of the current playbin, waited for at most ``hangLimit``; nil: it hangs.
+    /// A seek of the current playbin, waited for at most ``hangLimit``; nil: it hangs (see ``change(_:)``).
     private func seek(to position: Duration, rate: Double) -> Bool? {
         let control = playbin.control
-        return Guarded.within(hangLimit) { control.seek(to: position, rate: rate) }
+        return Guarded.within(hangLimit, { control.seek(to: position, rate: rate) }, late: { _ in control.setState(.null) })
     }
 
     /// Gives up the current playbin (a call on it hung, or the bus thread found one that did) and builds a new one
@@ -225,14 +228,12 @@ final class GStreamerEngine: AudioEngine {
     /// output (the place is kept, Play loads the file again); otherwise the caller goes on with the new playbin.
     private func replacePlaybin(_ state: inout Translation.State, because reason: String, report: Bool = false) {
         let old = playbin
-        state.generation += 1
-        state.hung = false
         state.phase = .idle
         state.wantsPlaying = false
         state.seekTarget = nil
         state.takenNext = nil
         state.failedNext = nil
-        let generation = state.generation
+        let generation = state.generation + 1
         let translation = translation
         do {
             let fresh = try Playbin(audioSink: audioSink) { event, control in
@@ -240,13 +241,14 @@ final class GStreamerEngine: AudioEngine {
             }
             fresh.volume = volume
             fresh.nextURI = state.nextURL?.absoluteString
+            state.generation = generation
             abandoned.append(old)
             builtPlaybin = fresh
             logger.error("GStreamer stopped responding; its pipeline is given up and replaced",
                          metadata: ["reason": "\(reason)", "given up": "\(abandoned.count)"])
         } catch {
-            // The same description built the first one: not expected. The old playbin stays, marked hung.
-            state.hung = true
+            // The same description built the first one: not expected. The old playbin stays, idle; the next load
+            // tries it again.
             logger.error("GStreamer stopped responding, and a new pipeline could not be built",
                          metadata: ["reason": "\(reason)", "error": "\(error)"])
         }
@@ -261,24 +263,39 @@ enum Guarded {
     /// The call's result, or nil when it has not returned within `limit` (its thread then stays blocked in it, and
     /// returns the result to no one if it ever comes back). One short-lived thread per call: state changes and
     /// seeks are made a few times per file or user action.
-    static func within<T: Sendable>(_ limit: Duration, _ call: @escaping @Sendable () -> T) -> T? {
+    /// `late` runs on the call's thread with its result if the call returns after the caller stopped waiting.
+    static func within<T: Sendable>(_ limit: Duration, _ call: @escaping @Sendable () -> T,
+                                    late: @escaping @Sendable (T) -> Void) -> T? {
         let outcome = Outcome<T>()
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             let result = call()
-            outcome.value.withLock { $0 = result }
-            done.signal()
+            let abandoned = outcome.state.withLock { state in
+                if state.gaveUp { return true }
+                state.result = result
+                return false
+            }
+            if abandoned { late(result) } else { done.signal() }
         }
         thread.name = "gst call"
         thread.start()
         let (seconds, attoseconds) = limit.components
         let timeout = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-        guard done.wait(timeout: timeout) == .success else { return nil }
-        return outcome.value.withLock { $0 }
+        _ = done.wait(timeout: timeout)
+        // Decided under the lock: a result stored by now is taken (even if it came as the wait timed out);
+        // otherwise the call is given up, and its thread runs `late` when (if) it returns.
+        return outcome.state.withLock { state in
+            if state.result == nil { state.gaveUp = true }
+            return state.result
+        }
     }
 
     private final class Outcome<T: Sendable>: Sendable {
-        let value = Mutex<T?>(nil)
+        struct State {
+            var result: T?
+            var gaveUp = false
+        }
+        let state = Mutex(State())
     }
 }
 
@@ -378,8 +395,6 @@ private final class Translation: Sendable {
         /// Which playbin is current: its bus thread's events carry the number it was built with; the events of a
         /// playbin given up as hung are ignored.
         var generation = 0
-        /// A call the bus thread made on the current playbin hung: the player's next call replaces it first.
-        var hung = false
     }
 
     /// Guards all engine state; see GStreamerEngine's comment for the locking rule.
@@ -431,7 +446,7 @@ private final class Translation: Sendable {
                 output.append(.advanced(next))
                 if state.rate != 1 {
                     // A new stream starts at rate 1: re-apply the speed from its start.
-                    switch guarded(&state, output: &output, { control.seek(to: .zero, rate: $0) }) {
+                    switch guarded(&state, output: &output, control: control, { control.seek(to: .zero, rate: $0) }) {
                     case true?: state.seekTarget = .zero
                     case false?, nil: break
                     }
@@ -461,8 +476,8 @@ private final class Translation: Sendable {
                     output.append(.nextFailed(next, message))
                     break
                 }
-                let stopped = Guarded.within(hangLimit) { control.setState(.null) } != nil
-                state.hung = !stopped
+                // Bounded: a NULL that hangs leaves the playbin to the player's next call, which gives it up.
+                _ = Guarded.within(hangLimit, { control.setState(.null) }, late: { _ in })
                 state.phase = .failed
                 state.wantsPlaying = false
                 state.takenNext = nil
@@ -493,7 +508,7 @@ private final class Translation: Sendable {
         case .loading:
             if state.startPosition > .zero || state.rate != 1 {
                 let start = state.startPosition
-                switch guarded(&state, output: &output, { control.seek(to: start, rate: $0) }) {
+                switch guarded(&state, output: &output, control: control, { control.seek(to: start, rate: $0) }) {
                 case true?:
                     state.phase = .seekingToStart(target: start)
                     return
@@ -504,7 +519,7 @@ private final class Translation: Sendable {
         case .seekingToStart(let target):
             if state.startPosition != target {
                 let start = state.startPosition
-                switch guarded(&state, output: &output, { control.seek(to: start, rate: $0) }) {
+                switch guarded(&state, output: &output, control: control, { control.seek(to: start, rate: $0) }) {
                 case true?:
                     state.phase = .seekingToStart(target: start)
                     return
@@ -520,18 +535,20 @@ private final class Translation: Sendable {
         state.lastDuration = duration
         if let url = state.loadedURL { output.append(.ready(url, duration: duration)) }
         if state.wantsPlaying {
-            _ = guarded(&state, output: &output) { _ in control.setState(.playing) }
+            _ = guarded(&state, output: &output, control: control) { _ in control.setState(.playing) }
         }
     }
 
     /// A call the bus thread makes on the pipeline (given the rate the player asked for), waited for at most
-    /// ``hangLimit``. nil: it hangs; the engine is then failed as if the output had (the place is kept), and the
-    /// player's next call replaces the playbin.
-    private func guarded<T: Sendable>(_ state: inout State, output: inout [EngineEvent],
+    /// ``hangLimit``. nil: it hangs; the engine is then failed as if the output had (the place is kept; should the
+    /// call return after all, the pipeline goes to NULL, so that it can't play on unseen), and the player's next
+    /// call, trying NULL again, gives the playbin up if it still hangs.
+    private func guarded<T: Sendable>(_ state: inout State, output: inout [EngineEvent], control: PlaybinControl,
                                       _ call: @escaping @Sendable (Double) -> T) -> T? {
         let rate = state.rate
-        if let result = Guarded.within(hangLimit, { call(rate) }) { return result }
-        state.hung = true
+        if let result = Guarded.within(hangLimit, { call(rate) }, late: { _ in control.setState(.null) }) {
+            return result
+        }
         state.phase = .failed
         state.wantsPlaying = false
         output.append(.outputFailed("GStreamer stopped responding (a call on the bus thread hung); playback was reset"))
