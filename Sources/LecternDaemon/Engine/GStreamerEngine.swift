@@ -504,31 +504,21 @@ private final class Translation: Sendable {
     /// Async-done while loading: seek to the start position once, then report `.ready` after that seek's own
     /// async-done (seeking again if the player moved the start position meanwhile).
     private func asyncDone(_ state: inout State, control: PlaybinControl, output: inout [EngineEvent]) {
+        let seekNeeded: Bool
         switch state.phase {
-        case .loading:
-            if state.startPosition > .zero || state.rate != 1 {
-                let start = state.startPosition
-                switch guarded(&state, output: &output, control: control, { control.seek(to: start, rate: $0) }) {
-                case true?:
-                    state.phase = .seekingToStart(target: start)
-                    return
-                case false?: break
-                case nil: return
-                }
+        case .loading: seekNeeded = state.startPosition > .zero || state.rate != 1
+        case .seekingToStart(let target): seekNeeded = state.startPosition != target
+        case .idle, .ready, .failed: return
+        }
+        if seekNeeded {
+            let start = state.startPosition
+            switch guarded(&state, output: &output, control: control, { control.seek(to: start, rate: $0) }) {
+            case true?:
+                state.phase = .seekingToStart(target: start)
+                return
+            case false?: break  // refused: ready where it is
+            case nil: return    // hung: failed (see guarded)
             }
-        case .seekingToStart(let target):
-            if state.startPosition != target {
-                let start = state.startPosition
-                switch guarded(&state, output: &output, control: control, { control.seek(to: start, rate: $0) }) {
-                case true?:
-                    state.phase = .seekingToStart(target: start)
-                    return
-                case false?: break
-                case nil: return
-                }
-            }
-        case .idle, .ready, .failed:
-            return
         }
         state.phase = .ready
         let duration = control.duration
