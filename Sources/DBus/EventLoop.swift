@@ -128,19 +128,17 @@ final class EventLoop: Sendable {
         var pollfds: [pollfd] = []
         var drain = [UInt8](repeating: 0, count: 64)
         while true {
-            while dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
-                _ = dbus_connection_dispatch(connection)
-            }
             // A message sent from another thread while this one was in libdbus (handling a watch) is only queued:
             // libdbus could not take the connection's I/O path to write it, and wakes us instead. Nothing enables
             // the write watch then, so poll would wait for a reply to a call that was never sent (seen: a daemon
-            // that never owned its name, its RequestName pending for 25 s). One non-blocking iteration writes it.
-            // (If the socket is full, it enables the write watch, and poll below waits for room: no spinning.)
+            // that never owned its name, its RequestName pending for 25 s). One non-blocking iteration writes it
+            // (a full socket enables the write watch instead, and poll below waits for room: no spinning); what it
+            // reads is dispatched next. Replies sent from this thread, while dispatching, are written at once.
             if dbus_connection_has_messages_to_send(connection) != 0 {
                 _ = dbus_connection_read_write(connection, 0)
-                while dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
-                    _ = dbus_connection_dispatch(connection)
-                }
+            }
+            while dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
+                _ = dbus_connection_dispatch(connection)
             }
             watches.removeAll(keepingCapacity: true)
             let (stopping, deadline) = state.withLock { s -> (Bool, ContinuousClock.Instant?) in

@@ -37,8 +37,9 @@ extension Player {
 
     /// Called every tick and by the wake-up planned just past the end of a file (``scheduleWake()``): a position
     /// that stands still for ``handoverLimit`` at the end of a file (within ``handoverLimit`` of its duration), with
-    /// a next one handed to the engine, means the handover did not happen. After a next file that failed (``EngineEvent/nextFailed(_:_:)``) that is
-    /// expected (playbin waits for the stream that failed): the file after it is loaded. Otherwise GStreamer hangs
+    /// a next one handed to the engine, means the handover did not happen. After a next file that failed
+    /// (``EngineEvent/nextFailed(_:_:)``; then anywhere in the last second) that is expected (playbin waits for the
+    /// stream that failed): the file after it is loaded. Otherwise GStreamer hangs
     /// on the next file without an error (Ogg's demuxer pauses for good on a truncated file about one time in a
     /// hundred, measured), or the next file is slow to open (a disk spinning up): it is loaded the ordinary way,
     /// where a damaged file fails with an error and a slow one plays. Returns whether it moved on.
