@@ -3,7 +3,8 @@ import Foundation
 /// What the player needs from an audio pipeline: one stream at a time, with a gapless "next" slot.
 ///
 /// The player actor owns its engine and is the only caller; implementations need not be thread-safe
-/// for calls, but deliver their ``events`` from whatever thread they like.
+/// for calls, but deliver their ``events`` from whatever thread they like. Every call returns at once: the
+/// player never waits for the pipeline, which reports what a call caused through ``events``.
 /// `GStreamerEngine` (LecternDaemon) is the real one; `FakeEngine` (tests) runs on a manual clock.
 public protocol AudioEngine: AnyObject {
     /// Events in the order the pipeline produced them. One consumer: the player's `run()`.
@@ -47,8 +48,8 @@ public enum EngineEvent: Sendable, Equatable {
     /// The stream set with `setNext` failed while the engine prepared it, before it started. The current stream
     /// plays on to its end and then stands still there (no end of stream comes): the player loads what follows.
     /// The engine is not stopped at the failure: GStreamer 1.22's playbin can deadlock when set to NULL while the
-    /// failed stream's thread is blocked on a pad it holds until the current stream ends (docs/benchmarks.md,
-    /// Reliability, 2026-11-25).
+    /// failed stream's thread is blocked on a pad it holds until the current stream ends
+    /// (docs/decisions/gstreamer-hangs.md).
     case nextFailed(URL, String)
     /// The output failed (the sound server went away, the device broke), or GStreamer stopped responding and the
     /// engine replaced its pipeline; the engine is stopped, the stream itself is fine and can be loaded again where

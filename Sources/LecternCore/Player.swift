@@ -82,7 +82,7 @@ public actor Player {
     /// How often ``tick()`` runs while playing. Its `.playing` event is when the daemon saves the position, so
     /// this is what a crash can lose (clients expect a resume within 1 s; half of it is left for a late tick on
     /// a busy machine). One timer for both: each wake-up of a timer costs a few threads' wake-ups
-    /// (docs/benchmarks.md, "CPU while playing").
+    /// (docs/decisions/cpu-while-playing.md).
     public static let tickInterval: Duration = .milliseconds(500)
 
     /// Handles engine events and, while playing, re-anchors the position clock, runs the watchdogs and tells
