@@ -8,7 +8,7 @@ import Glibc
 
 /// The thread that does a connection's I/O and dispatch, driven by libdbus's watch and timeout
 /// functions and a self-pipe (a `read_write_dispatch` polling loop delays messages sent from other
-/// threads by up to its timeout; see platform-notes.md).
+/// threads by up to its timeout; see docs/decisions/dbus-event-loop.md).
 ///
 /// libdbus calls the watch/timeout/wake-up callbacks from whichever thread holds its connection lock:
 /// they only record the change under `state`'s lock and wake the thread. Only the loop thread calls

@@ -36,7 +36,7 @@ public final class Playbin {
     /// own default for a stream that asks for no latency ("something like 2 s", pa_buffer_attr.tlength). Pausing
     /// (the stream is corked), seeking and rate changes (flushed) and volume (the stream's own, applied by the
     /// server) take effect at once whatever its size. 2 s against 1 s: a quarter less CPU for the player and a
-    /// third less for the server (docs/benchmarks.md, "CPU while playing, 2026-11-25 (session 11)").
+    /// third less for the server (docs/decisions/cpu-while-playing.md).
     public static let soundServerBuffer: Duration = .seconds(2)
 
     /// Called on the bus thread for every event, before it is yielded to ``events``. It must return quickly:

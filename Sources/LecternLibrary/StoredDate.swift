@@ -7,7 +7,7 @@ import Glibc
 /// Dates as the library stores them, GRDB's text "yyyy-MM-dd HH:mm:ss.SSS" in UTC, written and read without
 /// Foundation's DateFormatter and Calendar. Those run ICU, and playing a book wrote and read dates (lastPlayedAt,
 /// the Book record): ICU's code and data cost 3.2 MB of resident memory, and formatting was a third of the CPU of a
-/// position save (docs/benchmarks.md, "2026-11-25"). The records with dates (Book, Bookmark) use these through
+/// position save (docs/decisions/position-saves.md). The records with dates (Book, Bookmark) use these through
 /// GRDB's date strategies; the results are GRDB's own to the millisecond (LecternLibraryTests, StoredDateTests).
 enum StoredDate {
     static func text(_ date: Date) -> String {

@@ -82,7 +82,7 @@ struct Lecternd: ParsableCommand {
         if isMediaReader { MediaReader.serve() }
         // One malloc arena for all threads, set before any thread starts: glibc gives each thread that allocates an
         // arena of its own (up to 8 per core), and a daemon whose threads mostly wait keeps each one's slack
-        // resident: 1 MB of VmRSS while playing (docs/benchmarks.md, "2026-11-24: memory"). Nothing here allocates
+        // resident: 1 MB of VmRSS while playing (docs/decisions/memory.md). Nothing here allocates
         // hard enough from two threads at once for the shared lock to show (the per-thread tcache serves most).
         limitMallocArenas(to: 1)
         let level = Logger.Level(rawValue: logLevel) ?? .info

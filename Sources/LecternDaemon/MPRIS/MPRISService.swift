@@ -12,7 +12,7 @@ import Synchronization
 /// `/org/lectern/Lectern1/<queue>/track/<n>`, where the queue is `book/<id>` for a book of the library
 /// (stable across runs) or `queue/<n>` for files opened by URI, and n the track's index in the queue.
 ///
-/// The rules it keeps are in ../shared/docs/mpris-rules.md; the tests in IntegrationTests check them.
+/// The rules it keeps are in docs/mpris-rules.md; the tests in IntegrationTests check them.
 public final class MPRISService: Sendable {
     public static let path = ObjectPath("/org/mpris/MediaPlayer2")!
     public static let rootInterface = "org.mpris.MediaPlayer2"

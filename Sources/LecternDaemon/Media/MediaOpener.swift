@@ -134,7 +134,7 @@ public final class MediaOpener: Sendable {
     ///
     /// With opendir/readdir rather than FileManager's enumerator, whose resource values go through NSURL and
     /// CoreFoundation, code the daemon otherwise does not run: 0.1-0.3 MB less resident after an import
-    /// (docs/benchmarks.md, "Memory: function sections").
+    /// (docs/decisions/memory.md).
     static func audioFiles(in folder: URL) throws -> [URL] {
         let base = folder.standardizedFileURL.path
         func absolute(_ relative: String) -> String {

@@ -7,7 +7,7 @@ import Synchronization
 /// Reads media files (GStreamer's discoverer: duration, tags, cover, chapters) in a child process, `lecternd
 /// --media-reader`, as GStreamer scans its plugins in `gst-plugin-scanner`: a file that crashes or hangs a demuxer
 /// costs an error for that file, not the daemon. (The daemon's memory is the same either way: the discoverer loads
-/// the plugins the playbin loads; docs/benchmarks.md, "The media reader".)
+/// the plugins the playbin loads; docs/decisions/media-reader.md.)
 ///
 /// One child at a time: started by the first read, kept for the reads that follow (an import reads hundreds of
 /// files), asked to leave after `idleTime` without one. A request and its reply are one message each
