@@ -470,6 +470,8 @@ public actor Player {
             if state.status == .playing {
                 setStatus(.paused)
                 pausedForLostOutput = true
+                // Says the pause is the engine's, should the route watcher hear of the lost server only now.
+                state.lastError = message
             }
             positionClock.set(PositionClock(anchor: at))
             publish()

@@ -9,8 +9,13 @@ import Logging
 /// changed; settings changed by clients are saved to the book.
 ///
 /// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
-/// (`record`), and the database is written here, never on the player or the D-Bus thread.
+/// (`record`), and the database is written here, never on the player or the D-Bus thread. The actor runs on a
+/// thread of its own (``ThreadExecutor``), so a write that waits for the disk holds none of the cooperative pool's
+/// threads.
 actor BookSession {
+    private let executor = ThreadExecutor(name: "lectern-book-session")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     let library: Library
     let player: Player
     let logger: Logger
