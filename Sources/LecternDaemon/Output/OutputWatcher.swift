@@ -1,5 +1,4 @@
 import DBus
-import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
@@ -21,37 +20,14 @@ import PulseAudio
 /// await watcher.run()          // until cancelled
 /// ```
 ///
+/// This file: the actor's state, its sources, and the policy's decisions applied to the player. The sound server as
+/// last seen is a ``SoundServerModel``; the device monitor is an ``AudioSinkMonitor``; org.lectern.Output1 is in
+/// OutputWatcher+Output1.swift.
+///
 /// Everything mutable is isolated to the actor. Events are handled one at a time per source; the libpulse events
 /// are taken in the server's order (the next one waits for the queries the previous one needed).
 public actor OutputWatcher {
     public static let interfaceName = "org.lectern.Output1"
-
-    /// The last route event, as `LastRouteEvent` and `RouteChanged` carry it.
-    struct RouteEvent: Sendable, Equatable {
-        enum Kind: String, Sendable {
-            case none
-            case outputLost = "output-lost"
-            case outputReturned = "output-returned"
-            case serverLost = "server-lost"
-            case serverReturned = "server-returned"
-        }
-        enum Action: String, Sendable {
-            case none, paused, resumed
-        }
-        var kind: Kind
-        var output: String
-        var port: String
-        var action: Action
-        /// Microseconds since the Unix epoch; 0 for `.none`.
-        var time: Int64
-
-        static let initial = RouteEvent(kind: .none, output: "", port: "", action: .none, time: 0)
-
-        var value: DBusValue {
-            .structure([.string(kind.rawValue), .string(output), .string(port), .string(action.rawValue), .int64(time)])
-        }
-        static let type = DBusType.structure([.string, .string, .string, .string, .int64])
-    }
 
     private let player: Player
     private let logger: Logger
@@ -59,26 +35,16 @@ public actor OutputWatcher {
     private let pausedForLoss: @Sendable () async -> Void
     private let client: PulseClient
     private let processID = getpid()
-    private var policy: OutputPolicy<ContinuousClock.Instant>
-    private var object: ExportedObject?
-
-    // The sound server as last seen (empty while disconnected).
-    private var connected = false
-    private var sinks: [UInt32: PulseSink] = [:]
-    /// Whether `sinks` holds the server's list (false until it was read on connecting, or when reading it failed).
-    private var sinksListed = false
-    private var defaultSink: String?
-    /// Our playback stream, if we have one.
-    private var stream: PulseSinkInput?
-    private var currentOutput = ""
-    private var lastEvent = RouteEvent.initial
-    private var wasDisconnected = false
-
-    private var monitor: DeviceMonitor?
-    private let deviceChanges: AsyncStream<DeviceChange>
-    private let deviceContinuation: AsyncStream<DeviceChange>.Continuation
-    /// Starting and stopping the device monitor block for a moment: done here, not on the cooperative pool.
-    private static let monitorQueue = DispatchQueue(label: "lectern.output.devices")
+    // Internal, not private: OutputWatcher+Output1.swift, the D-Bus face, publishes them (still actor-isolated).
+    /// What to do when the output in use goes and comes back; Policy and ResumeWindow set its mode and window.
+    var policy: OutputPolicy<ContinuousClock.Instant>
+    /// Lectern's object, once ``publish(on:)`` stored the initial values on it.
+    var object: ExportedObject?
+    /// The sound server as last seen (empty while disconnected).
+    var soundServer = SoundServerModel()
+    var lastEvent = RouteEvent.initial
+    /// GStreamer's view of the audio sinks, running while the server is connected.
+    private let devices: AudioSinkMonitor
 
     public init(player: Player, mode: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
                 server: String? = nil, logger: Logger, pausedForLoss: @escaping @Sendable () async -> Void = {}) {
@@ -87,53 +53,7 @@ public actor OutputWatcher {
         self.logger = logger
         self.policy = OutputPolicy(mode: mode, resumeWindow: resumeWindow)
         self.client = PulseClient(server: server, applicationName: "lecternd output watcher")
-        (deviceChanges, deviceContinuation) = AsyncStream.makeStream(of: DeviceChange.self, bufferingPolicy: .unbounded)
-    }
-
-    // MARK: - D-Bus
-
-    /// `org.lectern.Output1`, for Lectern's object; its setters call this watcher.
-    public nonisolated func makeInterface() -> Interface {
-        Interface(Self.interfaceName,
-            properties: [
-                Property("CurrentOutput", .string),
-                Property("ServerConnected", .boolean),
-                Property("LastRouteEvent", RouteEvent.type),
-                Property("Policy", .string, access: .readwrite, set: { [weak self] value in
-                    guard let text = value.string, let mode = OutputPolicyMode(rawValue: text) else {
-                        let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
-                        throw BusError.invalidArgs("Policy must be one of \(modes), not \(value)")
-                    }
-                    await self?.setMode(mode)
-                }),
-                Property("ResumeWindow", .uint32, access: .readwrite, set: { [weak self] value in
-                    guard case .uint32(let seconds) = value.unwrapped else { throw BusError.invalidArgs("ResumeWindow is in seconds (u)") }
-                    await self?.setResumeWindow(.seconds(Int64(seconds)))
-                }),
-            ],
-            signals: [SignalDecl("RouteChanged", [("event", RouteEvent.type)])])
-    }
-
-    /// Stores the initial values on `object` and keeps them up to date from now on.
-    public func publish(on object: ExportedObject) {
-        self.object = object
-        object.update(Self.interfaceName, [
-            "CurrentOutput": .string(currentOutput),
-            "ServerConnected": .boolean(connected),
-            "LastRouteEvent": lastEvent.value,
-            "Policy": .string(policy.mode.rawValue),
-            "ResumeWindow": .uint32(UInt32(clamping: policy.resumeWindow.components.seconds)),
-        ])
-    }
-
-    func setMode(_ mode: OutputPolicyMode) {
-        policy.mode = mode
-        object?.update(Self.interfaceName, ["Policy": .string(mode.rawValue)])
-    }
-
-    func setResumeWindow(_ window: Duration) {
-        policy.resumeWindow = window
-        object?.update(Self.interfaceName, ["ResumeWindow": .uint32(UInt32(clamping: window.components.seconds))])
+        devices = AudioSinkMonitor(logger: logger)
     }
 
     // MARK: - Running
@@ -145,13 +65,13 @@ public actor OutputWatcher {
             group.addTask { [client] in
                 await client.run { [weak self] event in await self?.handle(event) }
             }
-            group.addTask { [deviceChanges] in
-                for await change in deviceChanges { await self.handle(change) }
+            group.addTask { [devices] in
+                for await change in devices.changes { await self.handle(change) }
             }
             await group.next()
             group.cancelAll()
         }
-        await stopDeviceMonitor()
+        await devices.stop()
     }
 
     private func handle(_ event: PulseClient.Event) async {
@@ -175,10 +95,10 @@ public actor OutputWatcher {
     private func handle(_ change: DeviceChange) async {
         switch change {
         case .removed(let device):
-            guard let name = device.internalName, connected, name == currentOutput else { return }
+            guard let name = device.internalName, soundServer.connected, name == soundServer.currentOutput else { return }
             await outputLost(name, port: "", reason: .removed, seenBy: "device monitor")
         case .added(let device):
-            guard let name = device.internalName, connected else { return }
+            guard let name = device.internalName, soundServer.connected else { return }
             await outputAppeared(name)
         }
     }
@@ -187,36 +107,28 @@ public actor OutputWatcher {
 
     private func serverConnected(_ info: PulseServerInfo) async {
         guard let connection = client.connection else { return }
-        connected = true
-        defaultSink = info.defaultSinkName
+        soundServer.connect(defaultSink: info.defaultSinkName)
         do {
-            sinks = Dictionary(try await connection.sinks().map { ($0.index, $0) }, uniquingKeysWith: { first, _ in first })
-            sinksListed = true
-            stream = try await connection.sinkInputs(ofProcess: processID).last
+            soundServer.list(try await connection.sinks())
+            soundServer.findStream(try await connection.sinkInputs(ofProcess: processID).last)
         } catch {
             logger.warning("cannot list PulseAudio sinks", metadata: ["error": "\(error)"])
         }
-        object?.update(Self.interfaceName, ["ServerConnected": .boolean(true)])
+        publishServerConnected()
         updateCurrentOutput()
         logger.info("PulseAudio connected", metadata: ["server": "\(info.serverName) \(info.serverVersion)",
-                                                       "output": "\(currentOutput)"])
-        await startDeviceMonitor()
-        if wasDisconnected {
-            wasDisconnected = false
+                                                       "output": "\(soundServer.currentOutput)"])
+        await devices.start()
+        if soundServer.takeReturn() {
             await serverReturned()
         }
     }
 
     private func serverLost(_ reason: String) async {
-        let previous = currentOutput
-        connected = false
-        wasDisconnected = true
-        sinks = [:]
-        sinksListed = false
-        stream = nil
-        defaultSink = nil
+        let previous = soundServer.currentOutput
+        soundServer.disconnect()
         updateCurrentOutput()
-        object?.update(Self.interfaceName, ["ServerConnected": .boolean(false)])
+        publishServerConnected()
 
         // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
         // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
@@ -239,7 +151,7 @@ public actor OutputWatcher {
         logger.warning("PulseAudio connection lost; reconnecting in the background",
                        metadata: ["error": "\(reason)", "action": "\(action.rawValue)"])
         record(.serverLost, output: previous, action: action)
-        await stopDeviceMonitor()
+        await devices.stop()
     }
 
     /// The server is back: the player, paused by the loss and untouched since, resumes when the policy says so (it
@@ -250,13 +162,13 @@ public actor OutputWatcher {
         let untouched = await player.isPausedForLostOutput
         let lost = policy.pending?.output ?? ""
         // Not knowing the sinks (listing them failed), resume as before that check: a missing output fails again.
-        let present = lost.isEmpty || !sinksListed || sinks.values.contains { $0.name == lost }
+        let present = lost.isEmpty || soundServer.mayHaveSink(named: lost)
         let decision = policy.handle(.serverReturned(outputPresent: present, untouched: untouched), at: .now)
         var action = RouteEvent.Action.none
         if decision == .resume, await player.resumeForReturnedOutput() {
             action = .resumed
         }
-        record(.serverReturned, output: currentOutput, action: action)
+        record(.serverReturned, output: soundServer.currentOutput, action: action)
     }
 
     // MARK: - Sinks and streams
@@ -266,14 +178,14 @@ public actor OutputWatcher {
         do {
             switch (change.facility, change.change) {
             case (.sink, .remove):
-                guard let gone = sinks.removeValue(forKey: change.index) else { return }
-                if gone.name == currentOutput {
+                guard let gone = soundServer.removeSink(change.index) else { return }
+                if gone.name == soundServer.currentOutput {
                     await outputLost(gone.name, port: gone.activePort ?? "", reason: .removed, seenBy: "sink removed")
                 }
                 updateCurrentOutput()
             case (.sink, _):
                 guard let sink = try await connection.sink(index: change.index) else { return }
-                let old = sinks.updateValue(sink, forKey: change.index)
+                let old = soundServer.updateSink(sink)
                 if old == nil {
                     await outputAppeared(sink.name)
                 } else if let old {
@@ -281,24 +193,22 @@ public actor OutputWatcher {
                 }
                 updateCurrentOutput()
             case (.sinkInput, .remove):
-                guard stream?.index == change.index else { return }
-                stream = nil
+                guard soundServer.removeStream(change.index) else { return }
                 updateCurrentOutput()
             case (.sinkInput, _):
                 let mine = try await connection.sinkInputs(ofProcess: processID)
                 guard let new = mine.first(where: { $0.index == change.index }) ?? mine.last else { return }
-                let before = stream.flatMap { sinks[$0.sinkIndex] }
-                stream = new
+                let before = soundServer.updateStream(new)
                 if let before, before.index != new.sinkIndex, try await connection.sink(index: before.index) == nil {
                     // The server moved our stream because its sink went away (the removal event may come later).
-                    sinks[before.index] = nil
-                    if before.name == currentOutput {
+                    soundServer.forgetSink(before.index)
+                    if before.name == soundServer.currentOutput {
                         await outputLost(before.name, port: before.activePort ?? "", reason: .removed, seenBy: "stream moved")
                     }
                 }
                 updateCurrentOutput()
             case (.server, _):
-                defaultSink = try await connection.serverInfo().defaultSinkName
+                soundServer.setDefaultSink(try await connection.serverInfo().defaultSinkName)
                 updateCurrentOutput()
             }
         } catch {
@@ -309,7 +219,7 @@ public actor OutputWatcher {
     /// A jack: the active port of the output in use became unavailable, or a port we lost came back.
     private func portsChanged(from old: PulseSink, to new: PulseSink) async {
         let change = new.jackChanges(since: old)
-        if new.name == currentOutput, let port = change.unplugged {
+        if new.name == soundServer.currentOutput, let port = change.unplugged {
             await outputLost(new.name, port: port, reason: .portUnavailable, seenBy: "port unavailable")
             return
         }
@@ -347,7 +257,7 @@ public actor OutputWatcher {
         var action = RouteEvent.Action.none
         if decision == .resume {
             // The server moved our stream elsewhere when the sink went: send it back before playing.
-            if let stream, sinks[stream.sinkIndex]?.name != sinkName, let connection = client.connection {
+            if let stream = soundServer.stream, soundServer.streamSinkName != sinkName, let connection = client.connection {
                 do {
                     try await connection.moveSinkInput(stream.index, toSink: sinkName)
                 } catch {
@@ -358,48 +268,5 @@ public actor OutputWatcher {
         }
         logger.info("output returned", metadata: ["sink": "\(sinkName)", "port": "\(port)", "action": "\(action.rawValue)"])
         record(.outputReturned, output: sinkName, port: port, action: action)
-    }
-
-    private func updateCurrentOutput() {
-        let name = connected ? (stream.flatMap { sinks[$0.sinkIndex]?.name } ?? defaultSink ?? "") : ""
-        guard name != currentOutput else { return }
-        currentOutput = name
-        object?.update(Self.interfaceName, ["CurrentOutput": .string(name)])
-    }
-
-    private func record(_ kind: RouteEvent.Kind, output: String, port: String = "", action: RouteEvent.Action) {
-        let now = Date().timeIntervalSince1970
-        lastEvent = RouteEvent(kind: kind, output: output, port: port, action: action, time: Int64(now * 1_000_000))
-        object?.update(Self.interfaceName, ["LastRouteEvent": lastEvent.value])
-        try? object?.emit(Self.interfaceName, "RouteChanged", [lastEvent.value])
-    }
-
-    // MARK: - Device monitor
-
-    private func startDeviceMonitor() async {
-        await stopDeviceMonitor()
-        let continuation = deviceContinuation
-        let logger = logger
-        monitor = await withCheckedContinuation { (done: CheckedContinuation<DeviceMonitor?, Never>) in
-            Self.monitorQueue.async {
-                do {
-                    done.resume(returning: try DeviceMonitor(classes: "Audio/Sink") { continuation.yield($0) })
-                } catch {
-                    logger.info("no GStreamer device monitor for audio sinks", metadata: ["error": "\(error)"])
-                    done.resume(returning: nil)
-                }
-            }
-        }
-    }
-
-    private func stopDeviceMonitor() async {
-        guard let monitor else { return }
-        self.monitor = nil
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Self.monitorQueue.async {
-                monitor.stop()
-                done.resume()
-            }
-        }
     }
 }

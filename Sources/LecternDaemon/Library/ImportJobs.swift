@@ -1,0 +1,59 @@
+import Foundation
+import LecternLibrary
+import Logging
+import Synchronization
+
+/// The imports started by Library1.Import: each is a numbered job that runs on its own, off the call queue (the
+/// daemon keeps answering and playing), and reports its progress, at most every 100 ms, and its end.
+///
+/// ```swift
+/// let job = try imports.start(path: "/home/me/Audiobooks", shelfPath: "") { event in announce(event) }
+/// ```
+final class ImportJobs: Sendable {
+    enum Event: Sendable {
+        case progress(job: UInt32, Importer.Progress)
+        /// The books imported, or why the import failed (logged already).
+        case finished(job: UInt32, Result<[Int64], any Error>)
+    }
+
+    private let library: Library
+    private let importer: Importer
+    private let logger: Logger
+    /// The number of the next job (wrapping at 2³²).
+    private let nextJob = Atomic<UInt32>(1)
+
+    init(library: Library, importer: Importer, logger: Logger) {
+        self.library = library
+        self.importer = importer
+        self.logger = logger
+    }
+
+    /// Starts importing `path` (absolute; a folder or one file) onto `shelfPath` ("" for where the books are, or
+    /// the top level) and returns the job's number; `events` hears of it from the job's task. Throws at once for a
+    /// relative or missing path, or a library that can't be written.
+    func start(path: String, shelfPath: String, events: @escaping @Sendable (Event) -> Void) throws -> UInt32 {
+        guard path.hasPrefix("/") else { throw LibraryError.invalidArgument("the path to import must be absolute, not '\(path)'") }
+        try library.checkWritable()
+        let folder = URL(fileURLWithPath: path).standardizedFileURL
+        guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
+        let job = nextJob.wrappingAdd(1, ordering: .relaxed).oldValue
+        let importer = self.importer
+        // The import runs on its own, off the call queue: the daemon keeps answering and playing.
+        Task.detached(priority: .utility) { [logger] in
+            var lastReport = ContinuousClock.now - .seconds(1)
+            do {
+                let books = try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath) { progress in
+                    let now = ContinuousClock.now
+                    guard now - lastReport >= .milliseconds(100) || progress.done == progress.total else { return }
+                    lastReport = now
+                    events(.progress(job: job, progress))
+                }
+                events(.finished(job: job, .success(books)))
+            } catch {
+                logger.warning("import failed", metadata: ["path": "\(folder.path)", "error": "\(error)"])
+                events(.finished(job: job, .failure(error)))
+            }
+        }
+        return job
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import LecternLibrary
+
+/// What a library call does beyond the library's own rules: the current book's session follows a deletion or a
+/// change of settings, a new bookmark goes where the listener is, a jump to a bookmark activates its book first.
+/// Typed arguments, no D-Bus: the interfaces (LibraryService+Library1, +Bookmarks1) decode and announce.
+///
+/// ```swift
+/// let removed = try await rules.deleteShelf(shelf, recursive: true)  // the books that went with it
+/// ```
+struct LibraryRules: Sendable {
+    let library: Library
+    let session: BookSession
+
+    /// Deletes a shelf (see ``Library/deleteShelf(_:recursive:)``); the session lets go of a book deleted with it.
+    /// Returns the books on the shelf and below it, which the deletion removed.
+    func deleteShelf(_ id: Int64, recursive: Bool) async throws -> [Int64] {
+        try library.checkWritable()
+        let books = (try? library.books(in: id, recursive: true).compactMap(\.id)) ?? []
+        try library.deleteShelf(id, recursive: recursive)
+        if let current = await session.book?.id, books.contains(current) { await session.detach() }
+        return books
+    }
+
+    /// Deletes a book; the session lets go of it first when it is the current book.
+    func deleteBook(_ id: Int64) async throws {
+        try library.checkWritable()
+        if await session.book?.id == id { await session.detach() }
+        try library.deleteBook(id)
+    }
+
+    /// Changes a book's settings with `change` (which may refuse them by throwing), saves them, and applies them
+    /// to the player when it is the current book.
+    func changeSettings(of id: Int64, _ change: (inout BookSettings) throws -> Void) async throws {
+        var settings = try library.book(id).settings
+        try change(&settings)
+        try library.setSettings(of: id, settings)
+        if await session.book?.id == id { try await session.apply(settings) }
+    }
+
+    /// Adds a bookmark where the book is: the player's position when it is the current book, else its saved one.
+    /// An empty `title` becomes "Bookmark at 1:02:03". Counts as activity (the sleep timer's shake).
+    func addBookmark(to bookId: Int64, title: String, note: String) async throws -> Bookmark {
+        await session.player.noteActivity()
+        let (file, offset) = try await placeInBook(bookId)
+        let title = title.isEmpty ? "Bookmark at " + Self.clock(offset) : title
+        return try library.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note)
+    }
+
+    /// Plays from a bookmark, activating its book first when it isn't the current one.
+    func jump(toBookmark id: Int64) async throws {
+        let bookmark = try library.bookmark(id)
+        if await session.book?.id != bookmark.bookId {
+            try await session.activate(bookmark.bookId, play: true)
+        }
+        try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset)
+    }
+
+    /// Where a new bookmark of `bookId` goes: the player's position when it is the current book, else its saved one.
+    private func placeInBook(_ bookId: Int64) async throws -> (file: Int64, offset: Int64) {
+        if let place = await session.currentPlace(), place.book.id == bookId { return (place.file.id ?? 0, place.offset) }
+        let book = try library.book(bookId)
+        let files = try library.files(of: bookId)
+        guard let file = book.positionFileId ?? files.first?.id else { throw LibraryError.invalidArgument("the book has no files") }
+        return (file, book.positionFileId == nil ? 0 : book.positionOffset)
+    }
+
+    /// A position as a bookmark's default title shows it: `m:ss`, or `h:mm:ss` from an hour.
+    static func clock(_ microseconds: Int64) -> String {
+        let total = microseconds / 1_000_000
+        return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
+            : String(format: "%d:%02d", total / 60, total % 60)
+    }
+}

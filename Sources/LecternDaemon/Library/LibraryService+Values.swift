@@ -1,0 +1,96 @@
+import DBus
+import Foundation
+import LecternLibrary
+
+// The library's records as D-Bus values (the dictionaries of dbus/org.lectern.Library1.xml), and the few arguments
+// that need more than a cast: ids where 0 means none, numbers sent as either type, queries.
+extension LibraryService {
+    static func optionalID(_ value: DBusValue) -> Int64? {
+        guard let id = value.int64, id != 0 else { return nil }
+        return id
+    }
+
+    static func double(_ value: DBusValue, _ name: String) throws -> Double {
+        guard let number = value.double ?? value.int64.map(Double.init) else { throw LibraryError.invalidArgument("\(name) is a number") }
+        return number
+    }
+
+    static func query(_ value: DBusValue) throws -> LibraryQuery {
+        var query = LibraryQuery()
+        for (key, v) in value.stringKeyedDictionary ?? [:] {
+            guard let text = v.string else { throw LibraryError.invalidArgument("query values are strings ('\(key)')") }
+            switch key {
+            case "title": query.title = text
+            case "author": query.author = text
+            case "album": query.album = text
+            case "composer": query.composer = text
+            case "genre": query.genre = text
+            default: throw LibraryError.invalidArgument("unknown query key '\(key)' (title, author, album, composer, genre)")
+            }
+        }
+        return query
+    }
+
+    static func time(_ date: Date?) -> DBusValue { .int64(date.map { Int64($0.timeIntervalSince1970 * 1_000_000) } ?? 0) }
+
+    static func encode(_ shelf: Shelf) -> DBusValue {
+        .vardict(["id": .int64(shelf.id ?? 0), "parent": .int64(shelf.parentId ?? 0), "name": .string(shelf.name)])
+    }
+
+    /// Books as ListBooks gives them, with their totals read from `library` (the snapshot the books came from).
+    static func encode(_ books: [Book], _ library: Library) throws -> [DBusValue] {
+        let totals = try library.totals(of: books.compactMap(\.id))
+        return books.map { book in
+            var map: [String: DBusValue] = [
+                "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
+                "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
+                "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
+                "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
+                "finished": .boolean(book.finished), "note": .string(book.note),
+                "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
+                "loop": .string(book.loop), "position_file": .int64(book.positionFileId ?? 0),
+                "position_offset": .int64(book.positionOffset),
+            ]
+            let total = totals[book.id ?? 0]
+            map["files"] = .uint32(UInt32(clamping: total?.files ?? 0))
+            map["duration"] = .int64(total?.duration ?? 0)
+            return .vardict(map)
+        }
+    }
+
+    static func encode(_ file: BookFile) -> DBusValue {
+        var map: [String: DBusValue] = [
+            "id": .int64(file.id ?? 0), "book": .int64(file.bookId), "path": .string(file.path),
+            "index": .int64(file.position), "duration": .int64(file.duration ?? 0), "available": .boolean(file.available),
+        ]
+        for (key, value) in [("title", file.title), ("artist", file.artist), ("album", file.album),
+                             ("album_artist", file.albumArtist), ("composer", file.composer), ("genre", file.genre)] {
+            if let value { map[key] = .string(value) }
+        }
+        if let n = file.trackNumber { map["track"] = .int64(n) }
+        if let n = file.discNumber { map["disc"] = .int64(n) }
+        return .vardict(map)
+    }
+
+    static func encode(_ bookmark: Bookmark) -> DBusValue {
+        .vardict(["id": .int64(bookmark.id ?? 0), "book": .int64(bookmark.bookId), "file": .int64(bookmark.fileId),
+                  "offset": .int64(bookmark.offset), "title": .string(bookmark.title), "note": .string(bookmark.note),
+                  "created": time(bookmark.createdAt), "kind": .string(bookmark.kind.rawValue)])
+    }
+
+    func encodeDetails(_ id: Int64) throws -> DBusValue {
+        let book = try library.book(id)
+        guard case .dictionary(_, _, var entries) = try Self.encode([book], library)[0] else { return .emptyVardict }
+        let chapters = try library.chapters(of: id)
+        let files = try library.files(of: id).map { file -> DBusValue in
+            guard case .dictionary(let k, let v, var fileEntries) = Self.encode(file) else { return .emptyVardict }
+            let list = (chapters[file.id ?? 0] ?? []).map { chapter in
+                DBusValue.vardict(["title": .string(chapter.title), "start": .int64(chapter.start), "end": .int64(chapter.end ?? -1)])
+            }
+            fileEntries.append(.init(.string("chapters"), .variant(.array(.dictionary(key: .string, value: .variant), list))))
+            return .dictionary(key: k, value: v, fileEntries)
+        }
+        entries.append(.init(.string("file_list"), .variant(.array(.dictionary(key: .string, value: .variant), files))))
+        return .dictionary(key: .string, value: .variant, entries)
+    }
+}

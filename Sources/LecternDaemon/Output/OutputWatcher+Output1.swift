@@ -1,0 +1,96 @@
+import DBus
+import Foundation
+import LecternCore
+
+// org.lectern.Output1 (dbus/org.lectern.Output1.xml), the watcher's D-Bus face: CurrentOutput, ServerConnected,
+// LastRouteEvent and RouteChanged published from the watcher's state; Policy and ResumeWindow set the policy's.
+extension OutputWatcher {
+    /// The last route event, as `LastRouteEvent` and `RouteChanged` carry it.
+    struct RouteEvent: Sendable, Equatable {
+        enum Kind: String, Sendable {
+            case none
+            case outputLost = "output-lost"
+            case outputReturned = "output-returned"
+            case serverLost = "server-lost"
+            case serverReturned = "server-returned"
+        }
+        enum Action: String, Sendable {
+            case none, paused, resumed
+        }
+        var kind: Kind
+        var output: String
+        var port: String
+        var action: Action
+        /// Microseconds since the Unix epoch; 0 for `.none`.
+        var time: Int64
+
+        static let initial = RouteEvent(kind: .none, output: "", port: "", action: .none, time: 0)
+
+        var value: DBusValue {
+            .structure([.string(kind.rawValue), .string(output), .string(port), .string(action.rawValue), .int64(time)])
+        }
+        static let type = DBusType.structure([.string, .string, .string, .string, .int64])
+    }
+
+    /// `org.lectern.Output1`, for Lectern's object; its setters call this watcher.
+    public nonisolated func makeInterface() -> Interface {
+        Interface(Self.interfaceName,
+            properties: [
+                Property("CurrentOutput", .string),
+                Property("ServerConnected", .boolean),
+                Property("LastRouteEvent", RouteEvent.type),
+                Property("Policy", .string, access: .readwrite, set: { [weak self] value in
+                    guard let text = value.string, let mode = OutputPolicyMode(rawValue: text) else {
+                        let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw BusError.invalidArgs("Policy must be one of \(modes), not \(value)")
+                    }
+                    await self?.setMode(mode)
+                }),
+                Property("ResumeWindow", .uint32, access: .readwrite, set: { [weak self] value in
+                    guard case .uint32(let seconds) = value.unwrapped else { throw BusError.invalidArgs("ResumeWindow is in seconds (u)") }
+                    await self?.setResumeWindow(.seconds(Int64(seconds)))
+                }),
+            ],
+            signals: [SignalDecl("RouteChanged", [("event", RouteEvent.type)])])
+    }
+
+    /// Stores the initial values on `object` and keeps them up to date from now on.
+    public func publish(on object: ExportedObject) {
+        self.object = object
+        object.update(Self.interfaceName, [
+            "CurrentOutput": .string(soundServer.currentOutput),
+            "ServerConnected": .boolean(soundServer.connected),
+            "LastRouteEvent": lastEvent.value,
+            "Policy": .string(policy.mode.rawValue),
+            "ResumeWindow": .uint32(UInt32(clamping: policy.resumeWindow.components.seconds)),
+        ])
+    }
+
+    func setMode(_ mode: OutputPolicyMode) {
+        policy.mode = mode
+        object?.update(Self.interfaceName, ["Policy": .string(mode.rawValue)])
+    }
+
+    func setResumeWindow(_ window: Duration) {
+        policy.resumeWindow = window
+        object?.update(Self.interfaceName, ["ResumeWindow": .uint32(UInt32(clamping: window.components.seconds))])
+    }
+
+    /// Recomputes the output in use and publishes it when it changed.
+    func updateCurrentOutput() {
+        guard let name = soundServer.settleCurrentOutput() else { return }
+        object?.update(Self.interfaceName, ["CurrentOutput": .string(name)])
+    }
+
+    func publishServerConnected() {
+        object?.update(Self.interfaceName, ["ServerConnected": .boolean(soundServer.connected)])
+    }
+
+    /// Notes a route event as the last one, and announces it.
+    func record(_ kind: RouteEvent.Kind, output: String, port: String = "", action: RouteEvent.Action) {
+        let now = Date().timeIntervalSince1970
+        lastEvent = RouteEvent(kind: kind, output: output, port: port, action: action, time: Int64(now * 1_000_000))
+        object?.update(Self.interfaceName, ["LastRouteEvent": lastEvent.value])
+        try? object?.emit(Self.interfaceName, "RouteChanged", [lastEvent.value])
+    }
+}

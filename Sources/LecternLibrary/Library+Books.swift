@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+
+// Books: their files, chapters, names, places on the shelves, and per-book settings.
+extension Library {
+    /// The books on a shelf (nil = top level), and on the shelves below it when `recursive`.
+    public func books(in shelf: Int64?, recursive: Bool) throws -> [Book] {
+        try read { db in
+            var request = Book.all()
+            if let shelf {
+                _ = try Self.existingShelf(db, shelf)
+                let shelves = recursive ? try Self.descendantShelves(db, of: shelf) + [shelf] : [shelf]
+                request = request.filter(shelves.contains(Column("shelfId")))
+            } else if !recursive {
+                request = request.filter(Column("shelfId") == nil)
+            }
+            return try request.order(Column("title").collating(.localizedCaseInsensitiveCompare)).fetchAll(db)
+        }
+    }
+
+    public func book(_ id: Int64) throws -> Book {
+        try read { db in try Self.existingBook(db, id) }
+    }
+
+    static func existingBook(_ db: Database, _ id: Int64) throws -> Book {
+        guard let book = try Book.fetchOne(db, key: id) else { throw LibraryError.notFound("no book \(id)") }
+        return book
+    }
+
+    /// The book's files in their order.
+    public func files(of book: Int64) throws -> [BookFile] {
+        try read { db in
+            _ = try Self.existingBook(db, book)
+            return try BookFile.filter(Column("bookId") == book).order(Column("position")).fetchAll(db)
+        }
+    }
+
+    /// The book's chapters, by file id, in order.
+    public func chapters(of book: Int64) throws -> [Int64: [Chapter]] {
+        try read { db in
+            _ = try Self.existingBook(db, book)
+            let chapters = try Chapter.fetchAll(db, sql: """
+                SELECT chapter.* FROM chapter JOIN bookFile ON bookFile.id = chapter.fileId
+                WHERE bookFile.bookId = ? ORDER BY chapter.fileId, chapter.position
+                """, arguments: [book])
+            return Dictionary(grouping: chapters, by: \.fileId)
+        }
+    }
+
+    public func renameBook(_ id: Int64, to title: String) throws {
+        let title = try Self.checkName(title, "a book's title")
+        try updateBook(id) { $0.title = title }
+    }
+
+    public func moveBook(_ id: Int64, to shelf: Int64?) throws {
+        try write { db in
+            if let shelf { _ = try Self.existingShelf(db, shelf) }
+            var book = try Self.existingBook(db, id)
+            book.shelfId = shelf
+            book.modifiedAt = Date()
+            try book.update(db)
+        }
+    }
+
+    public func deleteBook(_ id: Int64) throws {
+        try write { db in
+            _ = try Self.existingBook(db, id)
+            try Book.deleteOne(db, key: id)
+            try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(id)])
+        }
+    }
+
+    /// Puts the book's files in the order of `fileIds`, which must name each of its files once.
+    public func reorderFiles(of book: Int64, _ fileIds: [Int64]) throws {
+        try write { db in
+            _ = try Self.existingBook(db, book)
+            let current = try Int64.fetchAll(db, sql: "SELECT id FROM bookFile WHERE bookId = ?", arguments: [book])
+            guard Set(current) == Set(fileIds), current.count == fileIds.count else {
+                throw LibraryError.invalidArgument("the new order must name each of the book's \(current.count) files exactly once")
+            }
+            for (index, file) in fileIds.enumerated() {
+                try db.execute(sql: "UPDATE bookFile SET position = ? WHERE id = ?", arguments: [-1 - index, file])
+            }
+            try db.execute(sql: "UPDATE bookFile SET position = -1 - position WHERE bookId = ?", arguments: [book])
+            try touch(db, book)
+        }
+    }
+
+    public func setSettings(of book: Int64, _ settings: BookSettings) throws {
+        guard settings.volume.isFinite, (0...10).contains(settings.volume) else {
+            throw LibraryError.invalidArgument("volume must be between 0 and 10")
+        }
+        guard settings.speed.isFinite, (0.5...3).contains(settings.speed) else {
+            throw LibraryError.invalidArgument("speed must be between 0.5 and 3")
+        }
+        guard ["None", "Track", "Playlist"].contains(settings.loop) else {
+            throw LibraryError.invalidArgument("loop must be None, Track or Playlist")
+        }
+        try updateBook(book, touching: false) { $0.settings = settings }
+    }
+
+    /// Keeps the book's shuffled play order (its file ids); empty to forget it.
+    public func setShuffleOrder(of book: Int64, _ fileIds: [Int64]) throws {
+        let text = fileIds.map(String.init).joined(separator: ",")
+        try updateBook(book, touching: false) { $0.shuffleOrder = text }
+    }
+
+    public func setNote(of book: Int64, _ note: String) throws {
+        try Self.checkNote(note)
+        try updateBook(book) { $0.note = note }
+    }
+
+    public func setFinished(_ book: Int64, _ finished: Bool) throws {
+        try updateBook(book, touching: false) { $0.finished = finished }
+    }
+
+    private func updateBook(_ id: Int64, touching: Bool = true, _ change: (inout Book) -> Void) throws {
+        try write { db in
+            var book = try Self.existingBook(db, id)
+            let before = book
+            change(&book)
+            guard book != before else { return }
+            if touching { book.modifiedAt = Date() }
+            try book.update(db)
+        }
+    }
+
+    private func touch(_ db: Database, _ book: Int64) throws {
+        try db.execute(sql: "UPDATE book SET modifiedAt = ? WHERE id = ?", arguments: [StoredDate.text(Date()), book])
+    }
+}
