@@ -6,7 +6,7 @@
 /// order (clients rely on it: a Get after a Set sees the Set), and so do their replies. Calls of different senders
 /// were never ordered by anything but the bus's timing.
 ///
-/// Not thread-safe: ``BusConnection`` keeps it in a `Mutex`.
+/// Not thread-safe: ``CallScheduler`` keeps it in a `Mutex`.
 struct CallQueue<Job> {
     /// Calls not taken yet, by sender; a sender without calls has no entry.
     private var waiting: [String: Queue<Job>] = [:]
