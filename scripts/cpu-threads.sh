@@ -11,7 +11,7 @@
 # `swift build --product lectern`) name the binaries; AUDIO the file to import (default the bench's long.ogg, made
 # with gst-launch-1.0 when missing). Needs pulseaudio, dbus-daemon and bc.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 seconds=${1:-30}
 shift || true
 [[ "${1:-}" == "--" ]] && shift
