@@ -7,7 +7,7 @@
 #   lectern_deps GROUP...        scripts/install-deps.sh GROUP... (--build, --run, --test; none: all), its output
 #                                to stderr, unless LECTERN_SKIP_DEPS=1
 #   lectern_release [--scratch-path DIR] PRODUCT...
-#                                scripts/swift-release --product PRODUCT for each (into DIR if given), output to
+#                                `swift build -c release --product PRODUCT` for each (into DIR if given), output to
 #                                stderr (stdout is each script's result: a table, the daemon's output), then sets
 #                                `bin` to the folder of the release binaries
 # Nothing here changes the shell's options: each script says its own (`set -euo pipefail` or less).
@@ -27,7 +27,7 @@ lectern_release() {
     local scratch=() product
     if [[ "${1:-}" == --scratch-path ]]; then scratch=(--scratch-path "$2"); shift 2; fi
     for product in "$@"; do
-        scripts/swift-release ${scratch[@]+"${scratch[@]}"} --product "$product" >&2 || return
+        swift build -c release ${scratch[@]+"${scratch[@]}"} --product "$product" >&2 || return
     done
-    bin="$(scripts/swift-release ${scratch[@]+"${scratch[@]}"} --show-bin-path)" || return
+    bin="$(swift build -c release ${scratch[@]+"${scratch[@]}"} --show-bin-path)" || return
 }
