@@ -15,7 +15,7 @@ build:
 
 release:
 	scripts/install-deps.sh --build
-	scripts/swift-release
+	$(SWIFT) build -c release
 
 # make run ARGS='--audio-sink "fakesink sync=true"'
 run:
@@ -25,7 +25,7 @@ run:
 test:
 	scripts/test.sh $(ARGS)
 
-# Benchmarks against mpv + mpv-mpris in the same run; figures go to docs/benchmarks.md by hand.
+# Benchmarks against mpv + mpv-mpris and VLC in the same run; figures go to docs/benchmarks.md by hand.
 bench:
 	scripts/bench.sh $(ARGS)
 

@@ -14,39 +14,15 @@
 # the player comparison; LECTERN_BENCH_LIBRARY=only runs them alone. (Same as passing --library / --library-only.)
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH="/opt/swift/usr/bin:$PATH"
-fi
+source "$(dirname "$0")/lib/common.sh"
 
-if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
-    scripts/install-deps.sh --build --run
-    # The reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus control
-    # module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for the
-    # CPU-into-a-sound-server row. Not fatal: the tool measures without what it cannot find or start.
-    bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base pulseaudio)
-    # dpkg-query exits 1 for a package it has never heard of: not a failure here (pipefail, set -e).
-    installed=" $( { dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${bench_pkgs[@]}" 2>/dev/null || true; } \
-        | awk '$2 == "installed" { printf "%s ", $1 }') "
-    missing=()
-    for p in "${bench_pkgs[@]}"; do
-        [[ "$installed" == *" $p "* ]] || missing+=("$p")
-    done
-    if (( ${#missing[@]} > 0 )); then
-        as_root=(env DEBIAN_FRONTEND=noninteractive)
-        [[ $(id -u) -eq 0 ]] || as_root=(sudo env DEBIAN_FRONTEND=noninteractive)
-        echo "bench: installing ${missing[*]}" >&2
-        if ! { "${as_root[@]}" apt-get update -qq && "${as_root[@]}" apt-get install -y -qq --no-install-recommends \
-                "${missing[@]}"; } >&2; then
-            echo "bench: could not install ${missing[*]}; measuring without them" >&2
-        fi
-    fi
-fi
+lectern_deps --build --run
+# The reference players (scripts/install-deps.sh --bench). Not fatal: the tool measures without what it cannot
+# find or start.
+lectern_deps --bench || echo "bench: could not install the reference players; measuring without them" >&2
 
 scratch="${LECTERN_BENCH_SCRATCH:-.build-bench}"
-scripts/swift-release --scratch-path "$scratch" --product lecternd >&2
-scripts/swift-release --scratch-path "$scratch" --product lectern-bench >&2
-bin="$(scripts/swift-release --scratch-path "$scratch" --show-bin-path)"
+lectern_release --scratch-path "$scratch" lecternd lectern-bench
 
 # Measure lecternd as after an install (written back, then read from disk as it runs), not in the linker's fresh
 # page cache: a just-linked binary measured up to ~2 MB more VmRSS than the same file read back from disk.

@@ -6,12 +6,12 @@
 #
 #   scripts/cpu-threads.sh [SECONDS] [-- lecternd options...]       e.g. scripts/cpu-threads.sh 30
 #
-# LECTERND (default .build-bench/release/lecternd: build it with scripts/bench.sh, or `scripts/swift-release
+# LECTERND (default .build-bench/release/lecternd: build it with scripts/bench.sh, or `swift build -c release
 # --scratch-path .build-bench --product lecternd`) and LECTERN (default: the debug client,
 # `swift build --product lectern`) name the binaries; AUDIO the file to import (default the bench's long.ogg, made
 # with gst-launch-1.0 when missing). Needs pulseaudio, dbus-daemon and bc.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 seconds=${1:-30}
 shift || true
 [[ "${1:-}" == "--" ]] && shift

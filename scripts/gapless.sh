@@ -14,18 +14,9 @@
 # LECTERN_SKIP_DEPS=1 skips the package installation. Exits non-zero only if something cannot be built or run.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH="/opt/swift/usr/bin:$PATH"
-fi
-if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
-    scripts/install-deps.sh --build --run >&2
-fi
-
-scratch=.build-bench
-scripts/swift-release --scratch-path "$scratch" --product lecternd >&2
-scripts/swift-release --scratch-path "$scratch" --product lectern >&2
-bin="$(scripts/swift-release --scratch-path "$scratch" --show-bin-path)"
+source "$(dirname "$0")/lib/common.sh"
+lectern_deps --build --run
+lectern_release --scratch-path .build-bench lecternd lectern
 
 work="$(mktemp -d /tmp/lectern-gapless.XXXXXX)"
 bus_pid=""

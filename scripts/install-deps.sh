@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh                 # everything (build + run + test)
 #   scripts/install-deps.sh --build --run   # only some groups (--runtime-only = --run)
 #   scripts/install-deps.sh --check         # exit 1 and list what's missing, install nothing
+#   scripts/install-deps.sh --bench         # the reference players of scripts/bench.sh (not in --all)
 #
 # Uses sudo when not root. Debian 12 (bookworm) package names.
 set -euo pipefail
@@ -19,22 +20,27 @@ run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugi
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
 # its threads' stacks in the failure's message.
 test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb)
+# scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus
+# control module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for
+# the CPU-into-a-sound-server row.
+bench_pkgs=(mpv mpv-mpris vlc-bin vlc-plugin-base pulseaudio)
 # Installed only if the release has them.
 optional_pkgs=" dbus-daemon dbus-bin "
 
-want_build=0 want_run=0 want_test=0 check_only=0
+want_build=0 want_run=0 want_test=0 want_bench=0 check_only=0
 for arg in "$@"; do
     case "$arg" in
         --build) want_build=1 ;;
         --run|--runtime|--runtime-only) want_run=1 ;;
         --test) want_test=1 ;;
+        --bench) want_bench=1 ;;
         --all) want_build=1 want_run=1 want_test=1 ;;
         --check) check_only=1 ;;
-        -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
     esac
 done
-if (( want_build + want_run + want_test == 0 )); then
+if (( want_build + want_run + want_test + want_bench == 0 )); then
     want_build=1 want_run=1 want_test=1
 fi
 
@@ -42,6 +48,7 @@ wanted=()
 (( want_build )) && wanted+=("${build_pkgs[@]}")
 (( want_run )) && wanted+=("${run_pkgs[@]}")
 (( want_test )) && wanted+=("${test_pkgs[@]}")
+(( want_bench )) && wanted+=("${bench_pkgs[@]}")
 
 # One dpkg-query for all of them: "name status" for the installed ones. dpkg-query exits 1 when it has never
 # heard of one of them (a fresh machine), which pipefail and set -e must not take for a failure.

@@ -15,10 +15,7 @@
 # The log and the figures then go to .build/reliability/<profile>-release.*.
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
-if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH="/opt/swift/usr/bin:$PATH"
-fi
+source "$(dirname "$0")/lib/common.sh"
 
 profile="${1:-short}"
 case "$profile" in
@@ -32,9 +29,7 @@ case "$config" in
     *) echo "LECTERN_RELIABILITY_CONFIG is debug or release, not $config" >&2; exit 2 ;;
 esac
 
-if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
-    scripts/install-deps.sh || exit 1
-fi
+lectern_deps || exit 1
 swift build --build-tests || exit 1
 name="$profile"
 products=()
@@ -43,8 +38,8 @@ if [[ "$config" == release ]]; then
     if [[ -n "${LECTERN_RELIABILITY_SCRATCH:-}" ]]; then release+=(--scratch-path "$LECTERN_RELIABILITY_SCRATCH"); fi
     # The lecternd that scripts/run.sh builds; the tests start it from LECTERN_PRODUCTS_DIR (Tests/TestSupport:
     # productsDirectory).
-    scripts/swift-release ${release[@]+"${release[@]}"} --product lecternd || exit 1
-    products=("LECTERN_PRODUCTS_DIR=$(scripts/swift-release ${release[@]+"${release[@]}"} --show-bin-path)")
+    lectern_release ${release[@]+"${release[@]}"} lecternd || exit 1
+    products=("LECTERN_PRODUCTS_DIR=$bin")
     name="$profile-release"
     echo "lecternd: ${products[0]#*=}/lecternd"
 fi

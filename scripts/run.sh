@@ -11,18 +11,10 @@
 # LECTERN_SKIP_DEPS=1 skips scripts/install-deps.sh.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH="/opt/swift/usr/bin:$PATH"
-fi
+source "$(dirname "$0")/lib/common.sh"
 
-if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
-    scripts/install-deps.sh --build --run
-fi
-
-scripts/swift-release --product lecternd >&2
-scripts/swift-release --product lectern >&2
-bin="$(scripts/swift-release --show-bin-path)"
+lectern_deps --build --run
+lectern_release lecternd lectern
 echo "lectern: binaries in $bin (the client: $bin/lectern)" >&2
 
 address_files=(/tmp/lectern-bus-address)

@@ -8,15 +8,10 @@
 # LECTERN_SKIP_DEPS=1 skips scripts/install-deps.sh.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 exec 2>&1
-if ! command -v swift >/dev/null 2>&1 && [[ -x /opt/swift/usr/bin/swift ]]; then
-    export PATH="/opt/swift/usr/bin:$PATH"
-fi
 
-if [[ "${LECTERN_SKIP_DEPS:-0}" != 1 ]]; then
-    scripts/install-deps.sh
-fi
+lectern_deps
 
 build_args=()
 args=("$@")

@@ -7,12 +7,14 @@ import Glibc
 
 enum BenchCommand {
     static let usage = """
-        usage: lectern-bench [--lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--vlc PATH] [--no-vlc]
+        usage: lectern-bench [--lecternd PATH] [--baseline-lecternd PATH] [--mpv PATH] [--mpv-script PATH] [--no-mpv] [--vlc PATH] [--no-vlc]
                              [--no-concurrency] [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
                              [--no-renice] [--no-sound-server] [--library | --library-only] [--library-calls N]
                              [--library-books N] [--import-files N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
+          --baseline-lecternd  another lecternd (e.g. an earlier commit's) measured in the same run, in a column
+                       of its own after Lectern's
           --mpv, --mpv-script, --vlc  the reference players (default: mpv, the mpv-mpris plugin and vlc where
                        Debian puts them); --no-mpv, --no-vlc: measure without them
           --audio      the file the players play; generated (about 10 minutes of Vorbis) if it doesn't exist
@@ -33,6 +35,7 @@ enum BenchCommand {
     static func run(_ arguments: [String]) {
         var settings = Settings()
         var lecternd = builtExecutable("lecternd").path
+        var baselineLecternd: String?
         var mpvPath: String? = Subprocess.findExecutable("mpv")
         var mpvScript: String? = PlayerKind.findMPRISPlugin()
         var skipMPV = false
@@ -66,6 +69,7 @@ enum BenchCommand {
         while let arg = args.next() {
             switch arg {
             case "--lecternd": lecternd = value(arg)
+            case "--baseline-lecternd": baselineLecternd = value(arg)
             case "--mpv": mpvPath = value(arg)
             case "--mpv-script": mpvScript = value(arg)
             case "--no-mpv": skipMPV = true
@@ -165,6 +169,16 @@ enum BenchCommand {
             ? .success(.lectern(executable: lecternd, cacheDirectory: cache,
                                 database: work.appending("lectern-library/library.sqlite")))
             : .failure(BenchFailure("Lectern: no executable at \(lecternd)"))
+        var baseline: [Result<PlayerKind, BenchFailure>] = []
+        if let baselineLecternd {
+            let cache = work.appending("lectern-baseline-cache")
+            try? FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+            baseline.append(FileManager.default.isExecutableFile(atPath: baselineLecternd)
+                ? .success(.lectern(executable: baselineLecternd, cacheDirectory: cache,
+                                    database: work.appending("lectern-baseline-library/library.sqlite"),
+                                    label: "Lectern (baseline)", key: "lectern-baseline"))
+                : .failure(BenchFailure("Lectern (baseline): no executable at \(baselineLecternd)")))
+        }
         let mpv: Result<PlayerKind, BenchFailure>
         if skipMPV {
             mpv = .failure(BenchFailure("mpv: skipped (--no-mpv)"))
@@ -190,7 +204,7 @@ enum BenchCommand {
             vlc = .failure(BenchFailure("VLC: not measured (vlc: not found)"))
         }
         var results: [String: PlayerResult] = [:]
-        for candidate in [lectern, mpv, vlc] {
+        for candidate in [lectern] + baseline + [mpv, vlc] {
             switch candidate {
             case .success(let kind):
                 do {
@@ -220,11 +234,12 @@ enum BenchCommand {
         var environment = describeEnvironment(lecternd: lecternd, mpv: mpvPath, script: mpvScript, vlc: vlcPath,
                                               vlcRunnable: vlcRunnable, audio: audio)
         environment.merge(machine) { _, new in new }
+        if let baselineLecternd { environment["lecternd (baseline)"] = baselineLecternd }
         print("")
         for key in environment.keys.sorted() { print("- \(key): \(environment[key]!)") }
         print("")
         print(report.markdown)
-        for note in notes + Report.columns.flatMap({ results[$0.key]?.notes ?? [] }) { print("Note: \(note)") }
+        for note in notes + report.columns.flatMap({ results[$0.key]?.notes ?? [] }) { print("Note: \(note)") }
         var libraryJSON: [String: Any]?
         if library.run {
             let result = libraryRun(lecternd: lecternd, settings: librarySettings, work: work)

@@ -49,6 +49,24 @@ enum ProcStats {
         return rss >= 0 && hwm >= 0 ? (rss, hwm) : nil
     }
 
+    /// RSS split by /proc/PID/smaps_rollup, in kB: Private_Dirty (pages only this process wrote: heap, stacks,
+    /// relocated data; what it really costs), Private_Clean and Shared_Clean (file-backed pages read and not
+    /// written, such as code: the kernel can drop them and read them again).
+    struct Rollup {
+        var privateDirtyKB = 0, privateCleanKB = 0, sharedCleanKB = 0
+    }
+
+    static func rollup(_ pid: pid_t) -> Rollup? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return nil }
+        var result = Rollup()
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("Private_Dirty:") { result.privateDirtyKB = number(line) }
+            if line.hasPrefix("Private_Clean:") { result.privateCleanKB = number(line) }
+            if line.hasPrefix("Shared_Clean:") { result.sharedCleanKB = number(line) }
+        }
+        return result
+    }
+
     /// The live child processes of `pid`, whichever of its threads started them.
     static func children(_ pid: pid_t) -> [pid_t] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []

@@ -36,8 +36,10 @@ struct PlayerKind {
 
     /// `database`: the library lecternd opens (always one of the bench's own: the user's library would make the
     /// figures depend on it, and a lecternd the user runs holds its lock); nil: lecternd's default.
-    static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil) -> PlayerKind {
-        PlayerKind(label: "Lectern", key: "lectern", namePrefix: "org.mpris.MediaPlayer2.lectern",
+    /// `label` and `key`: another lecternd measured in the same run (`--baseline-lecternd`) has its own.
+    static func lectern(executable: String, cacheDirectory: URL, database: URL? = nil, label: String = "Lectern",
+                        key: String = "lectern") -> PlayerKind {
+        PlayerKind(label: label, key: key, namePrefix: "org.mpris.MediaPlayer2.lectern",
                    loading: .libraryBook) { _, output in
             // Into PulseAudio: the default output (autoaudiosink picks pulsesink), as users run it.
             (executable, (output == .pulse ? [] : ["--audio-sink", "fakesink sync=true"])

@@ -7,10 +7,15 @@ struct Report {
     let reference: PipelineReference?
     let settings: Settings
 
-    /// The players' columns, in order: Lectern (the aims are its), then the reference players. A player that
-    /// was not measured keeps its column, with "—" (the notes under the table say why).
-    static let columns: [(key: String, title: String)] = [("lectern", "Lectern"), ("mpv", "mpv (mpv-mpris)"),
-                                                          ("vlc", "VLC")]
+    /// The players' columns, in order: Lectern (the aims are its), the lecternd of `--baseline-lecternd` when one
+    /// was measured, then the reference players. A reference player that was not measured keeps its column, with
+    /// "—" (the notes under the table say why).
+    static let allColumns: [(key: String, title: String)] = [("lectern", "Lectern"),
+                                                             ("lectern-baseline", "Lectern (baseline)"),
+                                                             ("mpv", "mpv (mpv-mpris)"), ("vlc", "VLC")]
+    var columns: [(key: String, title: String)] {
+        Report.allColumns.filter { $0.key != "lectern-baseline" || results[$0.key] != nil }
+    }
 
     // MARK: Formatting
 
@@ -26,7 +31,7 @@ struct Report {
 
     /// One cell per player column: `body` of its results, or "—".
     private func cells(_ body: (PlayerResult) -> String) -> [String] {
-        Report.columns.map { results[$0.key].map(body) ?? "—" }
+        columns.map { results[$0.key].map(body) ?? "—" }
     }
 
     private func triple(_ s: Samples) -> String {
@@ -51,7 +56,7 @@ struct Report {
         let l = results["lectern"]
         func floorRatio(_ pick: (PlayerResult) -> Samples) -> String {
             var parts: [String] = []
-            for column in Report.columns {
+            for column in columns {
                 guard let r = results[column.key], pick(r).count > 0, r.pingBus.count > 0 else { continue }
                 var part = "\(r.label) \(Report.ratio(pick(r).p50, r.pingBus.p50))"
                 if r.echoGet.count > 0 { part += " (\(Report.ratio(pick(r).p50, r.echoGet.p50)) of 2-hop)" }
@@ -92,6 +97,15 @@ struct Report {
             "RSS < 30 MB" + verdict(rssMet))
         row("VmRSS / VmHWM, idle (nothing loaded), MB",
             cells { "\(Report.mb($0.idleRSSKB)) / \(Report.mb($0.idleHWMKB))" })
+        // RSS split: what the process wrote (its own cost) and the clean file-backed pages (code, read-only data).
+        func rollupCell(_ r: ProcStats.Rollup?) -> String {
+            guard let r else { return "—" }
+            return "\(Report.mb(r.privateDirtyKB)) / \(Report.mb(r.privateCleanKB)) / \(Report.mb(r.sharedCleanKB))"
+        }
+        row("Private_Dirty / Private_Clean / Shared_Clean (smaps_rollup), playing 5 s, MB",
+            cells { rollupCell($0.playRollup) })
+        row("Private_Dirty / Private_Clean / Shared_Clean (smaps_rollup), idle, MB",
+            cells { rollupCell($0.idleRollup) })
         func cpuCell(_ c: CPUWindow.Result?) -> String {
             guard let c else { return "—" }
             return String(format: "%.2f %% (schedstat %.2f %%)", c.percent, c.schedPercent)
@@ -159,7 +173,7 @@ struct Report {
             cells { "\($0.threads); \(Report.mb($0.endRSSKB)) / \(Report.mb($0.endHWMKB))" },
             gst.map { "gst-launch playbin alone: \($0.threads) threads" } ?? "—")
 
-        let header = ["metric"] + Report.columns.map(\.title) + ["floor / ratio", "aim"]
+        let header = ["metric"] + columns.map(\.title) + ["floor / ratio", "aim"]
         var out = "| " + header.joined(separator: " | ") + " |\n|" + String(repeating: "---|", count: header.count) + "\n"
         for row in rows { out += "| " + row.joined(separator: " | ") + " |\n" }
         return out
@@ -173,14 +187,18 @@ struct Report {
             return ["seconds": c.seconds, "percent": c.percent,
                     "schedPercent": c.schedPercent.isNaN ? NSNull() : c.schedPercent as Any]
         }
+        func rollup(_ r: ProcStats.Rollup?) -> Any {
+            guard let r else { return NSNull() }
+            return ["privateDirtyKB": r.privateDirtyKB, "privateCleanKB": r.privateCleanKB, "sharedCleanKB": r.sharedCleanKB]
+        }
         return [
             "busName": r.busName,
             "command": r.command,
             "startupMs": r.startupMs, "startupMedianMs": median(r.startupMs), "coldStartupMs": r.coldStartupMs,
             "shutdownMs": r.shutdownMs, "shutdownStatuses": r.shutdownStatuses.map { $0.map { Int($0) as Any } ?? NSNull() },
-            "idle": ["rssKB": r.idleRSSKB, "hwmKB": r.idleHWMKB, "cpu": cpu(r.idleCPU)],
+            "idle": ["rssKB": r.idleRSSKB, "hwmKB": r.idleHWMKB, "cpu": cpu(r.idleCPU), "smapsRollup": rollup(r.idleRollup)],
             "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "childrenRSSKB": r.playChildrenRSSKB, "cpu": cpu(r.playCPU), "threads": r.threads,
-                        "openToPlayingMs": r.openToPlayingMs],
+                        "openToPlayingMs": r.openToPlayingMs, "smapsRollup": rollup(r.playRollup)],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
             "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU)],
             "roundTripsUs": ["pingBus": r.pingBus.json(unit: 1000), "pingPlayer": r.pingPlayer.json(unit: 1000),

@@ -36,9 +36,11 @@ struct PlayerResult {
     var shutdownMs: [Double] = []
     var shutdownStatuses: [Int32?] = []
     var idleRSSKB = 0, idleHWMKB = 0
+    var idleRollup: ProcStats.Rollup?
     var idleCPU: CPUWindow.Result?
     var openToPlayingMs: Double = .nan
     var playRSSKB = 0, playHWMKB = 0
+    var playRollup: ProcStats.Rollup?
     /// The VmRSS of the player's child processes at the same moment (lecternd's media reader, while it stays).
     var playChildrenRSSKB = 0
     var playCPU: CPUWindow.Result?
@@ -109,6 +111,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     result.busName = player.busName
     sleepFor(.seconds(2))
     if let m = ProcStats.memory(player.pid) { (result.idleRSSKB, result.idleHWMKB) = (m.rssKB, m.hwmKB) }
+    result.idleRollup = ProcStats.rollup(player.pid)
     let idleWindow = CPUWindow(player.pid)
     sleepFor(settings.idleCPUWindow)
     result.idleCPU = idleWindow.finish()
@@ -150,6 +153,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
         }
     }
     if let m = ProcStats.memory(player.pid) { (result.playRSSKB, result.playHWMKB) = (m.rssKB, m.hwmKB) }
+    result.playRollup = ProcStats.rollup(player.pid)
     result.playChildrenRSSKB = ProcStats.children(player.pid).compactMap { ProcStats.memory($0)?.rssKB }.reduce(0, +)
     progress("\(kind.label): CPU while playing, \(settings.cpuWindow)")
     let playWindow = CPUWindow(player.pid)

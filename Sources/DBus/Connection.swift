@@ -65,12 +65,11 @@ public final class BusConnection: Sendable {
 
     /// Connects to the session bus named by `DBUS_SESSION_BUS_ADDRESS` (or `$XDG_RUNTIME_DIR/bus`).
     public static func session() throws -> BusConnection {
-        // getenv: ProcessInfo's environment copies all of it into a dictionary at every read.
-        func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
-        if let address = environment("DBUS_SESSION_BUS_ADDRESS"), !address.isEmpty {
+        let environment = ProcessInfo.processInfo.environment
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty {
             return try BusConnection(address: address)
         }
-        if let runtime = environment("XDG_RUNTIME_DIR"), FileManager.default.fileExists(atPath: runtime + "/bus") {
+        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: runtime + "/bus") {
             return try BusConnection(address: "unix:path=\(runtime)/bus")
         }
         throw BusError(name: "org.freedesktop.DBus.Error.NoServer",

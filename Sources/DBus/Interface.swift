@@ -233,8 +233,8 @@ enum Introspection {
         return out + "  </interface>\n"
     }
 
-    /// XML's escapes for attribute values. Character by character: splitting on a String separator would bring
-    /// in _StringProcessing's searchers, 0.2 MB of the daemon's resident code for this alone.
+    /// XML's escapes for attribute values, scalar by scalar: a String search works on Characters, and a combining
+    /// mark after "&" or "<" makes one Character with it that a search for "&" would not find.
     static func escape(_ s: String) -> String {
         var out = String.UnicodeScalarView()
         for scalar in s.unicodeScalars {

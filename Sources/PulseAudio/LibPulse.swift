@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 
 /// libpulse, opened when the first connection is made rather than linked (see Sources/CPulse/shim.h): start-up
-/// doesn't load it and its dependencies. Calls go through ``pulse``, typed as the header declares each function.
+/// doesn't load it and its dependencies, 1.9 MB resident where no sound server runs (``PulseClient``). Calls go
+/// through ``pulse``, typed as the header declares each function.
 ///
 /// ```swift
 /// try await LibPulse.load()                       // once, before the first call

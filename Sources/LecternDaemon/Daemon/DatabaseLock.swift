@@ -107,7 +107,7 @@ extension DaemonOptions {
     /// The bus, as the library's lock file names its holder's.
     var busDescription: String {
         if let busAddress { return "bus \(busAddress)" }
-        let session = environment("DBUS_SESSION_BUS_ADDRESS") ?? ""
+        let session = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? ""
         return session.isEmpty ? "the session bus" : "session bus \(session)"
     }
 }

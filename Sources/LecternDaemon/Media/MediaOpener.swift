@@ -131,44 +131,25 @@ public final class MediaOpener: Sendable {
     /// The audio files below `folder` (subfolders included), in natural order of their relative paths. Hidden
     /// names (a leading dot) are skipped, and so are symbolic links: a link is neither listed nor followed (no loops,
     /// no escape from the folder). A subfolder that can't be read is skipped; `folder` itself must be readable.
-    ///
-    /// With opendir/readdir rather than FileManager's enumerator, whose resource values go through NSURL and
-    /// CoreFoundation, code the daemon otherwise does not run: 0.1-0.3 MB less resident after an import
-    /// (docs/decisions/memory.md).
     static func audioFiles(in folder: URL) throws -> [URL] {
-        let base = folder.standardizedFileURL.path
-        func absolute(_ relative: String) -> String {
-            relative.isEmpty ? base : base.hasSuffix("/") ? base + relative : base + "/" + relative
+        let base = folder.standardizedFileURL
+        do {
+            _ = try FileManager.default.contentsOfDirectory(atPath: base.path)
+        } catch {
+            throw BusError.failed("Cannot read the folder \(base.path): \(error.localizedDescription)")
         }
-        guard let root = opendir(base) else {
-            throw BusError.failed("Cannot read the folder \(base): \(String(cString: strerror(errno)))")
-        }
+        // The enumerator does not descend into a link to a folder; links to files are left out below.
+        let keys: [URLResourceKey] = [.isRegularFileKey, .isSymbolicLinkKey]
+        let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles],
+                                                  errorHandler: { _, _ in true })  // an unreadable subfolder: skipped
+        let prefix = base.path.hasSuffix("/") ? base.path : base.path + "/"
         var files: [(relative: String, path: String)] = []
-        var pending: [String] = []  // subfolders still to read (relative paths): one folder open at a time
-        var next: (handle: OpaquePointer, relative: String)? = (root, "")
-        while let (handle, relative) = next {
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                guard !name.hasPrefix(".") else { continue }
-                let path = relative.isEmpty ? name : relative + "/" + name
-                var kind = Int32(entry.pointee.d_type)
-                if kind == Int32(DT_UNKNOWN) {  // file systems that don't fill d_type
-                    var info = stat()
-                    guard lstat(absolute(path), &info) == 0 else { continue }
-                    kind = info.st_mode & S_IFMT == S_IFDIR ? Int32(DT_DIR) : info.st_mode & S_IFMT == S_IFREG ? Int32(DT_REG) : 0
-                }
-                if kind == Int32(DT_DIR) {
-                    pending.append(path)
-                } else if kind == Int32(DT_REG), let dot = name.lastIndex(of: "."),
-                          audioExtensions.contains(name[name.index(after: dot)...].lowercased()) {
-                    files.append((path, absolute(path)))
-                }
-            }
-            closedir(handle)
-            next = nil
-            while next == nil, let folder = pending.popLast() {
-                if let handle = opendir(absolute(folder)) { next = (handle, folder) }
-            }
+        while let url = walk?.nextObject() as? URL {
+            let values = try? url.resourceValues(forKeys: Set(keys))
+            guard values?.isSymbolicLink != true, values?.isRegularFile == true,
+                  audioExtensions.contains(url.pathExtension.lowercased()) else { continue }
+            let path = url.path
+            files.append((path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : url.lastPathComponent, path))
         }
         return files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }
             .map { URL(fileURLWithPath: $0.path, isDirectory: false) }
