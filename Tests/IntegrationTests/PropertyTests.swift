@@ -48,6 +48,10 @@ extension Integration {
             try await DaemonFixture.with { d in
                 try await d.openURI(d.media.long)
                 #expect(try await d.waitForStatus("Playing") == "Playing")
+                // The file prerolled and playing, and what the media reader finds (which changes Metadata): both
+                // before the marks below.
+                _ = try await d.waitForPosition(atLeast: 1)
+                try await d.waitForTracksDiscovered()
                 let minimum = try #require(try await d.get("MinimumRate").double)
                 let maximum = try #require(try await d.get("MaximumRate").double)
 
