@@ -10,6 +10,9 @@ extension Integration {
             try await DaemonFixture.with { d in
                 try await d.openURI(d.media.long)
                 #expect(try await d.waitForStatus("Playing") == "Playing")
+                // Prerolled and playing, and read by the media reader (which changes Metadata): before the mark.
+                _ = try await d.waitForPosition(atLeast: 1)
+                try await d.waitForTracksDiscovered()
                 let url = try await d.currentURL()
                 let track = try #require(try await d.trackID())
                 let mark = d.signals.mark
@@ -76,6 +79,9 @@ extension Integration {
             try await DaemonFixture.with { d in
                 try await d.openURI(d.media.long)
                 #expect(try await d.waitForStatus("Playing") == "Playing")
+                // Prerolled and playing, and read by the media reader (which changes Metadata): before the mark.
+                _ = try await d.waitForPosition(atLeast: 1)
+                try await d.waitForTracksDiscovered()
                 let url = try await d.currentURL()
                 let track = try await d.trackID()
                 let mark = d.signals.mark
