@@ -138,13 +138,13 @@ public actor Player {
     /// `settings`, those are applied first, and clients see one change.
     ///
     /// - Parameters:
-    ///   - name: names the queue in track ids (see ``PlayerState/queueName``); nil for a fresh "queue/N".
+    ///   - name: the queue's identity (see ``PlayerState/queueID``); nil for files opened otherwise, numbered anew.
     ///   - shuffleOrder: the play order to keep when `settings` shuffle (a permutation of the items' indices);
     ///     a new one is drawn when it is nil or not a permutation.
     ///   - pausedFor: opened paused, how long the listener has not listened already (a book last played days
     ///     ago): the smart rewind counts it.
     public func open(_ items: [MediaItem], startAt startIndex: Int = 0, position: Duration = .zero, play: Bool = true,
-                     settings: PlaybackSettings? = nil, name: String? = nil, shuffleOrder: [Int]? = nil,
+                     settings: PlaybackSettings? = nil, name: QueueID? = nil, shuffleOrder: [Int]? = nil,
                      pausedFor: Duration = .zero) {
         userCommand()
         guard !items.isEmpty else { return }
@@ -157,9 +157,9 @@ public actor Player {
             engine.setRate(state.rate)
         }
         if let name {
-            state.queueName = name
+            state.queueID = name
         } else {
-            state.queueName = "queue/\(nextQueueNumber)"
+            state.queueID = .opened(nextQueueNumber)
             nextQueueNumber += 1
         }
         failedItems = []
@@ -313,11 +313,11 @@ public actor Player {
         move(by: offset)
     }
 
-    /// Absolute seek within track `track` of the queue named `queue`; ignored when that is not the current
+    /// Absolute seek within track `track` of the queue `queue`; ignored when that is not the current
     /// track, the position is outside it, or the player is stopped.
-    public func setPosition(queue: String, track: Int, to target: Duration) {
+    public func setPosition(queue: QueueID, track: Int, to target: Duration) {
         userCommand()
-        guard queue == state.queueName, track == state.currentTrack, target >= .zero, state.status != .stopped else { return }
+        guard queue == state.queueID, track == state.currentTrack, target >= .zero, state.status != .stopped else { return }
         let current = state.tracks[track]
         if let length = current.length, target > length { return }
         seekWithinItem(to: current.start + target)

@@ -24,12 +24,20 @@ public struct PlaybackSettings: Sendable, Equatable {
     }
 }
 
+/// The identity of a queue of the player.
+public enum QueueID: Hashable, Sendable {
+    /// The files of a book of the library, by the book's id.
+    case book(Int64)
+    /// Files opened by URI, numbered in the order they were opened (1, 2, ...).
+    case opened(Int)
+}
+
 /// A snapshot of everything a client can see of the player, published after every change.
 public struct PlayerState: Sendable, Equatable {
     public var status: PlaybackStatus = .stopped
-    /// Names the queue in track ids: "book/12" for a book of the library, "queue/N" for files opened
-    /// otherwise. A new queue with the same name keeps its track ids (a book's are stable).
-    public var queueName = ""
+    /// Which queue this is: a book of the library, or files opened otherwise (numbered per daemon); nil before the
+    /// first. Clients' track ids name it, so a new queue with the same identity keeps its ids (a book's are stable).
+    public var queueID: QueueID?
     public var queue: [MediaItem] = []
     /// Index into `queue` of the current item.
     public var currentIndex: Int?

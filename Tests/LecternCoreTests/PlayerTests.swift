@@ -417,7 +417,7 @@ import Testing
         await withHarness { h in
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
-            let queue = await h.player.snapshot.queueName
+            guard let queue = await h.player.snapshot.queueID else { Issue.record("no queue after open"); return }
             h.reset()
 
             await h.player.setPosition(queue: queue, track: 0, to: .seconds(60))
@@ -436,10 +436,10 @@ import Testing
     func setPositionIgnoresInvalidRequests(_ kind: String) async {
         await withHarness { h in
             await h.player.open(makeItems(2))
-            let oldQueue = await h.player.snapshot.queueName
+            guard let oldQueue = await h.player.snapshot.queueID else { Issue.record("no queue after open"); return }
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
-            let queue = await h.player.snapshot.queueName
+            guard let queue = await h.player.snapshot.queueID else { Issue.record("no queue after open"); return }
             #expect(queue != oldQueue)
             h.engine.advance(by: .seconds(10))
             h.reset()

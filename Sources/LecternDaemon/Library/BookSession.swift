@@ -106,7 +106,7 @@ actor BookSession {
         // Not listened to since it was last playing: the smart rewind on Play counts that pause.
         let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
-                          name: "book/\(bookId)", shuffleOrder: shuffleOrder, pausedFor: pausedFor)
+                          name: .book(bookId), shuffleOrder: shuffleOrder, pausedFor: pausedFor)
         // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)

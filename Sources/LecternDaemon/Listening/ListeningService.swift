@@ -199,7 +199,7 @@ final class ListeningService: Sendable {
     private func status() -> DBusValue {
         let state = latest.withLock { $0.state }
         var map: [String: DBusValue] = ["status": .string(state.status.rawValue), "speed": .double(state.rate)]
-        if state.queueName.hasPrefix("book/"), let id = Int64(state.queueName.dropFirst(5)) { map["book"] = .int64(id) }
+        if case .book(let id)? = state.queueID { map["book"] = .int64(id) }
         if let item = state.current {
             map["title"] = .string(item.album ?? item.displayTitle)
             if let author = item.albumArtists.first ?? item.artists.first { map["author"] = .string(author) }

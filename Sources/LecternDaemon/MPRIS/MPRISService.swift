@@ -62,7 +62,7 @@ public final class MPRISService: Sendable {
     /// tracks whose metadata changed (tags or durations discovered later).
     private func announceTrackListChanges(from previous: PlayerState, to state: PlayerState, on object: ExportedObject) {
         // Ids are the queue's name and the track's index: the same name and count are the same ids.
-        if state.queueName != previous.queueName || state.tracks.count != previous.tracks.count {
+        if state.queueID != previous.queueID || state.tracks.count != previous.tracks.count {
             let ids = trackIDs(state)
             object.update(Self.trackListInterface, ["Tracks": .objectPaths(ids)])
             let current = state.currentTrack.map { ids[$0] } ?? Self.noTrack
@@ -75,7 +75,7 @@ public final class MPRISService: Sendable {
         for index in state.tracks.indices where changedFiles.contains(state.tracks[index].itemIndex) {
             let metadata = metadata(state, track: index, bookFigures: false)
             guard metadata != self.metadata(previous, track: index, bookFigures: false),
-                  let id = Self.trackID(queue: state.queueName, track: index) else { continue }
+                  let id = Self.trackID(queue: state.queueID, track: index) else { continue }
             try? object.emit(Self.trackListInterface, "TrackMetadataChanged", [.objectPath(id), metadata])
         }
     }
@@ -219,7 +219,7 @@ public final class MPRISService: Sendable {
                 Method("GoTo", in: [("TrackId", .objectPath)]) { [self] call in
                     // An id that is not in the list is ignored, as the spec says.
                     guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
-                          queue == latest.withLock({ $0.queueName }) else { return [] }
+                          queue == latest.withLock({ $0.queueID }) else { return [] }
                     try? await player.goTo(track: track)
                     return []
                 },
@@ -261,28 +261,37 @@ public final class MPRISService: Sendable {
     }
 
     func trackIDs(_ state: PlayerState) -> [ObjectPath] {
-        state.tracks.indices.compactMap { Self.trackID(queue: state.queueName, track: $0) }
+        state.tracks.indices.compactMap { Self.trackID(queue: state.queueID, track: $0) }
     }
 
-    static func trackID(queue: String, track: Int) -> ObjectPath? {
-        ObjectPath(trackPathPrefix + queue + "/track/" + String(track))
+    /// A track's id: `/org/lectern/Lectern1/book/12/track/3` for chapter 3 of book 12's queue,
+    /// `/org/lectern/Lectern1/queue/2/track/0` for files opened by URI. Nil without a queue.
+    static func trackID(queue: QueueID?, track: Int) -> ObjectPath? {
+        guard let queue else { return nil }
+        let name = switch queue {
+        case .book(let id): "book/" + String(id)
+        case .opened(let number): "queue/" + String(number)
+        }
+        return ObjectPath(trackPathPrefix + name + "/track/" + String(track))
     }
 
-    /// The queue name and track index of a track id; nil for anything else.
-    static func track(_ path: ObjectPath) -> (queue: String, track: Int)? {
-        let text = path.rawValue
-        guard text.hasPrefix(trackPathPrefix) else { return nil }
-        let rest = text.dropFirst(trackPathPrefix.count)
-        guard let range = rest.range(of: "/track/", options: .backwards), range.lowerBound > rest.startIndex,
-              let track = Int(rest[range.upperBound...]), track >= 0 else { return nil }
-        return (String(rest[..<range.lowerBound]), track)
+    /// The queue and track index of a track id; nil for anything else.
+    static func track(_ path: ObjectPath) -> (queue: QueueID, track: Int)? {
+        let parts = path.rawValue.dropFirst(trackPathPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard path.rawValue.hasPrefix(trackPathPrefix), parts.count == 4, parts[2] == "track",
+              let track = Int(parts[3]), track >= 0 else { return nil }
+        switch parts[0] {
+        case "book": return Int64(parts[1]).map { (.book($0), track) }
+        case "queue": return Int(parts[1]).map { (.opened($0), track) }
+        default: return nil
+        }
     }
 
     /// A track's metadata: the chapter titled by the template, the book as album, the author as artist,
     /// the chapter's length, and (`bookFigures`, for the current track's Metadata) the book-level figures as
     /// lectern:* keys, at the track's start: add Position for "now".
     func metadata(_ state: PlayerState, track index: Int, bookFigures: Bool = true) -> DBusValue {
-        guard state.tracks.indices.contains(index), let trackID = Self.trackID(queue: state.queueName, track: index) else {
+        guard state.tracks.indices.contains(index), let trackID = Self.trackID(queue: state.queueID, track: index) else {
             return .emptyVardict
         }
         let track = state.tracks[index]
