@@ -10,18 +10,16 @@ extension Player {
     /// preroll, no error) is a frozen "Playing" too. The first time the file is loaded again where it was; if that
     /// stalls as well, the file is given up like one that failed, and the next one plays.
     func watchForStuckLoad() {
-        guard state.status == .playing, !engineReady, !needsReload, let since = loadingSince,
+        guard state.status == .playing, case .loading(let since, let retried) = engineLoad,
               now() - since >= Self.loadLimit else { return }
         let file = state.current?.url.path ?? "-"
-        if loadRetried {
-            loadRetried = false
-            loadingSince = nil
+        if retried {
             handle(.failed("did not start: loading it stalled twice"))
         } else {
             logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
             let at = positionClock.position()
             load(orderPosition: orderPosition, at: at)
-            loadRetried = true
+            engineLoad = .loading(since: now(), retried: true)
         }
     }
 
@@ -83,8 +81,7 @@ extension Player {
         let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
         logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
         engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"
-        engineReady = false
-        needsReload = true
+        engineLoad = .lost
         setStatus(.paused)
         positionClock.set(PositionClock(anchor: at))
         state.lastError = message

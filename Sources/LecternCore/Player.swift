@@ -27,11 +27,8 @@ public actor Player {
     var orderPosition = 0
     /// The order position the engine will continue with gaplessly, as last told with `setNext`.
     var pendingNext: Int?
-    /// Whether the engine has prerolled the current item.
-    var engineReady = false
-    /// The output failed under the current item: the engine holds nothing, and the next Play loads the item
-    /// again where it was.
-    var needsReload = false
+    /// Where the engine is with the current item.
+    var engineLoad = EngineLoad.idle
     /// Files that failed one after the other: the rest of the queue is tried, each file once.
     var consecutiveFailures = 0
     /// Items that failed as the gapless next stream: not offered as the next one again in this queue.
@@ -53,10 +50,6 @@ public actor Player {
     /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
     /// playing, and since when (on `now`) it has stood there.
     var standing: (position: Duration?, since: Duration)?
-    /// When (on `now`) the engine was last asked to load, until it reports ready; and whether that load is already
-    /// the second try (see `watchForStuckLoad`).
-    var loadingSince: Duration?
-    var loadRetried = false
     /// Wakes the tick loop when playback starts: it sleeps, with no timer, while nothing plays.
     let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
@@ -209,7 +202,7 @@ public actor Player {
             setStatus(.playing)
             if rewind > .zero { move(by: .zero - rewind) }
             guard state.status == .playing else { return }
-            if needsReload {
+            if engineLoad == .lost {
                 load(orderPosition: orderPosition, at: positionClock.position())
                 return
             }
@@ -240,7 +233,7 @@ public actor Player {
         let stoppedAt = positionClock.position()
         setStatus(.stopped)
         engine.stop()
-        engineReady = false
+        engineLoad = .idle
         positionClock.set(PositionClock(anchor: .zero))
         publish()
         observer(.stopped(itemID: item.id, at: stoppedAt))
@@ -430,10 +423,9 @@ public actor Player {
                                                 "file": "\(state.current?.url.lastPathComponent ?? "-")"])
         switch event {
         case .ready(let url, let duration):
-            guard !engineReady, state.current?.url == url, state.status != .stopped else { return }  // stale
-            engineReady = true
-            loadingSince = nil
-            loadRetried = false
+            // Stale: a load already ready, or one the output failed under (Play loads it again).
+            guard case .loading = engineLoad, state.current?.url == url, state.status != .stopped else { return }
+            engineLoad = .ready
             consecutiveFailures = 0
             if let duration { setCurrentDuration(duration) }
             if state.status == .playing { engine.play() }
@@ -465,8 +457,7 @@ public actor Player {
             // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
             logger.error("the output failed", metadata: ["error": "\(message)"])
             let at = engine.position ?? positionClock.position()
-            engineReady = false
-            needsReload = true
+            engineLoad = .lost
             if state.status == .playing {
                 setStatus(.paused)
                 pausedForLostOutput = true
@@ -494,7 +485,7 @@ public actor Player {
             // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
             // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
             pausedForLostOutput = false
-            engineReady = false
+            engineLoad = .idle
             consecutiveFailures += 1
             if let item = state.current {
                 logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
@@ -594,7 +585,7 @@ public actor Player {
         sleep = nil
         setStatus(.stopped)
         engine.stop()
-        engineReady = false
+        engineLoad = .idle
         positionClock.set(PositionClock(anchor: .zero))
         publish()
         observer(.finished)
@@ -651,10 +642,7 @@ public actor Player {
         state.currentIndex = order[target]
         state.currentTrack = state.trackIndex(atFilePosition: position)
         state.lastError = nil
-        engineReady = false
-        needsReload = false
-        loadingSince = now()
-        loadRetried = false
+        engineLoad = .loading(since: now(), retried: false)
         engine.load(state.queue[order[target]].url, at: position)
         positionClock.set(PositionClock(anchor: position))
         updateNext()
@@ -791,6 +779,25 @@ public actor Player {
         published = state
         observer(.stateChanged(state))
     }
+}
+
+/// Where the engine is with the player's current item.
+enum EngineLoad: Equatable {
+    /// Nothing loaded: stopped, finished, or the file failed.
+    case idle
+    /// Asked to load at `since` (on the player's `now`), until the engine reports ready; `retried`: this is the
+    /// second try (see `watchForStuckLoad`).
+    case loading(since: Duration, retried: Bool)
+    /// Prerolled: commands act on the stream.
+    case ready
+    /// The output failed or playback stalled under the item: the engine holds nothing, and the next Play loads
+    /// the item again where it was.
+    case lost
+}
+
+extension Player {
+    /// Whether the engine has prerolled the current item.
+    var engineReady: Bool { engineLoad == .ready }
 }
 
 /// A ``PositionClock`` behind a lock: written by the player, read by anyone (e.g. the D-Bus thread
