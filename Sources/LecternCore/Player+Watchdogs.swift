@@ -18,7 +18,7 @@ extension Player {
         } else {
             logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
             let at = positionClock.position()
-            load(orderPosition: orderPosition, at: at)
+            load(orderPosition: order.position, at: at)
             engineLoad = .loading(since: now(), retried: true)
         }
     }
@@ -60,7 +60,7 @@ extension Player {
         } else if let target = pendingNext {
             logger.warning("the next file did not start at the end of the one before; loading it",
                            metadata: ["file": "\(state.queue[order[target]].url.path)"])
-            load(orderPosition: target, at: .zero, announce: target == orderPosition)
+            load(orderPosition: target, at: .zero, announce: target == order.position)
             trackEnded()
         }
         return true

@@ -21,18 +21,15 @@ public actor Player {
     let now: @Sendable () -> Duration
 
     var state = PlayerState()
-    /// Play order: indices into the queue (shuffled when `state.shuffle`).
-    var order: [Int] = []
-    /// Where in `order` the current item is.
-    var orderPosition = 0
+    /// The order the queue plays in (shuffled when `state.shuffle`), where the current item is in it, and the
+    /// items that failed as the gapless next one.
+    var order = PlayOrder()
     /// The order position the engine will continue with gaplessly, as last told with `setNext`.
     var pendingNext: Int?
     /// Where the engine is with the current item.
     var engineLoad = EngineLoad.idle
     /// Files that failed one after the other: the rest of the queue is tried, each file once.
     var consecutiveFailures = 0
-    /// Items that failed as the gapless next stream: not offered as the next one again in this queue.
-    var failedItems: Set<Int> = []
     /// The gapless next stream failed while the current one plays on: at the current file's end, where the engine
     /// then stands still, `watchForHandover` loads the file after the bad one.
     var advanceAtEndOfFile = false
@@ -155,7 +152,6 @@ public actor Player {
             state.queueID = .opened(nextQueueNumber)
             nextQueueNumber += 1
         }
-        failedItems = []
         consecutiveFailures = 0
         state.queue = items.map { item in
             var copy = item
@@ -165,16 +161,17 @@ public actor Player {
         }
         state.tracks = Track.tracks(of: state.queue)
         let start = min(max(0, startIndex), items.count - 1)
-        if state.shuffle, let shuffleOrder, shuffleOrder.sorted() == Array(items.indices) {
-            order = shuffleOrder
-            orderPosition = shuffleOrder.firstIndex(of: start) ?? 0
-            state.shuffleOrder = order
+        if state.shuffle, let shuffleOrder,
+           let kept = PlayOrder.shuffled(keeping: shuffleOrder, count: items.count, at: start) {
+            order = kept
+            state.shuffleOrder = order.queueIndices
         } else {
             rebuildOrder(keeping: start)
+            order.failed = []
         }
         setStatus(play ? .playing : .paused)
         pausedAt = play ? nil : now() - max(.zero, pausedFor)  // opened paused: whatever came before, this pause
-        load(orderPosition: orderPosition, at: max(.zero, position))
+        load(orderPosition: order.position, at: max(.zero, position))
     }
 
     /// Updates what is known of an item (e.g. tags discovered after the queue was opened).
@@ -203,7 +200,7 @@ public actor Player {
             if rewind > .zero { move(by: .zero - rewind) }
             guard state.status == .playing else { return }
             if engineLoad == .lost {
-                load(orderPosition: orderPosition, at: positionClock.position())
+                load(orderPosition: order.position, at: positionClock.position())
                 return
             }
             anchorClock()
@@ -211,7 +208,7 @@ public actor Player {
             if engineReady { engine.play() }
         case .stopped:
             setStatus(.playing)
-            load(orderPosition: orderPosition, at: state.track?.start ?? .zero)
+            load(orderPosition: order.position, at: state.track?.start ?? .zero)
         }
     }
 
@@ -271,14 +268,14 @@ public actor Player {
     /// Moves to `position` in file `index` of the queue (queue order); a stopped player is paused there.
     public func jump(toFile index: Int, at position: Duration) throws(PlayerError) {
         userCommand()
-        guard state.queue.indices.contains(index), let target = order.firstIndex(of: index) else {
+        guard state.queue.indices.contains(index), let target = order.position(of: index) else {
             throw .invalidValue("there is no file \(index) (\(state.queue.count) in the queue)")
         }
         guard position >= .zero, state.queue[index].duration.map({ position <= $0 }) ?? true else {
             throw .invalidValue("\(position) is outside file \(index)")
         }
         if state.status == .stopped { setStatus(.paused) }
-        if target == orderPosition && engineReady {
+        if target == order.position && engineReady {
             seekWithinItem(to: position)
         } else {
             load(orderPosition: target, at: position, announce: true)
@@ -439,8 +436,8 @@ public actor Player {
                 logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
                 return
             }
-            let restarted = target == orderPosition
-            orderPosition = target
+            let restarted = target == order.position
+            order.position = target
             state.currentIndex = order[target]
             state.currentTrack = firstTrack(ofItem: order[target])
             state.lastError = nil
@@ -467,7 +464,7 @@ public actor Player {
             positionClock.set(PositionClock(anchor: at))
             publish()
         case .nextFailed(let url, let message):
-            guard let target = pendingNext, state.queue[order[target]].url == url, target != orderPosition else {
+            guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
                 handle(.failed(message))
                 return
             }
@@ -477,7 +474,7 @@ public actor Player {
             let item = state.queue[order[target]]
             logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
             observer(.itemFailed(itemID: item.id, message: message))
-            failedItems.insert(item.id)
+            order.failed.insert(order[target])
             advanceAtEndOfFile = true
             state.lastError = message
             publish()
@@ -555,7 +552,7 @@ public actor Player {
     /// The current file ended after its gapless next one failed: on with the file after the bad one.
     func advancePastFailedNext() {
         if let next = nextOrderPosition(wrapping: state.loop == .playlist, skippingFailed: true) {
-            load(orderPosition: next, at: .zero, announce: next == orderPosition)
+            load(orderPosition: next, at: .zero, announce: next == order.position)
         } else {
             finish()
         }
@@ -568,12 +565,12 @@ public actor Player {
     private func endOfQueue() {
         switch state.loop {
         case .track:
-            load(orderPosition: orderPosition, at: state.track?.start ?? .zero, announce: true)
+            load(orderPosition: order.position, at: state.track?.start ?? .zero, announce: true)
         case .playlist where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
-            load(orderPosition: next, at: .zero, announce: next == orderPosition)
+            load(orderPosition: next, at: .zero, announce: next == order.position)
         case .none where nextOrderPosition(wrapping: false) != nil:
-            load(orderPosition: orderPosition + 1, at: .zero)
+            load(orderPosition: order.position + 1, at: .zero)
         default:
             finish()
         }
@@ -594,7 +591,7 @@ public actor Player {
     /// Moves by `offset` from the current position in play order, crossing files.
     func move(by offset: Duration) {
         var target = position + offset
-        var at = orderPosition
+        var at = order.position
         while target < .zero {
             guard at > 0, let duration = state.queue[order[at - 1]].duration else { target = .zero; break }
             at -= 1
@@ -609,7 +606,7 @@ public actor Player {
             target -= duration
             at += 1
         }
-        if at == orderPosition && engineReady {
+        if at == order.position && engineReady {
             seekWithinItem(to: target)
         } else {
             load(orderPosition: at, at: target, announce: true)
@@ -618,16 +615,16 @@ public actor Player {
 
     private func go(toTrack index: Int) {
         let track = state.tracks[index]
-        guard let target = order.firstIndex(of: track.itemIndex) else { return }
+        guard let target = order.position(of: track.itemIndex) else { return }
         if state.status == .stopped {
-            orderPosition = target
+            order.position = target
             state.currentIndex = track.itemIndex
             state.currentTrack = index
             positionClock.set(PositionClock(anchor: track.start))
             publish()
             return
         }
-        if target == orderPosition && engineReady {
+        if target == order.position && engineReady {
             seekWithinItem(to: track.start, announce: false)  // a new trackid at its start: no Seeked needed
         } else {
             load(orderPosition: target, at: track.start)
@@ -638,7 +635,7 @@ public actor Player {
     /// start, or when `announce` (a jump, or the same track starting over).
     func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         advanceAtEndOfFile = false
-        orderPosition = target
+        order.position = target
         state.currentIndex = order[target]
         state.currentTrack = state.trackIndex(atFilePosition: position)
         state.lastError = nil
@@ -719,41 +716,23 @@ public actor Player {
 
     /// The next position in play order; with `skippingFailed`, past items that already failed as the next one.
     private func nextOrderPosition(wrapping: Bool, skippingFailed: Bool = false) -> Int? {
-        guard state.currentIndex != nil, !order.isEmpty else { return nil }
-        var position = orderPosition
-        for _ in order.indices {
-            if position + 1 < order.count {
-                position += 1
-            } else if wrapping {
-                position = 0
-            } else {
-                return nil
-            }
-            if !skippingFailed || position == orderPosition || !failedItems.contains(state.queue[order[position]].id) {
-                return position
-            }
-        }
-        return nil
+        guard state.currentIndex != nil else { return nil }
+        return order.next(wrapping: wrapping, skippingFailed: skippingFailed)
     }
 
     private func previousOrderPosition() -> Int? {
-        guard state.currentIndex != nil, !order.isEmpty else { return nil }
-        if orderPosition > 0 { return orderPosition - 1 }
-        return state.loop == .playlist ? order.count - 1 : nil
+        guard state.currentIndex != nil else { return nil }
+        return order.previous(wrapping: state.loop == .playlist)
     }
 
-    /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item.
+    /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item. The
+    /// files that failed as the next one stay marked.
     private func rebuildOrder(keeping current: Int) {
-        let all = Array(state.queue.indices)
-        if state.shuffle {
-            order = [current] + all.filter { $0 != current }.shuffled()
-            orderPosition = 0
-            state.shuffleOrder = order
-        } else {
-            order = all
-            orderPosition = current
-            state.shuffleOrder = nil
-        }
+        let failed = order.failed
+        order = state.shuffle ? .shuffled(count: state.queue.count, first: current)
+                              : .queueOrder(count: state.queue.count, at: current)
+        order.failed = failed
+        state.shuffleOrder = state.shuffle ? order.queueIndices : nil
     }
 
     /// Tells the engine what follows the current item, for a gapless transition. With loop Track, a file
@@ -763,7 +742,7 @@ public actor Player {
         switch state.loop {
         case .track:
             let single = state.currentIndex.map { firstTrack(ofItem: $0) == lastTrack(ofItem: $0) } ?? false
-            next = single ? orderPosition : nil
+            next = single ? order.position : nil
         case .playlist: next = nextOrderPosition(wrapping: true, skippingFailed: true)
         case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
         }
