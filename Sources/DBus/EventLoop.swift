@@ -61,10 +61,11 @@ final class EventLoop: Sendable {
         dbus_connection_set_wakeup_main_function(connection, wakeUp, me, nil)
         dbus_connection_set_dispatch_status_function(connection, dispatchStatusChanged, me, nil)
         let thread = Thread { [self] in
+            // Named from inside: on Linux, Foundation gives the OS a Thread's name only there (15 bytes at most).
+            Thread.current.name = name
             threadID.withLock { $0 = pthread_self() }
             run()
         }
-        thread.name = name
         thread.start()
     }
 

@@ -38,10 +38,10 @@ final class BusReader: @unchecked Sendable {
 
     func start() {
         let thread = Thread { [self] in
+            Thread.current.name = "lectern-gst-bus"  // from inside, 15 bytes at most (Foundation on Linux)
             run()
             exited.signal()
         }
-        thread.name = "lectern-gst-bus"
         thread.start()
     }
 

@@ -98,10 +98,10 @@ public final class DeviceMonitor: @unchecked Sendable {
         devices = present.filter { seen.insert($0.key).inserted }
         known = seen
         let thread = Thread { [self] in
+            Thread.current.name = "lectern-devices"  // from inside, 15 bytes at most (Foundation on Linux)
             readBus()
             exited.signal()
         }
-        thread.name = "lectern-gst-devices"
         thread.start()
     }
 

@@ -28,11 +28,11 @@ enum LibPulse {
         if !opened.load(ordering: .acquiring) {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread {
+                    Thread.current.name = "lectern-pulse"  // from inside, 15 bytes at most (Foundation on Linux)
                     _ = loaded
                     opened.store(true, ordering: .releasing)
                     done.resume()
                 }
-                thread.name = "lectern-pulse-load"
                 thread.start()
             }
         }

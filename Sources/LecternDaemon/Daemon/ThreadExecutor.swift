@@ -16,8 +16,10 @@ final class ThreadExecutor: SerialExecutor {
     private let wake = DispatchSemaphore(value: 0)
 
     init(name: String) {
-        let thread = Thread { [self] in run() }
-        thread.name = name
+        let thread = Thread { [self] in
+            Thread.current.name = name  // from inside: see EventLoop.start
+            run()
+        }
         thread.start()
     }
 

@@ -33,8 +33,10 @@ final class PipelineWorker: @unchecked Sendable {
     init(generation: Int, audioSink: String?, volume: Double, next: URL?, host: any PipelineHost) {
         self.generation = generation
         self.host = host
-        let thread = Thread { [self] in run(audioSink: audioSink, volume: volume, next: next) }
-        thread.name = "lectern-gst-calls"
+        let thread = Thread { [self] in
+            Thread.current.name = "lectern-gst-cmd"  // from inside, 15 bytes at most (Foundation on Linux)
+            run(audioSink: audioSink, volume: volume, next: next)
+        }
         thread.start()
     }
 

@@ -13,7 +13,7 @@ import Logging
 /// thread of its own (``ThreadExecutor``), so a write that waits for the disk holds none of the cooperative pool's
 /// threads.
 actor BookSession {
-    private let executor = ThreadExecutor(name: "lectern-book-session")
+    private let executor = ThreadExecutor(name: "lectern-session")
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let library: Library
