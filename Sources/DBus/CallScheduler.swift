@@ -7,8 +7,8 @@ import Synchronization
 final class CallScheduler: Sendable {
     typealias Job = @Sendable () async -> Void
 
-    /// Method calls waiting for, or in, their handler, by sender; a sender's Get/GetAll go the fast way only
-    /// when it has none.
+    /// Method calls waiting for, or in, their handler, by sender; a sender's Get goes the fast way (and its GetAll
+    /// is answered at once) only when it has none.
     private let calls = Mutex(CallQueue<Job>())
     /// Wakes ``serve()`` when a call is queued; finished when the connection closes.
     private let callQueued: AsyncStream<Void>

@@ -8,7 +8,7 @@ extension BusConnection {
     fileprivate func handle(_ message: OpaquePointer) -> Bool {
         switch dbus_message_get_type(message) {
         case 1:  // method call
-            if getFastPath.answer(message, on: raw) { return true }
+            if answerGetAtOnce(message) { return true }
             let header = ReceivedMessage(message, decodeBody: false)
             switch handling(header, body: { header.withBody(from: message) }) {
             case .unhandled: return false

@@ -32,8 +32,6 @@ public final class BusConnection: Sendable {
     let replies = ReplyOrder()
     /// The streams of ``signals(_:)``.
     let subscriptions = SignalSubscriptions()
-    /// Properties.Get answered on the I/O thread when nothing stands in its way.
-    let getFastPath: GetFastPath
 
     private static let threadsInitialised: Bool = { dbus_threads_init_default() != 0 }()
 
@@ -56,7 +54,6 @@ public final class BusConnection: Sendable {
         raw = connection
         uniqueName = String(cString: name)
         loop = try EventLoop(connection: connection)
-        getFastPath = GetFastPath(objects: table, calls: calls, replies: replies)
         guard dbus_connection_add_filter(connection, messageFilter, Unmanaged.passUnretained(self).toOpaque(), nil) != 0 else {
             throw BusError.noMemory()
         }

@@ -11,21 +11,17 @@ import Glibc
 /// without its conversions: no ``ReceivedMessage``, no decoded arguments, no closures, the variant's signature the
 /// property's own. Get is what media widgets and playerctl send most (Position, PlaybackStatus, Metadata), so this
 /// is the path of most calls; docs/decisions/get-fast-path.md has the measurements.
-struct GetFastPath: Sendable {
-    let objects: ObjectTable
-    let calls: CallScheduler
-    let replies: ReplyOrder
-
-    /// Answers `message` when it is a Get this path may answer, and sends the reply on `connection`.
+extension BusConnection {
+    /// Answers `message` when it is a Get this path may answer, and sends the reply.
     /// false: nothing was sent, and the general path answers, errors included.
-    func answer(_ message: OpaquePointer, on connection: OpaquePointer) -> Bool {
+    func answerGetAtOnce(_ message: OpaquePointer) -> Bool {
         guard let member = dbus_message_get_member(message), strcmp(member, "Get") == 0,
               let interface = dbus_message_get_interface(message), strcmp(interface, "org.freedesktop.DBus.Properties") == 0,
               let signature = dbus_message_get_signature(message), strcmp(signature, "ss") == 0,
               let rawPath = dbus_message_get_path(message), let rawSender = dbus_message_get_sender(message)
         else { return false }
         let path = ObjectPath(validated: String(cString: rawPath))
-        guard let object = objects.objectWithoutHolds(at: path) else { return false }
+        guard let object = table.objectWithoutHolds(at: path) else { return false }
         let sender = String(cString: rawSender)
         guard !calls.hasUnfinished(sender), !replies.isHolding(sender) else { return false }
 
@@ -48,7 +44,7 @@ struct GetFastPath: Sendable {
         guard let reply = dbus_message_new_method_return(message) else { return false }
         defer { dbus_message_unref(reply) }
         guard Marshaller.appendVariant(value, signature: property.signature, to: reply) else { return false }
-        _ = dbus_connection_send(connection, reply, nil)
+        _ = dbus_connection_send(raw, reply, nil)
         return true
     }
 }

@@ -66,7 +66,7 @@ extension Library {
         try write { db in
             _ = try Self.existingBook(db, id)
             try Book.deleteOne(db, key: id)
-            try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(id)])
+            try Self.forgetCurrentBook(db, ifItIs: id)
         }
     }
 

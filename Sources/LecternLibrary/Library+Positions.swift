@@ -59,6 +59,11 @@ extension Library {
         }
     }
 
+    /// The current book is no longer one when `book` is deleted.
+    static func forgetCurrentBook(_ db: Database, ifItIs book: Int64) throws {
+        try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(book)])
+    }
+
     static func writeCurrentBook(_ db: Database, _ book: Int64?) throws {
         if let book, try Book.exists(db, key: book) {
             try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])

@@ -90,7 +90,7 @@ extension Library {
             try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
             try Shelf.deleteOne(db, key: id)
             for book in deleted {
-                try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(book)])
+                try Self.forgetCurrentBook(db, ifItIs: book)
             }
         }
     }

@@ -73,7 +73,7 @@ import Testing
         _ = server.updateStream(PulseSinkInput(index: 7, sinkIndex: 2))
         let before = server.updateStream(PulseSinkInput(index: 7, sinkIndex: 1))
         #expect(before == Self.headphones)
-        server.forgetSink(2)
+        server.removeSink(2)
         #expect(server.sinks[2] == nil)
         #expect(server.streamSinkName == "speakers")
     }

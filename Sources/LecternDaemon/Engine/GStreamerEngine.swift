@@ -158,9 +158,12 @@ private final class EngineCore: PipelineHost {
             switch result {
             case .success(let control):
                 shared.control = control
-            case .failure(let error):
-                // The same description built the first one when this replaces a hung playbin: not expected.
-                logger.error("a GStreamer pipeline could not be built", metadata: ["error": "\(error)"])
+            case .failure(let error) where generation > 0:
+                // The same description built the first one: not expected. (The first one's failure goes to
+                // `readiness`, whose owner reports it.)
+                logger.error("a GStreamer pipeline to replace a hung one could not be built", metadata: ["error": "\(error)"])
+            case .failure:
+                break
             }
         }
         if generation == 0 { readiness.finish(result.map { _ in () }) }

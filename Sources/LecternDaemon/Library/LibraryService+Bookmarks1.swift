@@ -11,23 +11,23 @@ extension LibraryService {
                 method("AddBookmark", in: [("book", .int64), ("title", .string), ("note", .string)], out: [("id", .int64)]) { a in
                     let bookId = a[0].int64 ?? 0
                     let bookmark = try await self.rules.addBookmark(to: bookId, title: a[1].string ?? "", note: a[2].string ?? "")
-                    self.emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(bookId)])
+                    self.bookmarksChanged(bookId)
                     return [.int64(bookmark.id ?? 0)]
                 },
                 method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { a in
                     try self.library.renameBookmark(a[0].int64 ?? 0, to: a[1].string ?? "")
-                    self.emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(try self.library.bookmark(a[0].int64 ?? 0).bookId)])
+                    self.bookmarksChanged(try self.library.bookmark(a[0].int64 ?? 0).bookId)
                     return []
                 },
                 method("SetBookmarkNote", in: [("id", .int64), ("note", .string)]) { a in
                     try self.library.setBookmarkNote(a[0].int64 ?? 0, a[1].string ?? "")
-                    self.emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(try self.library.bookmark(a[0].int64 ?? 0).bookId)])
+                    self.bookmarksChanged(try self.library.bookmark(a[0].int64 ?? 0).bookId)
                     return []
                 },
                 method("DeleteBookmark", in: [("id", .int64)]) { a in
                     let bookmark = try self.library.bookmark(a[0].int64 ?? 0)
                     try self.library.deleteBookmark(a[0].int64 ?? 0)
-                    self.emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(bookmark.bookId)])
+                    self.bookmarksChanged(bookmark.bookId)
                     return []
                 },
                 method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(dict))]) { a in

@@ -47,12 +47,12 @@ extension LibraryService {
                 },
                 method("RenameBook", in: [("id", .int64), ("title", .string)]) { a in
                     try self.library.renameBook(a[0].int64 ?? 0, to: a[1].string ?? "")
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("MoveBook", in: [("id", .int64), ("shelf", .int64)]) { a in
                     try self.library.moveBook(a[0].int64 ?? 0, to: Self.optionalID(a[1]))
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("DeleteBook", in: [("id", .int64)]) { a in
@@ -63,7 +63,7 @@ extension LibraryService {
                 },
                 method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { a in
                     try self.library.reorderFiles(of: a[0].int64 ?? 0, (a[1].elements ?? []).compactMap(\.int64))
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("SetBookSettings", in: [("id", .int64), ("settings", dict)]) { a in
@@ -81,17 +81,17 @@ extension LibraryService {
                         if let v = changes["shuffle"] { guard let b = v.bool else { throw LibraryError.invalidArgument("shuffle is a boolean") }; settings.shuffle = b }
                         if let v = changes["loop"] { guard let s = v.string else { throw LibraryError.invalidArgument("loop is a string") }; settings.loop = s }
                     }
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("SetBookNote", in: [("id", .int64), ("note", .string)]) { a in
                     try self.library.setNote(of: a[0].int64 ?? 0, a[1].string ?? "")
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("SetBookFinished", in: [("id", .int64), ("finished", .boolean)]) { a in
                     try self.library.setFinished(a[0].int64 ?? 0, a[1].bool ?? false)
-                    self.emit(Self.libraryInterface, "BookChanged", [a[0]])
+                    self.bookChanged(a[0].int64 ?? 0)
                     return []
                 },
                 method("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { a in
@@ -150,7 +150,7 @@ extension LibraryService {
                 emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
                                                                .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
             case .finished(let job, .success(let books)):
-                for book in books { emit(Self.libraryInterface, "BookChanged", [.int64(book)]) }
+                for book in books { bookChanged(book) }
                 refreshBookCount()
                 emit(Self.libraryInterface, "ShelvesChanged")
                 emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string("")])

@@ -59,10 +59,10 @@ final class LibraryService: Sendable {
         bookCountChanged(count)
     }
 
-    /// The daemon changed a book by itself (e.g. marked it finished).
+    /// A book changed: through a client's call, or by the daemon itself (e.g. marked finished).
     func bookChanged(_ id: Int64) { emit(Self.libraryInterface, "BookChanged", [.int64(id)]) }
 
-    /// The daemon added a bookmark by itself (the sleep timer, an unplug).
+    /// A book's bookmarks changed: through a client's call, or by the daemon itself (the sleep timer, an unplug).
     func bookmarksChanged(_ book: Int64) { emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(book)]) }
 
     /// Whether changes can be saved changed (CanSave, LastError): told once per change, not per failed write.

@@ -186,10 +186,10 @@ public actor OutputWatcher {
             case (.sink, _):
                 guard let sink = try await connection.sink(index: change.index) else { return }
                 let old = soundServer.updateSink(sink)
-                if old == nil {
-                    await outputAppeared(sink.name)
-                } else if let old {
+                if let old {
                     await portsChanged(from: old, to: sink)
+                } else {
+                    await outputAppeared(sink.name)
                 }
                 updateCurrentOutput()
             case (.sinkInput, .remove):
@@ -201,7 +201,7 @@ public actor OutputWatcher {
                 let before = soundServer.updateStream(new)
                 if let before, before.index != new.sinkIndex, try await connection.sink(index: before.index) == nil {
                     // The server moved our stream because its sink went away (the removal event may come later).
-                    soundServer.forgetSink(before.index)
+                    soundServer.removeSink(before.index)
                     if before.name == soundServer.currentOutput {
                         await outputLost(before.name, port: before.activePort ?? "", reason: .removed, seenBy: "stream moved")
                     }

@@ -72,7 +72,9 @@ struct SoundServerModel: Sendable, Equatable {
 
     // MARK: - Sinks and our stream
 
-    /// A sink was removed; returns it, or nil when it wasn't known.
+    /// A sink was removed, or found gone without its removal event (which may come later); returns it, or nil when
+    /// it wasn't known.
+    @discardableResult
     mutating func removeSink(_ index: UInt32) -> PulseSink? {
         sinks.removeValue(forKey: index)
     }
@@ -80,11 +82,6 @@ struct SoundServerModel: Sendable, Equatable {
     /// A sink appeared or changed; returns what it was before, nil for a new sink.
     mutating func updateSink(_ sink: PulseSink) -> PulseSink? {
         sinks.updateValue(sink, forKey: sink.index)
-    }
-
-    /// Drops a sink found gone without its removal event (which may come later).
-    mutating func forgetSink(_ index: UInt32) {
-        sinks[index] = nil
     }
 
     /// A stream was removed: if it was ours, we have none.
