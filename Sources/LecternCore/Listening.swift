@@ -8,17 +8,14 @@ public enum SleepMode: Sendable, Equatable {
     case endOfChapter
 }
 
-/// The sleep timer as clients see it.
+/// The sleep timer as clients see it; the time it has left is counted by ``PlayerView/sleepTimeLeft(at:)``.
 public struct SleepTimerStatus: Sendable, Equatable {
     public var mode: SleepMode
-    /// Playing time left for `.after`, as of when the status was published; nil for `.endOfChapter`.
-    public var remaining: Duration?
     /// Whether the volume is fading out now (a command extends the timer).
     public var fading: Bool
 
-    public init(mode: SleepMode, remaining: Duration?, fading: Bool) {
+    public init(mode: SleepMode, fading: Bool) {
         self.mode = mode
-        self.remaining = remaining
         self.fading = fading
     }
 }

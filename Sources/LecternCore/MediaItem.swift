@@ -17,10 +17,13 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
     public var artURL: URL?
     /// The chapters inside the file, by start; empty when the file is one chapter.
     public var chapters: [ChapterMark]
+    /// The library's id of this file, when it is a file of a book of the library.
+    public var libraryFileID: Int64?
 
     public init(id: Int, url: URL, title: String? = nil, artists: [String] = [], album: String? = nil,
                 albumArtists: [String] = [], trackNumber: Int? = nil, discNumber: Int? = nil, genre: String? = nil,
-                duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = []) {
+                duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = [], libraryFileID: Int64? = nil) {
+        self.libraryFileID = libraryFileID
         self.id = id
         self.url = url
         self.title = title

@@ -37,16 +37,25 @@ extension Player {
     public var sleepTimeLeft: Duration? {
         guard var timer = sleep else { return nil }
         if let countedAt = timer.countedAt { timer.remaining -= now() - countedAt }
-        return timeLeft(timer)
-    }
-
-    private func timeLeft(_ timer: SleepState) -> Duration? {
         switch timer.mode {
         case .after:
             return max(.zero, timer.remaining)
         case .endOfChapter:
             guard timer.extraChapters == 0, let end = state.track?.end else { return nil }
             return max(.zero, end - position) / state.rate
+        }
+    }
+
+    /// The timer as the published view counts it on (``PlayerView/sleepTimeLeft(at:)``).
+    var sleepCount: PlayerView.SleepCount? {
+        guard let timer = sleep else { return nil }
+        switch timer.mode {
+        case .after:
+            var left = timer.remaining
+            if let countedAt = timer.countedAt { left -= now() - countedAt }
+            return .playingTime(max(.zero, left))
+        case .endOfChapter:
+            return timer.extraChapters == 0 ? .thisChapterEnd : .laterChapterEnd
         }
     }
 
@@ -60,11 +69,7 @@ extension Player {
 
     /// Copies the timer into the published state.
     func syncSleepStatus() {
-        state.sleepTimer = sleep.map { timer in
-            var remaining: Duration?
-            if case .after = timer.mode { remaining = max(.zero, timer.remaining) }
-            return SleepTimerStatus(mode: timer.mode, remaining: remaining, fading: timer.fading)
-        }
+        state.sleepTimer = sleep.map { SleepTimerStatus(mode: $0.mode, fading: $0.fading) }
     }
 
     /// A command during the fade: the volume comes back and the timer runs for as long again (or to the
@@ -88,7 +93,7 @@ extension Player {
     func updateSleepTimer() {
         guard sleep != nil, state.status == .playing else { return }
         countSleepTime()
-        guard let timer = sleep, let left = timeLeft(timer) else { return }
+        guard let timer = sleep, let left = sleepTimeLeft else { return }
         if case .after = timer.mode, left <= .zero {
             fireSleepTimer()
             return
@@ -115,7 +120,7 @@ extension Player {
         }
     }
 
-    /// Pauses where the timer ran out, restores the volume and tells the observer (for a bookmark).
+    /// Pauses where the timer ran out, restores the volume and tells the observers (for a bookmark).
     private func fireSleepTimer() {
         let at = position
         sleep = nil
@@ -123,7 +128,7 @@ extension Player {
         engine.setVolume(state.volume)
         syncSleepStatus()
         publish()
-        if let item = state.current { observer(.sleepTimerFired(itemID: item.id, at: at)) }
+        if let item = state.current { tell(.sleepTimerFired(item, at: at)) }
     }
 
     // MARK: - Wake-ups

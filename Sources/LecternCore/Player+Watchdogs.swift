@@ -17,7 +17,7 @@ extension Player {
             handle(.failed("did not start: loading it stalled twice"))
         } else {
             logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
-            let at = positionClock.position()
+            let at = view.position()
             load(orderPosition: order.position, at: at)
             engineLoad = .loading(since: now(), retried: true)
         }
@@ -77,13 +77,13 @@ extension Player {
         }
         guard now() - standing.since >= Self.stallLimit else { return }
         self.standing = nil
-        let at = enginePosition ?? positionClock.position()
+        let at = enginePosition ?? view.position()
         let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
         logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
         engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"
         engineLoad = .lost
         setStatus(.paused)
-        positionClock.set(PositionClock(anchor: at))
+        view.set(PositionClock(anchor: at))
         state.lastError = message
         publish()
     }

@@ -3,17 +3,18 @@ import Logging
 import Synchronization
 
 /// The one owner of playback: takes commands in arrival order, drives its ``AudioEngine``, and tells
-/// its observer about every change, synchronously and in order.
+/// its observers about every change, synchronously and in order; what they and anyone else may read of it
+/// without a hop is its ``view``.
 ///
 /// ```swift
-/// let player = Player(engine: GStreamerEngine(...), observer: { event in ... })
+/// let player = Player(engine: GStreamerEngine(...), observers: [mpris, listening])
 /// async let _ = player.run()                  // engine events and the tick (twice a second while playing)
 /// await player.open([MediaItem(id: 0, url: fileURL)])
 /// try await player.playPause()
 /// ```
 public actor Player {
     let engine: any AudioEngine
-    let observer: @Sendable (PlayerEvent) -> Void
+    let observers: [any PlayerObserver]
     let logger: Logger
     let tickClock: any Clock<Duration>
     let options: ListeningOptions
@@ -42,7 +43,7 @@ public actor Player {
     var sleep: SleepState?
     /// Wakes the player at the next chapter boundary or sleep-timer step while playing.
     var wakeTask: Task<Void, Never>?
-    /// The last snapshot the observer was given: nothing is published twice.
+    /// The last snapshot the observers were given: nothing is published twice.
     var published: PlayerState?
     /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
     /// playing, and since when (on `now`) it has stood there.
@@ -50,17 +51,19 @@ public actor Player {
     /// Wakes the tick loop when playback starts: it sleeps, with no timer, while nothing plays.
     let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
-    /// The current position as a function of time; readable from any thread without awaiting the actor.
-    public nonisolated let positionClock = SharedPositionClock()
+    /// The published state and the position as a function of time; readable from any thread without awaiting
+    /// the actor.
+    public nonisolated let view = PlayerView()
 
+    /// `observers` hear every event, in this order.
     public init(engine: sending any AudioEngine, tickClock: any Clock<Duration> = ContinuousClock(),
                 options: ListeningOptions = ListeningOptions(), logger: Logger = Logger(label: "lectern.player"),
-                observer: @escaping @Sendable (PlayerEvent) -> Void) {
+                observers: [any PlayerObserver]) {
         self.engine = engine
         self.tickClock = tickClock
         self.options = options
         self.logger = logger
-        self.observer = observer
+        self.observers = observers
         self.now = Self.stopwatch(tickClock)
     }
 
@@ -76,7 +79,7 @@ public actor Player {
     public static let tickInterval: Duration = .milliseconds(500)
 
     /// Handles engine events and, while playing, re-anchors the position clock, runs the watchdogs and tells
-    /// the observer where it is every ``tickInterval`` (``tick()``), until cancelled. Not playing, nothing wakes:
+    /// the observers where it is every ``tickInterval`` (``tick()``), until cancelled. Not playing, nothing wakes:
     /// an idle daemon costs no CPU.
     public func run() async {
         let events = engine.events
@@ -106,6 +109,7 @@ public actor Player {
 
     // MARK: - Reading
 
+    /// The state as the actor holds it (between commands, what ``view`` holds too).
     public var snapshot: PlayerState { state }
 
     var isPlaying: Bool { state.status == .playing }
@@ -113,7 +117,7 @@ public actor Player {
     /// The position in the current file, from the engine when it knows it.
     public var position: Duration {
         if engineReady, let position = engine.position { return position }
-        return positionClock.position()
+        return view.position()
     }
 
     /// Where the listener is in the file, the chapter and the book.
@@ -179,6 +183,7 @@ public actor Player {
         guard let index = state.queue.firstIndex(where: { $0.id == item.id }) else { return }
         var updated = item
         updated.url = state.queue[index].url
+        updated.libraryFileID = state.queue[index].libraryFileID
         if updated.duration == nil { updated.duration = state.queue[index].duration }
         guard updated != state.queue[index] else { return }
         state.queue[index] = updated
@@ -200,7 +205,7 @@ public actor Player {
             if rewind > .zero { move(by: .zero - rewind) }
             guard state.status == .playing else { return }
             if engineLoad == .lost {
-                load(orderPosition: order.position, at: positionClock.position())
+                load(orderPosition: order.position, at: view.position())
                 return
             }
             anchorClock()
@@ -227,13 +232,13 @@ public actor Player {
         guard let item = state.current, state.status != .stopped else { return }
         // The place is where clients saw it stop (the clock), not where the pipeline is: paused, it came to rest a
         // few milliseconds later; playing, its position lags what the clock showed by the output's latency.
-        let stoppedAt = positionClock.position()
+        let stoppedAt = view.position()
         setStatus(.stopped)
         engine.stop()
         engineLoad = .idle
-        positionClock.set(PositionClock(anchor: .zero))
+        view.set(PositionClock(anchor: .zero))
         publish()
-        observer(.stopped(itemID: item.id, at: stoppedAt))
+        tell(.stopped(item, at: stoppedAt))
     }
 
     /// Moves to the next track (chapter, or file without chapters); paused or stopped stays so.
@@ -441,19 +446,19 @@ public actor Player {
             state.currentIndex = order[target]
             state.currentTrack = firstTrack(ofItem: order[target])
             state.lastError = nil
-            positionClock.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
+            view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
             publish()
             // The same track again (loop Track, or a one-file loop Playlist): the trackid doesn't change,
             // so only Seeked tells clients the position went back to 0.
-            if restarted { observer(.seeked(.zero)) }
+            if restarted { tell(.seeked(.zero)) }
             trackEnded()
         case .endOfStream:
             if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
         case .outputFailed(let message):
             // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
             logger.error("the output failed", metadata: ["error": "\(message)"])
-            let at = engine.position ?? positionClock.position()
+            let at = engine.position ?? view.position()
             engineLoad = .lost
             if state.status == .playing {
                 setStatus(.paused)
@@ -461,7 +466,7 @@ public actor Player {
                 // Says the pause is the engine's, should the route watcher hear of the lost server only now.
                 state.lastError = message
             }
-            positionClock.set(PositionClock(anchor: at))
+            view.set(PositionClock(anchor: at))
             publish()
         case .nextFailed(let url, let message):
             guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
@@ -473,7 +478,7 @@ public actor Player {
             // loads the file after the bad one.
             let item = state.queue[order[target]]
             logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
-            observer(.itemFailed(itemID: item.id, message: message))
+            tell(.itemFailed(item, index: order[target], message: message))
             order.failed.insert(order[target])
             advanceAtEndOfFile = true
             state.lastError = message
@@ -484,9 +489,10 @@ public actor Player {
             pausedForLostOutput = false
             engineLoad = .idle
             consecutiveFailures += 1
-            if let item = state.current {
+            if let index = state.currentIndex {
+                let item = state.queue[index]
                 logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
-                observer(.itemFailed(itemID: item.id, message: message))
+                tell(.itemFailed(item, index: index, message: message))
             }
             if state.status != .stopped, consecutiveFailures < state.queue.count,
                let next = nextOrderPosition(wrapping: state.loop == .playlist) {
@@ -496,14 +502,14 @@ public actor Player {
             } else {
                 state.lastError = message
                 setStatus(.stopped)
-                positionClock.set(PositionClock(anchor: .zero))
+                view.set(PositionClock(anchor: .zero))
                 publish()
             }
         }
     }
 
     /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
-    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observer
+    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observers
     /// where (`.playing`). Tests may call it directly.
     public func tick() {
         guard state.status == .playing, engineReady else {
@@ -517,7 +523,7 @@ public actor Player {
         checkPosition()
         watchForStall(enginePosition)
         if state.status == .playing, engineReady, let item = state.current {
-            observer(.playing(itemID: item.id, at: positionClock.position()))
+            tell(.playing(item, at: view.position()))
         }
     }
 
@@ -576,16 +582,16 @@ public actor Player {
         }
     }
 
-    /// The end of the queue was reached: stopped, and the observer told the book is finished.
+    /// The end of the queue was reached: stopped, and the observers told the book is finished.
     private func finish() {
         if sleep?.fading == true { engine.setVolume(state.volume) }
         sleep = nil
         setStatus(.stopped)
         engine.stop()
         engineLoad = .idle
-        positionClock.set(PositionClock(anchor: .zero))
+        view.set(PositionClock(anchor: .zero))
         publish()
-        observer(.finished)
+        tell(.finished)
     }
 
     /// Moves by `offset` from the current position in play order, crossing files.
@@ -620,7 +626,7 @@ public actor Player {
             order.position = target
             state.currentIndex = track.itemIndex
             state.currentTrack = index
-            positionClock.set(PositionClock(anchor: track.start))
+            view.set(PositionClock(anchor: track.start))
             publish()
             return
         }
@@ -641,20 +647,20 @@ public actor Player {
         state.lastError = nil
         engineLoad = .loading(since: now(), retried: false)
         engine.load(state.queue[order[target]].url, at: position)
-        positionClock.set(PositionClock(anchor: position))
+        view.set(PositionClock(anchor: position))
         updateNext()
         publish()
         let intoTrack = position - (state.track?.start ?? .zero)
-        if intoTrack > .zero || announce { observer(.seeked(intoTrack)) }
+        if intoTrack > .zero || announce { tell(.seeked(intoTrack)) }
     }
 
     /// Seeks in the current file; clients see the new track (if it changed), then Seeked (unless not `announce`).
     private func seekWithinItem(to target: Duration, announce: Bool = true) {
-        positionClock.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
+        view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
         state.currentTrack = state.trackIndex(atFilePosition: target)
         publish()
         // Before the flushing seek, which may wait for the sink.
-        if announce { observer(.seeked(target - (state.track?.start ?? .zero))) }
+        if announce { tell(.seeked(target - (state.track?.start ?? .zero))) }
         engine.seek(to: target)
     }
 
@@ -686,13 +692,13 @@ public actor Player {
     /// Rebuilds the tracks after what is known of the files changed.
     private func refreshTracks() {
         state.tracks = Track.tracks(of: state.queue)
-        state.currentTrack = state.trackIndex(atFilePosition: state.status == .stopped ? positionClock.position() : position)
+        state.currentTrack = state.trackIndex(atFilePosition: state.status == .stopped ? view.position() : position)
     }
 
     func anchorClock() {
-        let anchor = (engineReady ? engine.position : nil) ?? positionClock.position()
+        let anchor = (engineReady ? engine.position : nil) ?? view.position()
         let speed = state.status == .playing && engineReady ? state.rate : 0
-        positionClock.set(PositionClock(anchor: anchor, speed: speed))
+        view.set(PositionClock(anchor: anchor, speed: speed))
     }
 
     func firstTrack(ofItem item: Int) -> Int? { state.tracks.firstIndex { $0.itemIndex == item } }
@@ -754,9 +760,16 @@ public actor Player {
         scheduleWake()
         state.canGoNext = canGoNext
         state.canGoPrevious = canGoPrevious
+        // The sleep timer's count may change with the state unchanged (the same timer set again).
+        view.publish(state, sleep: sleepCount)
         guard state != published else { return }
+        let previous = published ?? PlayerState()
         published = state
-        observer(.stateChanged(state))
+        tell(.stateChanged(state, previous: previous))
+    }
+
+    func tell(_ event: PlayerEvent) {
+        for observer in observers { observer.handle(event) }
     }
 }
 
@@ -777,14 +790,4 @@ enum EngineLoad: Equatable {
 extension Player {
     /// Whether the engine has prerolled the current item.
     var engineReady: Bool { engineLoad == .ready }
-}
-
-/// A ``PositionClock`` behind a lock: written by the player, read by anyone (e.g. the D-Bus thread
-/// answering `Get Position`) without a hop to the actor.
-public final class SharedPositionClock: Sendable {
-    private let clock = Mutex(PositionClock())
-    public init() {}
-    public func set(_ value: PositionClock) { clock.withLock { $0 = value } }
-    public var value: PositionClock { clock.withLock { $0 } }
-    public func position(at now: ContinuousClock.Instant = .now) -> Duration { value.position(at: now) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What the user asked for, not what the pipeline passes through (a seek briefly pauses the
 /// pipeline; clients must not see that).
@@ -88,25 +89,103 @@ public struct PositionClock: Sendable, Equatable {
     }
 }
 
-/// What the player tells its observer, synchronously, in the order things happened.
+/// What the player tells its observers, synchronously, in the order things happened.
 public enum PlayerEvent: Sendable, Equatable {
-    /// Something in the snapshot changed.
-    case stateChanged(PlayerState)
+    /// Something in the snapshot changed: the new state (also in ``PlayerView/state`` by now) and the one
+    /// published before it.
+    case stateChanged(PlayerState, previous: PlayerState)
     /// The position jumped (not by playing): seek, set position, a load at a saved position, a smart
-    /// rewind. The new position within the current track.
+    /// rewind. The new position within the current chapter.
     case seeked(Duration)
-    /// A stop was asked for while the item was at this position (the position then reads 0): where to
+    /// A stop was asked for while this item was at this position (the position then reads 0): where to
     /// resume a book from.
-    case stopped(itemID: Int, at: Duration)
+    case stopped(MediaItem, at: Duration)
     /// Playback reached the end of the queue (with loop off): the book is finished.
     case finished
     /// The sleep timer paused playback at this position of this item.
-    case sleepTimerFired(itemID: Int, at: Duration)
-    /// This item could not be played (the engine's message); playback went on with the next one, if any.
-    case itemFailed(itemID: Int, message: String)
+    case sleepTimerFired(MediaItem, at: Duration)
+    /// This item, at this index of the queue, could not be played (the engine's message); playback went on with
+    /// the next one, if any.
+    case itemFailed(MediaItem, index: Int, message: String)
     /// Still playing, at this position of this item: sent at every tick while playing (``Player/tickInterval``),
     /// when the position is worth saving.
-    case playing(itemID: Int, at: Duration)
+    case playing(MediaItem, at: Duration)
+}
+
+/// Hears every ``PlayerEvent``, synchronously, on the player's executor: it must not wait (hand the event on to
+/// a stream or another executor for anything slow).
+public protocol PlayerObserver: Sendable {
+    func handle(_ event: PlayerEvent)
+}
+
+/// A stream of the player's events: for an observer that works on its own executor (it reads them in order).
+extension AsyncStream.Continuation: PlayerObserver where Element == PlayerEvent {
+    public func handle(_ event: PlayerEvent) { yield(event) }
+}
+
+/// What anyone may read of the player without a hop to its actor (e.g. the D-Bus thread answering `Get Position`):
+/// the last published state, the position clock and the sleep timer's time left. Written only by the player, before
+/// its observers hear of the change.
+public final class PlayerView: Sendable {
+    private struct Published {
+        var state = PlayerState()
+        var clock = PositionClock()
+        /// When `state` was published.
+        var at = ContinuousClock.now
+        var sleep: SleepCount?
+    }
+    private let published = Mutex(Published())
+
+    public init() {}
+
+    /// The last state the player published.
+    public var state: PlayerState { published.withLock { $0.state } }
+    public var clock: PositionClock { published.withLock { $0.clock } }
+
+    /// The position in the current file.
+    public func position(at now: ContinuousClock.Instant = .now) -> Duration { clock.position(at: now) }
+
+    /// Where the listener is in the file, the chapter and the book.
+    public func progress(at now: ContinuousClock.Instant = .now) -> BookProgress? {
+        let (state, clock) = published.withLock { ($0.state, $0.clock) }
+        return state.progress(atFilePosition: clock.position(at: now))
+    }
+
+    /// Playing time until the sleep timer stops playback: nil without a timer, or at a chapter end still unknown.
+    /// The player's own count at the last publication, less the playing time since.
+    public func sleepTimeLeft(at now: ContinuousClock.Instant = .now) -> Duration? {
+        let published = published.withLock { $0 }
+        switch published.sleep {
+        case nil, .laterChapterEnd?:
+            return nil
+        case .playingTime(let left)?:
+            let counted = published.state.status == .playing ? now - published.at : .zero
+            return max(.zero, left - counted)
+        case .thisChapterEnd?:
+            guard let end = published.state.track?.end else { return nil }
+            return max(.zero, end - published.clock.position(at: now)) / published.state.rate
+        }
+    }
+
+    /// How the sleep timer counts, as the player last published it.
+    enum SleepCount {
+        /// This much playing time was left at publication.
+        case playingTime(Duration)
+        /// It stops at the end of the current chapter.
+        case thisChapterEnd
+        /// It stops at the end of a later chapter (extended during its fade).
+        case laterChapterEnd
+    }
+
+    func publish(_ state: PlayerState, sleep: SleepCount?) {
+        published.withLock {
+            $0.state = state
+            $0.sleep = sleep
+            $0.at = .now
+        }
+    }
+
+    func set(_ clock: PositionClock) { published.withLock { $0.clock = clock } }
 }
 
 /// Why a command was refused. Nothing changed.

@@ -61,7 +61,7 @@ import Testing
             let events = h.log.all
             #expect(events.count == 2)
             guard events.count == 2 else { return }
-            guard case .stateChanged(let state) = events[0] else {
+            guard case .stateChanged(let state, _) = events[0] else {
                 Issue.record("first event should be stateChanged, got \(events[0])")
                 return
             }
@@ -786,11 +786,11 @@ import Testing
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
             h.engine.advance(by: .seconds(30))
-            let first = await h.player.snapshot.queue[0].id
+            let first = await h.player.snapshot.queue[0]
             h.reset()
 
             await h.send(.failed("decoder exploded"))
-            #expect(h.log.all.first == .itemFailed(itemID: first, message: "decoder exploded"))
+            #expect(h.log.all.first == .itemFailed(first, index: 0, message: "decoder exploded"))
             #expect(h.engine.calls == [.load(fileURL(1), at: .zero), .setNext(nil)])
             #expect(h.log.lastState?.status == .playing)
             #expect(h.log.lastState?.currentIndex == 1)
@@ -875,32 +875,32 @@ import Testing
             var clock = h.positionClock
             #expect(clock.anchor == .seconds(10))
             #expect(clock.speed == 0)
-            #expect(h.player.positionClock.position(at: clock.anchoredAt + .seconds(5)) == .seconds(10))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(5)) == .seconds(10))
 
             await h.ready(.seconds(100))
             clock = h.positionClock
             #expect(clock.anchor == .seconds(10))
             #expect(clock.speed == 1)
-            #expect(h.player.positionClock.position(at: clock.anchoredAt + .seconds(4)) == .seconds(14))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(4)) == .seconds(14))
 
             try await h.player.setRate(1.5)
             clock = h.positionClock
             #expect(clock.speed == 1.5)
-            #expect(h.player.positionClock.position(at: clock.anchoredAt + .seconds(4)) == clock.anchor + .seconds(6))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(4)) == clock.anchor + .seconds(6))
 
             h.engine.advance(by: .seconds(4))   // 10 s + 4 s × 1.5
             await h.player.pause()
             clock = h.positionClock
             #expect(clock.anchor == .seconds(16))
             #expect(clock.speed == 0)
-            #expect(h.player.positionClock.position(at: clock.anchoredAt + .seconds(60)) == .seconds(16))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(60)) == .seconds(16))
             #expect(await h.player.position == .seconds(16))
 
             await h.player.play()
             clock = h.positionClock
             #expect(clock.anchor == .seconds(16))
             #expect(clock.speed == 1.5)
-            #expect(h.player.positionClock.position(at: clock.anchoredAt + .seconds(2)) == .seconds(19))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(2)) == .seconds(19))
         }
     }
 
@@ -950,11 +950,11 @@ import Testing
             #expect(h.positionClock.speed == 1)
             await waitUntil("the tick to say where it is") { h.log.all.count == opened + 1 }
             // A tick publishes no state: it says which item plays, and where (the clock's position, just re-anchored).
-            guard case .playing(let itemID, let at) = h.log.all.last else {
+            guard case .playing(let item, let at) = h.log.all.last else {
                 Issue.record("a tick while playing sent \(String(describing: h.log.all.last))")
                 return
             }
-            #expect(itemID == (await h.player.snapshot.current?.id))
+            #expect(item == (await h.player.snapshot.current))
             #expect(at >= .seconds(7) && at < .seconds(8))
 
             await h.player.pause()

@@ -3,17 +3,17 @@ import LecternCore
 import Synchronization
 import Testing
 
-/// Everything the observer was told, in order.
-final class EventLog: Sendable {
+/// Everything the player's observers were told, in order.
+final class EventLog: PlayerObserver {
     private let events = Mutex<[PlayerEvent]>([])
 
-    func append(_ event: PlayerEvent) { events.withLock { $0.append(event) } }
+    func handle(_ event: PlayerEvent) { events.withLock { $0.append(event) } }
     func clear() { events.withLock { $0.removeAll() } }
 
     var all: [PlayerEvent] { events.withLock { $0 } }
     var count: Int { events.withLock { $0.count } }
     var states: [PlayerState] {
-        all.compactMap { if case .stateChanged(let state) = $0 { state } else { nil } }
+        all.compactMap { if case .stateChanged(let state, _) = $0 { state } else { nil } }
     }
     var seeks: [Duration] {
         all.compactMap { if case .seeked(let position) = $0 { position } else { nil } }
@@ -70,14 +70,14 @@ struct Harness: Sendable {
         log.clear()
     }
 
-    var positionClock: PositionClock { player.positionClock.value }
+    var positionClock: PositionClock { player.view.clock }
 }
 
 func withHarness(_ body: (Harness) async throws -> Void) async rethrows {
     let engine = FakeEngine()
     let log = EventLog()
     let tickClock = ManualClock()
-    let player = Player(engine: engine, tickClock: tickClock, observer: { log.append($0) })
+    let player = Player(engine: engine, tickClock: tickClock, observers: [log])
     let run = Task { await player.run() }
     defer { run.cancel() }
     try await body(Harness(engine: engine, player: player, log: log, tickClock: tickClock))

@@ -106,15 +106,11 @@ public enum Daemon {
         // page, migrations: the longest step of start-up): desktops show the player sooner. Playlists needs the
         // library, so its calls wait until it is open; the player's are answered at once (commands wait below).
         let mpris = MPRISService(titleTemplate: options.titleTemplate)
-        let listeningService = Mutex<ListeningService?>(nil)
-        let (bookEvents, bookEventSink) = AsyncStream.makeStream(of: PlayerEvent.self)
-        let player = Player(engine: engine, options: options.listening, logger: logger) { event in
-            mpris.handle(event)
-            listeningService.withLock { $0 }?.handle(event)
-            bookEventSink.yield(event)
-        }
-        let listening = ListeningService(player: player, skipStep: options.skipStep)
-        listeningService.withLock { $0 = listening }
+        let listening = ListeningService(skipStep: options.skipStep)
+        // The book session saves positions on its own thread: it reads the events from a stream.
+        let (bookEvents, toBookSession) = AsyncStream.makeStream(of: PlayerEvent.self)
+        let player = Player(engine: engine, options: options.listening, logger: logger,
+                            observers: [mpris, listening, toBookSession])
         let reader = MediaReader(program: options.mediaReader, logger: logger)
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), reader: reader,
                                  logger: logger)
@@ -141,7 +137,7 @@ public enum Daemon {
             case .bookmarksChanged(let id):
                 libraryService.withLock { $0 }?.bookmarksChanged(id)
             case .filesSkipped(let files):
-                listeningService.withLock { $0 }?.filesSkipped(files)
+                listening.filesSkipped(files)
             }
         }
         sessionOnceOpen.set(session)
@@ -158,7 +154,7 @@ public enum Daemon {
                                           logger: logger) { [unplugBookmark = options.unplugBookmark] in
             if unplugBookmark { await session.addAutomaticBookmark(.unplug, title: "Output unplugged") }
         }
-        let lecternInterfaces: [Interface] = service.interfaces + [listening.makeInterface(), outputWatcher.makeInterface()]
+        let lecternInterfaces: [Interface] = service.interfaces + [listening.makeInterface(player: player), outputWatcher.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
@@ -166,7 +162,7 @@ public enum Daemon {
         ].merging(LibraryService.healthProperties(library.health)) { $1 })
         service.object.withLock { $0 = lecternObject }
         library.observeHealth { service.healthChanged($0) }
-        await listening.publish(on: lecternObject)
+        listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)
         lecternCalls.release()
 

@@ -32,16 +32,12 @@ actor BookSession {
     }
 
     private(set) var book: Book?
-    /// The current book's files by URL, to map the player's items back to them.
-    private var files: [URL: BookFile] = [:]
+    /// The current book's files in the queue, by id (each of the player's items carries its file's id).
+    private var files: [Int64: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
-    private var status: PlaybackStatus = .stopped
     /// The daemon is stopping and the position was saved for the last time: ticks still queued are older.
     private var closed = false
-    private var currentURL: URL?
-    private var currentTrack: Int?
-    private var itemURLs: [Int: URL] = [:]
     /// The current book's shuffled order as saved (file ids).
     private var savedShuffleOrder: [Int64] = []
 
@@ -94,9 +90,10 @@ actor BookSession {
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
-                      chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) })
+                      chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
+                      libraryFileID: file.id)
         }
-        files = Dictionary(uniqueKeysWithValues: available.map { (URL(fileURLWithPath: $0.path), $0) })
+        files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
         lastSettings = nil
         savedShuffleOrder = book.shuffleFileIds
@@ -149,14 +146,18 @@ actor BookSession {
 
     /// The current book and where it is: for bookmarks.
     func currentPlace() -> (book: Book, file: BookFile, offset: Int64)? {
-        guard let book, let url = currentURL, let file = files[url] else { return nil }
-        return (book, file, player.positionClock.position().microseconds)
+        guard let book, let file = file(of: player.view.state.current) else { return nil }
+        return (book, file, player.view.position().microseconds)
+    }
+
+    /// The current book's file that `item` plays; nil when it is not one (another queue, a file left out).
+    private func file(of item: MediaItem?) -> BookFile? {
+        item?.libraryFileID.flatMap { files[$0] }
     }
 
     /// Moves to a place in the current book (a file of it and an offset).
     func jump(toFile fileId: Int64, offset: Int64) async throws {
-        let queue = await player.snapshot.queue
-        guard let index = queue.firstIndex(where: { files[$0.url]?.id == fileId }) else {
+        guard files[fileId] != nil, let index = player.view.state.queue.firstIndex(where: { $0.libraryFileID == fileId }) else {
             throw LibraryError.notFound("that file is not available in the current book")
         }
         do {
@@ -170,33 +171,25 @@ actor BookSession {
 
     private func handle(_ event: PlayerEvent) {
         switch event {
-        case .stateChanged(let state):
-            for item in state.queue where itemURLs[item.id] == nil { itemURLs[item.id] = item.url }
-            let previousURL = currentURL
-            let previousStatus = status
-            let previousTrack = currentTrack
-            currentURL = state.current?.url
-            currentTrack = state.currentTrack
-            status = state.status
-            guard let url = currentURL, files[url] != nil else { return }  // not (yet) this book's queue
+        case .stateChanged(let state, let previous):
+            guard let id = book?.id, state.queueID == .book(id) else { return }  // not (yet) this book's queue
             saveSettings(state)
             saveShuffleOrder(state)
-            if previousStatus != status && status != .stopped || previousURL != currentURL || previousTrack != currentTrack {
+            if previous.status != state.status && state.status != .stopped || previous.current?.id != state.current?.id
+                || previous.currentTrack != state.currentTrack {
                 savePosition()
             }
             // "Last played" is when it last stopped playing: what the smart rewind measures a pause from.
-            if previousStatus == .playing && status != .playing, let id = book?.id { try? library.markPlayed(id) }
+            if previous.status == .playing && state.status != .playing { try? library.markPlayed(id) }
         case .seeked:
             savePosition()
         case .itemFailed:
             break  // the player logged it and went on; the position is saved with the next file's state
-        case .playing(let itemID, let position):
+        case .playing(let item, let position):
             // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
-            if status == .playing, !closed, let url = itemURLs[itemID] {
-                savePosition(url: url, offset: position.microseconds, playedAt: Date())
-            }
-        case .stopped(let itemID, let position):
-            if let url = itemURLs[itemID] { savePosition(url: url, offset: position.microseconds) }
+            if !closed { savePosition(item, offset: position.microseconds, playedAt: Date()) }
+        case .stopped(let item, let position):
+            savePosition(item, offset: position.microseconds)
         case .finished:
             guard let id = book?.id else { return }
             do {
@@ -206,17 +199,16 @@ actor BookSession {
             } catch {
                 logger.error("cannot mark the book finished", metadata: ["book": "\(id)", "error": "\(error)"])
             }
-        case .sleepTimerFired(let itemID, let position):
-            guard let url = itemURLs[itemID] else { return }
-            savePosition(url: url, offset: position.microseconds)
-            addAutomaticBookmark(.sleepTimer, title: "Sleep timer", url: url, offset: position.microseconds)
+        case .sleepTimerFired(let item, let position):
+            savePosition(item, offset: position.microseconds)
+            addAutomaticBookmark(.sleepTimer, title: "Sleep timer", item: item, offset: position.microseconds)
         }
     }
 
     /// A bookmark the daemon makes by itself (the sleep timer stopped, the output went away).
-    func addAutomaticBookmark(_ kind: Bookmark.Kind, title: String, url: URL? = nil, offset: Int64? = nil) {
-        guard let bookId = book?.id, let url = url ?? currentURL, let fileId = files[url]?.id else { return }
-        let offset = offset ?? player.positionClock.position().microseconds
+    func addAutomaticBookmark(_ kind: Bookmark.Kind, title: String, item: MediaItem? = nil, offset: Int64? = nil) {
+        guard let bookId = book?.id, let fileId = file(of: item ?? player.view.state.current)?.id else { return }
+        let offset = offset ?? player.view.position().microseconds
         do {
             _ = try library.addBookmark(to: bookId, file: fileId, offset: max(0, offset), title: title, kind: kind)
             announce(.bookmarksChanged(bookId))
@@ -228,7 +220,7 @@ actor BookSession {
     /// Keeps the shuffled order with the book, so that it plays in the same order until reshuffled.
     private func saveShuffleOrder(_ state: PlayerState) {
         guard let bookId = book?.id, let order = state.shuffleOrder else { return }
-        let fileIds = order.compactMap { files[state.queue[$0].url]?.id }
+        let fileIds = order.compactMap { state.queue[$0].libraryFileID }
         guard fileIds != savedShuffleOrder else { return }
         do {
             try library.setShuffleOrder(of: bookId, fileIds)
@@ -240,12 +232,13 @@ actor BookSession {
 
     /// Saves the player's position in the current book (a no-op when nothing changed).
     func savePosition(playedAt: Date? = nil) {
-        guard status != .stopped, let url = currentURL else { return }
-        savePosition(url: url, offset: player.positionClock.position().microseconds, playedAt: playedAt)
+        let state = player.view.state
+        guard state.status != .stopped, let item = state.current else { return }
+        savePosition(item, offset: player.view.position().microseconds, playedAt: playedAt)
     }
 
-    private func savePosition(url: URL, offset: Int64, playedAt: Date? = nil) {
-        guard let book, let bookId = book.id, let fileId = files[url]?.id else { return }
+    private func savePosition(_ item: MediaItem, offset: Int64, playedAt: Date? = nil) {
+        guard let bookId = book?.id, let fileId = file(of: item)?.id else { return }
         do {
             try library.savePosition(of: bookId, file: fileId, offset: offset, playedAt: playedAt)
         } catch let error as LibraryError where error.isUnavailable {

@@ -10,30 +10,26 @@ import Synchronization
 /// Indices are 0-based (files in book order, chapters across the whole book); positions and durations are
 /// microseconds. Properties that change only at events (chapter, file, speed, sleep mode) send
 /// PropertiesChanged; the positions move with playback and are read live (like MPRIS Position).
-final class ListeningService: Sendable {
+final class ListeningService: PlayerObserver {
     static let interface = "org.lectern.Player1"
 
-    let player: Player
-    /// The player's last published state and when it was published (the sleep timer counts from there).
-    private let latest = Mutex((state: PlayerState(), at: ContinuousClock.now))
     private let skipStep: Mutex<Duration>
+    /// Set once the object is exported (``publish(on:player:)``): the player's events before are in the state it is
+    /// published with.
     let object = Mutex<ExportedObject?>(nil)
 
-    init(player: Player, skipStep: Duration) {
-        self.player = player
+    init(skipStep: Duration) {
         self.skipStep = Mutex(skipStep)
     }
 
-    /// Feed the player's events here.
+    /// The player's events, as its observer.
     func handle(_ event: PlayerEvent) {
         switch event {
-        case .stateChanged(let state):
-            latest.withLock { $0 = (state, .now) }
+        case .stateChanged(let state, _):
             object.withLock { $0 }?.update(Self.interface, properties(state))
-        case .itemFailed(let itemID, let message):
-            let state = latest.withLock { $0.state }
-            guard let object = object.withLock({ $0 }), let index = state.queue.firstIndex(where: { $0.id == itemID }) else { return }
-            let uri = state.queue[index].url.absoluteString
+        case .itemFailed(let item, let index, let message):
+            guard let object = object.withLock({ $0 }) else { return }
+            let uri = item.url.absoluteString
             object.update(Self.interface, ["LastError": .string("\(uri): \(message)")])
             try? object.emit(Self.interface, "FileFailed", [.int32(Int32(clamping: index)), .string(uri), .string(message)])
         default:
@@ -51,55 +47,53 @@ final class ListeningService: Sendable {
         object.update(Self.interface, ["LastError": .string("\(last.absoluteString): \(message)")])
     }
 
-    func publish(on object: ExportedObject) async {
-        let state = await player.snapshot
-        latest.withLock { $0 = (state, .now) }
-        object.update(Self.interface, properties(state))
+    func publish(on object: ExportedObject, player: Player) {
+        object.update(Self.interface, properties(player.view.state))
         object.update(Self.interface, ["SkipStep": .int64(skipStep.withLock { $0 }.microseconds), "LastError": .string("")])
         self.object.withLock { $0 = object }
     }
 
     // MARK: - Declaration
 
-    func makeInterface() -> Interface {
-        let player = self.player
+    func makeInterface(player: Player) -> Interface {
+        let view = player.view
         return Interface(Self.interface,
             methods: [
-                Method("Skip", in: [("offset", .int64)]) { [self] call in
-                    try requireCurrent()
+                Method("Skip", in: [("offset", .int64)]) { call in
+                    try Self.requireCurrent(view)
                     await player.skip(by: .microseconds(call.arguments[0].int64 ?? 0))
                     return []
                 },
                 Method("SkipForward") { [self] _ in
-                    try requireCurrent()
+                    try Self.requireCurrent(view)
                     await player.skip(by: skipStep.withLock { $0 })
                     return []
                 },
                 Method("SkipBackward") { [self] _ in
-                    try requireCurrent()
+                    try Self.requireCurrent(view)
                     await player.skip(by: .zero - skipStep.withLock { $0 })
                     return []
                 },
-                Method("JumpToFile", in: [("file", .int32), ("position", .int64)]) { [self] call in
-                    try requireCurrent()
+                Method("JumpToFile", in: [("file", .int32), ("position", .int64)]) { call in
+                    try Self.requireCurrent(view)
                     try await Self.run { () async throws(PlayerError) in
                         try await player.jump(toFile: Int(call.arguments[0].int64 ?? -1),
                                               at: .microseconds(call.arguments[1].int64 ?? -1))
                     }
                     return []
                 },
-                Method("GoToChapter", in: [("chapter", .int32)]) { [self] call in
-                    try requireCurrent()
+                Method("GoToChapter", in: [("chapter", .int32)]) { call in
+                    try Self.requireCurrent(view)
                     try await Self.run { () async throws(PlayerError) in try await player.goTo(track: Int(call.arguments[0].int64 ?? -1)) }
                     return []
                 },
-                Method("NextChapter") { [self] _ in
-                    try requireCurrent()
+                Method("NextChapter") { _ in
+                    try Self.requireCurrent(view)
                     await player.next()
                     return []
                 },
-                Method("PreviousChapter") { [self] _ in
-                    try requireCurrent()
+                Method("PreviousChapter") { _ in
+                    try Self.requireCurrent(view)
                     await player.previous()
                     return []
                 },
@@ -123,8 +117,8 @@ final class ListeningService: Sendable {
                     await player.reshuffle()
                     return []
                 },
-                Method("GetStatus", out: [("status", .dictionary(key: .string, value: .variant))]) { [self] _ in
-                    [status()]
+                Method("GetStatus", out: [("status", .dictionary(key: .string, value: .variant))]) { _ in
+                    [Self.status(view)]
                 },
             ],
             properties: [
@@ -150,11 +144,11 @@ final class ListeningService: Sendable {
                 Property("BookLength", .int64),
                 Property("SleepTimer", .string),
                 Property("LastError", .string),
-                Property("FilePosition", .int64, changes: .none, get: { [self] in .int64(progress()?.filePosition.microseconds ?? 0) }),
-                Property("ChapterPosition", .int64, changes: .none, get: { [self] in .int64(progress()?.trackPosition.microseconds ?? 0) }),
-                Property("BookPosition", .int64, changes: .none, get: { [self] in .int64(progress()?.bookPosition.microseconds ?? 0) }),
-                Property("Remaining", .int64, changes: .none, get: { [self] in .int64(progress()?.remaining.microseconds ?? 0) }),
-                Property("SleepTimeLeft", .int64, changes: .none, get: { [self] in .int64(sleepTimeLeft()?.microseconds ?? -1) }),
+                Property("FilePosition", .int64, changes: .none, get: { .int64(view.progress()?.filePosition.microseconds ?? 0) }),
+                Property("ChapterPosition", .int64, changes: .none, get: { .int64(view.progress()?.trackPosition.microseconds ?? 0) }),
+                Property("BookPosition", .int64, changes: .none, get: { .int64(view.progress()?.bookPosition.microseconds ?? 0) }),
+                Property("Remaining", .int64, changes: .none, get: { .int64(view.progress()?.remaining.microseconds ?? 0) }),
+                Property("SleepTimeLeft", .int64, changes: .none, get: { .int64(view.sleepTimeLeft()?.microseconds ?? -1) }),
             ],
             signals: [SignalDecl("FileFailed", [("file", .int32), ("uri", .string), ("message", .string)])])
     }
@@ -176,35 +170,16 @@ final class ListeningService: Sendable {
         ]
     }
 
-    private func progress() -> BookProgress? {
-        let state = latest.withLock { $0.state }
-        return state.progress(atFilePosition: player.positionClock.position())
-    }
-
-    /// Playing time left on the sleep timer, counted from the last published state; nil without a timer.
-    private func sleepTimeLeft() -> Duration? {
-        let (state, publishedAt) = latest.withLock { $0 }
-        guard let timer = state.sleepTimer else { return nil }
-        switch timer.mode {
-        case .after:
-            let counted = state.status == .playing ? ContinuousClock.now - publishedAt : .zero
-            return max(.zero, (timer.remaining ?? .zero) - counted)
-        case .endOfChapter:
-            guard let end = state.track?.end else { return nil }
-            return max(.zero, end - player.positionClock.position()) / state.rate
-        }
-    }
-
     /// Everything `lectern status` shows, in one reply.
-    private func status() -> DBusValue {
-        let state = latest.withLock { $0.state }
+    private static func status(_ view: PlayerView) -> DBusValue {
+        let state = view.state
         var map: [String: DBusValue] = ["status": .string(state.status.rawValue), "speed": .double(state.rate)]
         if case .book(let id)? = state.queueID { map["book"] = .int64(id) }
         if let item = state.current {
             map["title"] = .string(item.album ?? item.displayTitle)
             if let author = item.albumArtists.first ?? item.artists.first { map["author"] = .string(author) }
         }
-        if let progress = progress() {
+        if let progress = view.progress() {
             map["file"] = .int32(Int32(clamping: progress.fileIndex))
             map["files"] = .int32(Int32(clamping: progress.fileCount))
             map["filePosition"] = .int64(progress.filePosition.microseconds)
@@ -219,7 +194,7 @@ final class ListeningService: Sendable {
             map["remaining"] = .int64(progress.remaining.microseconds)
         }
         map["sleep"] = .string(Self.sleepName(state.sleepTimer))
-        if let left = sleepTimeLeft() { map["sleepTimeLeft"] = .int64(left.microseconds) }
+        if let left = view.sleepTimeLeft() { map["sleepTimeLeft"] = .int64(left.microseconds) }
         return .vardict(map)
     }
 
@@ -236,9 +211,9 @@ final class ListeningService: Sendable {
 
     static func invalidArgument(_ message: String) -> BusError { BusError(name: "org.lectern.Error.InvalidArgument", message: message) }
 
-    /// From the last published state: no hop to the player (nor a copy of its whole queue) per call.
-    private func requireCurrent() throws {
-        guard latest.withLock({ $0.state.current != nil }) else {
+    /// From the published state: no hop to the player per call.
+    private static func requireCurrent(_ view: PlayerView) throws {
+        guard view.state.current != nil else {
             throw BusError(name: "org.lectern.Error.NotFound", message: "Nothing is loaded: open a book or files first")
         }
     }

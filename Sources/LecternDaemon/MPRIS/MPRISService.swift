@@ -13,7 +13,7 @@ import Synchronization
 /// (stable across runs) or `queue/<n>` for files opened by URI, and n the track's index in the queue.
 ///
 /// The rules it keeps are in docs/mpris-rules.md; the tests in IntegrationTests check them.
-public final class MPRISService: Sendable {
+public final class MPRISService: PlayerObserver {
     public static let path = ObjectPath("/org/mpris/MediaPlayer2")!
     public static let rootInterface = "org.mpris.MediaPlayer2"
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
@@ -21,9 +21,8 @@ public final class MPRISService: Sendable {
     /// Track ids live under Lectern's own tree: never /org/mpris, never NoTrack.
     static let trackPathPrefix = "/org/lectern/Lectern1/"
 
+    /// Set once the object is exported: the player's events before are in the state it is exported with.
     let object = Mutex<ExportedObject?>(nil)
-    /// The player's last published state: what Position, GetTracksMetadata and the TrackList diff read.
-    let latest = Mutex(PlayerState())
     let titleTemplate: TitleTemplate
 
     public init(titleTemplate: TitleTemplate = TitleTemplate()) {
@@ -40,15 +39,11 @@ public final class MPRISService: Sendable {
         object.withLock { $0 }?.update(MPRISPlaylists.name, ["PlaylistCount": .uint32(UInt32(clamping: count))])
     }
 
-    /// Feed the player's events here (the player's observer).
+    /// The player's events, as its observer.
     public func handle(_ event: PlayerEvent) {
         guard let object = object.withLock({ $0 }) else { return }
         switch event {
-        case .stateChanged(let state):
-            let previous = latest.withLock { latest in
-                defer { latest = state }
-                return latest
-            }
+        case .stateChanged(let state, let previous):
             object.update(Self.playerInterface, playerProperties(state))
             announceTrackListChanges(from: previous, to: state, on: object)
         case .seeked(let position):
@@ -96,8 +91,7 @@ public final class MPRISService: Sendable {
             "SupportedUriSchemes": .strings(opener.supportedSchemes),
             "SupportedMimeTypes": .strings(opener.supportedMimeTypes),
         ])
-        let state = await player.snapshot
-        latest.withLock { $0 = state }
+        let state = player.view.state
         exported.update(Self.playerInterface, playerProperties(state))
         exported.update(Self.trackListInterface, ["Tracks": .objectPaths(trackIDs(state)), "CanEditTracks": .boolean(false)])
         object.withLock { $0 = exported }
@@ -175,10 +169,10 @@ public final class MPRISService: Sendable {
                 Property("Volume", .double, access: .readwrite, set: { value in
                     do { try await player.setVolume(value.double ?? .nan) } catch { throw BusError.invalidArgs("Volume: \(error)") }
                 }),
-                Property("Position", .int64, changes: .none, get: { [clock = player.positionClock, self] in
+                Property("Position", .int64, changes: .none, get: { [view = player.view] in
                     // Within the current track: the file's position less the track's start.
-                    let state = latest.withLock { $0 }
-                    let position = clock.position()
+                    let state = view.state
+                    let position = view.position()
                     guard let track = state.track else { return .int64(position.microseconds) }
                     var within = max(.zero, position - track.start)
                     if let length = track.length { within = min(within, length) }
@@ -201,8 +195,8 @@ public final class MPRISService: Sendable {
         Interface(Self.trackListInterface,
             methods: [
                 Method("GetTracksMetadata", in: [("TrackIds", .array(.objectPath))],
-                       out: [("Metadata", .array(.dictionary(key: .string, value: .variant)))]) { [self] call in
-                    let state = latest.withLock { $0 }
+                       out: [("Metadata", .array(.dictionary(key: .string, value: .variant)))]) { [self, view = player.view] call in
+                    let state = view.state
                     let ids = trackIDs(state)
                     let maps = (call.arguments[0].elements ?? []).compactMap { value -> DBusValue? in
                         guard let path = value.objectPath, let index = ids.firstIndex(of: path) else { return nil }
@@ -216,10 +210,10 @@ public final class MPRISService: Sendable {
                 Method("RemoveTrack", in: [("TrackId", .objectPath)]) { _ in
                     throw BusError.notSupported("The track list is the book's chapters: CanEditTracks is false")
                 },
-                Method("GoTo", in: [("TrackId", .objectPath)]) { [self] call in
+                Method("GoTo", in: [("TrackId", .objectPath)]) { [view = player.view] call in
                     // An id that is not in the list is ignored, as the spec says.
                     guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
-                          queue == latest.withLock({ $0.queueID }) else { return [] }
+                          queue == view.state.queueID else { return [] }
                     try? await player.goTo(track: track)
                     return []
                 },

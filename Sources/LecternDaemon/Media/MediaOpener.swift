@@ -63,7 +63,7 @@ public final class MediaOpener: Sendable {
         guard !pending.isEmpty else { return }
         Task.detached(priority: .utility) { [self] in
             // The queue's ids are minted by the player; match by URL.
-            let queue = await player.snapshot.queue
+            let queue = player.view.state.queue
             for file in pending {
                 guard let info = try? await discover(file.url),
                       let current = queue.first(where: { $0.url == file.url }) else { continue }

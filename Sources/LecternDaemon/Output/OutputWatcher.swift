@@ -132,7 +132,7 @@ public actor OutputWatcher {
 
         // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
         // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
-        let snapshot = await player.snapshot
+        let snapshot = player.view.state
         let pausedForLostOutput = await player.isPausedForLostOutput
         let pausedByEngine = snapshot.status == .paused && snapshot.lastError != nil && pausedForLostOutput
         let playing = snapshot.status == .playing
@@ -234,7 +234,7 @@ public actor OutputWatcher {
     private func outputLost(_ sink: String, port: String, reason: OutputPolicy<ContinuousClock.Instant>.LossReason,
                             seenBy source: String) async {
         let output = reason == .portUnavailable ? Self.outputID(sink: sink, port: port) : sink
-        let playing = await player.snapshot.status == .playing
+        let playing = player.view.state.status == .playing
         let decision = policy.handle(.lost(output: output, reason: reason, playing: playing), at: .now)
         guard decision == .pause else { return }
         var action = RouteEvent.Action.none
