@@ -113,22 +113,22 @@ final class LibraryService: Sendable {
     /// A method that reads a snapshot of the library taken in call order (on the call queue) and does the rest,
     /// the query and the encoding, off the queue: other callers aren't kept waiting (Method.deferred).
     func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
-                  _ body: @escaping @Sendable ([DBusValue], Library) throws -> [DBusValue]) -> Method {
+                  _ body: @escaping @Sendable (MethodCall, Library) throws -> [DBusValue]) -> Method {
         Method.deferred(name, in: inputs, out: outputs) { call in
             // Without a snapshot (its connection can't be opened: the file was deleted), read the library itself.
             let snapshot = (try? self.library.snapshot()) ?? self.library
             return {
-                do { return try body(call.arguments, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
+                do { return try body(call, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
             }
         }
     }
 
     /// A method whose library errors become org.lectern.Error.* replies.
     func method(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
-                _ body: @escaping @Sendable ([DBusValue]) async throws -> [DBusValue]) -> Method {
+                _ body: @escaping @Sendable (MethodCall) async throws -> [DBusValue]) -> Method {
         Method(name, in: inputs, out: outputs) { call in
             do {
-                return try await body(call.arguments)
+                return try await body(call)
             } catch let error as LibraryError {
                 throw Self.busError(error)
             }
