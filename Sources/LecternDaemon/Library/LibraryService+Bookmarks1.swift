@@ -16,20 +16,20 @@ extension LibraryService {
                 },
                 method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { call in
                     let (id, title) = try call.arguments(Int64.self, String.self)
-                    try self.library.renameBookmark(id, to: title)
+                    try await self.writer.write { try $0.renameBookmark(id, to: title) }
                     self.bookmarksChanged(try self.library.bookmark(id).bookId)
                     return []
                 },
                 method("SetBookmarkNote", in: [("id", .int64), ("note", .string)]) { call in
                     let (id, note) = try call.arguments(Int64.self, String.self)
-                    try self.library.setBookmarkNote(id, note)
+                    try await self.writer.write { try $0.setBookmarkNote(id, note) }
                     self.bookmarksChanged(try self.library.bookmark(id).bookId)
                     return []
                 },
                 method("DeleteBookmark", in: [("id", .int64)]) { call in
                     let id: Int64 = try call.argument(0)
                     let bookmark = try self.library.bookmark(id)
-                    try self.library.deleteBookmark(id)
+                    try await self.writer.write { try $0.deleteBookmark(id) }
                     self.bookmarksChanged(bookmark.bookId)
                     return []
                 },

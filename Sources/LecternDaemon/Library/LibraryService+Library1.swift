@@ -17,19 +17,19 @@ extension LibraryService {
                 },
                 method("CreateShelf", in: [("name", .string), ("parent", .int64)], out: [("id", .int64)]) { call in
                     let (name, parent) = try call.arguments(String.self, Int64.self)
-                    let shelf = try self.library.createShelf(named: name, in: Self.optionalID(parent))
+                    let shelf = try await self.writer.write { try $0.createShelf(named: name, in: Self.optionalID(parent)) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return [.int64(shelf.id ?? 0)]
                 },
                 method("RenameShelf", in: [("id", .int64), ("name", .string)]) { call in
                     let (id, name) = try call.arguments(Int64.self, String.self)
-                    try self.library.renameShelf(id, to: name)
+                    try await self.writer.write { try $0.renameShelf(id, to: name) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
                 method("MoveShelf", in: [("id", .int64), ("parent", .int64)]) { call in
                     let (id, parent) = try call.arguments(Int64.self, Int64.self)
-                    try self.library.moveShelf(id, to: Self.optionalID(parent))
+                    try await self.writer.write { try $0.moveShelf(id, to: Self.optionalID(parent)) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
@@ -52,13 +52,13 @@ extension LibraryService {
                 },
                 method("RenameBook", in: [("id", .int64), ("title", .string)]) { call in
                     let (id, title) = try call.arguments(Int64.self, String.self)
-                    try self.library.renameBook(id, to: title)
+                    try await self.writer.write { try $0.renameBook(id, to: title) }
                     self.bookChanged(id)
                     return []
                 },
                 method("MoveBook", in: [("id", .int64), ("shelf", .int64)]) { call in
                     let (id, shelf) = try call.arguments(Int64.self, Int64.self)
-                    try self.library.moveBook(id, to: Self.optionalID(shelf))
+                    try await self.writer.write { try $0.moveBook(id, to: Self.optionalID(shelf)) }
                     self.bookChanged(id)
                     return []
                 },
@@ -71,7 +71,7 @@ extension LibraryService {
                 },
                 method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { call in
                     let (id, files) = try call.arguments(Int64.self, [Int64].self)
-                    try self.library.reorderFiles(of: id, files)
+                    try await self.writer.write { try $0.reorderFiles(of: id, files) }
                     self.bookChanged(id)
                     return []
                 },
@@ -94,13 +94,13 @@ extension LibraryService {
                 },
                 method("SetBookNote", in: [("id", .int64), ("note", .string)]) { call in
                     let (id, note) = try call.arguments(Int64.self, String.self)
-                    try self.library.setNote(of: id, note)
+                    try await self.writer.write { try $0.setNote(of: id, note) }
                     self.bookChanged(id)
                     return []
                 },
                 method("SetBookFinished", in: [("id", .int64), ("finished", .boolean)]) { call in
                     let (id, finished) = try call.arguments(Int64.self, Bool.self)
-                    try self.library.setFinished(id, finished)
+                    try await self.writer.write { try $0.setFinished(id, finished) }
                     self.bookChanged(id)
                     return []
                 },
