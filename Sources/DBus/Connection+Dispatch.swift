@@ -20,9 +20,7 @@ extension BusConnection {
         case 4:  // signal
             let signal = ReceivedMessage(message)
             if signal.interface == "org.freedesktop.DBus.Local", signal.member == "Disconnected" {
-                _ = table.close(removingObjects: false)
-                subscriptions.finishAll()
-                stopQueueingCalls()
+                markClosed(removingObjects: false)
             }
             subscriptions.deliver(signal)
             return false
