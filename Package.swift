@@ -71,6 +71,7 @@ let package = Package(
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport", "lecternd"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternLibrary", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

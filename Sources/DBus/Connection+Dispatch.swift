@@ -20,9 +20,7 @@ extension BusConnection {
         case 4:  // signal
             let signal = ReceivedMessage(message)
             if signal.interface == "org.freedesktop.DBus.Local", signal.member == "Disconnected" {
-                _ = table.close(removingObjects: false)
-                subscriptions.finishAll()
-                stopQueueingCalls()
+                markClosed(removingObjects: false)
             }
             subscriptions.deliver(signal)
             return false
@@ -176,43 +174,46 @@ extension BusConnection {
             return .now { [self] in reply(to: header, error: .invalidArgs("Properties.\(header.member ?? "") takes '\(signature)', not '\(header.signature)'")) }
         }
         let call = body()
-        let interface = call.arguments[0].string ?? ""
-        switch call.member {
-        case "Get":
-            let name = call.arguments[1].string ?? ""
-            return .read { [self] in
-                do { reply(to: call, [.variant(try object.value(interface, name))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
-            }
-        case "GetAll":
-            return .read { [self] in
-                do { reply(to: call, [.vardict(try object.allValues(interface))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
-            }
-        default:  // Set
-            let name = call.arguments[1].string ?? ""
-            guard let declaration = object.interface(interface) else {
-                return .now { [self] in reply(to: call, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'")) }
-            }
-            guard let property = declaration.property(name) else {
-                return .now { [self] in reply(to: call, error: .unknownProperty("Interface '\(interface)' has no property '\(name)'")) }
-            }
-            guard property.isWritable, let setter = property.setter else {
-                return .now { [self] in reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only")) }
-            }
-            // Exactly one variant level: a value nested in further variants is not of the property's type.
-            let value: DBusValue = if case .variant(let inner) = call.arguments[2] { inner } else { call.arguments[2] }
-            guard value.type == property.type else {
-                return .now { [self] in reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'")) }
-            }
-            return .inTurn { [self] in
-                do {
-                    try await setter(value)
-                    reply(to: call, [])
-                } catch let error as BusError {
-                    reply(to: call, error: error)
-                } catch {
-                    reply(to: call, error: .failed("\(error)"))
+        do throws(BusError) {
+            switch call.member {
+            case "Get":
+                let (interface, name) = try call.arguments(String.self, String.self)
+                return .read { [self] in
+                    do { reply(to: call, [.variant(try object.value(interface, name))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
+                }
+            case "GetAll":
+                let interface: String = try call.argument(0)
+                return .read { [self] in
+                    do { reply(to: call, [.vardict(try object.allValues(interface))]) } catch let error as BusError { reply(to: call, error: error) } catch { reply(to: call, error: .failed("\(error)")) }
+                }
+            default:  // Set
+                // The value read from its variant: one level; a value nested in further variants is a variant.
+                let (interface, name, value) = try call.arguments(String.self, String.self, DBusValue.self)
+                guard let declaration = object.interface(interface) else {
+                    return .now { [self] in reply(to: call, error: .unknownInterface("Object \(object.path) has no interface '\(interface)'")) }
+                }
+                guard let property = declaration.property(name) else {
+                    return .now { [self] in reply(to: call, error: .unknownProperty("Interface '\(interface)' has no property '\(name)'")) }
+                }
+                guard property.isWritable, let setter = property.setter else {
+                    return .now { [self] in reply(to: call, error: .propertyReadOnly("Property '\(interface).\(name)' is read-only")) }
+                }
+                guard value.type == property.type else {
+                    return .now { [self] in reply(to: call, error: .invalidArgs("Property '\(interface).\(name)' is of type '\(property.type)', not '\(value.type)'")) }
+                }
+                return .inTurn { [self] in
+                    do {
+                        try await setter(value)
+                        reply(to: call, [])
+                    } catch let error as BusError {
+                        reply(to: call, error: error)
+                    } catch {
+                        reply(to: call, error: .failed("\(error)"))
+                    }
                 }
             }
+        } catch {
+            return .now { [self] in reply(to: call, error: error) }
         }
     }
 

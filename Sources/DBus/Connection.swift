@@ -80,11 +80,19 @@ public final class BusConnection: Sendable {
 
     /// Sends what is queued, stops the I/O thread and closes the connection. Idempotent.
     public func close() {
-        let objects = table.close(removingObjects: true)
+        markClosed(removingObjects: true)
+        loop.stop()
+    }
+
+    /// The connection is closed, by ``close()`` or by the bus (the I/O thread keeps the objects then): signal
+    /// streams end, calls queued so far are still handled, later ones not.
+    func markClosed(removingObjects: Bool) {
+        let objects = table.close(removingObjects: removingObjects)
         _ = objects  // released here, outside the table's lock
         subscriptions.finishAll()
-        stopQueueingCalls()
-        loop.stop()
+        calls.close()
+        // Calls already queued are still handled: none may wait for a release that no longer matters.
+        for hold in table.holds { hold.release() }
     }
 
     /// Whether the bus is still connected.
@@ -211,13 +219,6 @@ public final class BusConnection: Sendable {
     /// order and senders in turn, until the connection closes. Run it once, in the owner's task group.
     public func serveCalls() async {
         await calls.serve()
-    }
-
-    /// The connection closed: calls queued so far are still handled, later ones not.
-    func stopQueueingCalls() {
-        calls.close()
-        // Calls already queued are still handled: none may wait for a release that no longer matters.
-        for hold in table.holds { hold.release() }
     }
 }
 

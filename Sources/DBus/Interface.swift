@@ -5,8 +5,12 @@
 ///
 /// ```swift
 /// let player = Interface("org.example.Player",
-///     methods: [Method("Seek", in: [("Offset", .int64)]) { call in ...; return [] }],
-///     properties: [Property("Volume", .double, access: .readWrite, set: { value in ... })],
+///     methods: [Method("Seek", in: [("Offset", .int64)]) { call in
+///         let offset: Int64 = try call.argument(0)
+///         ...
+///         return []
+///     }],
+///     properties: [Property("Volume", .double, access: .readwrite, set: { value in let volume: Double = try value.decoded(); ... })],
 ///     signals: [SignalDecl("Seeked", [("Position", .int64)])])
 /// ```
 public struct Interface: Sendable {
@@ -34,7 +38,8 @@ public struct ArgumentDecl: Sendable {
     public init(_ name: String, _ type: DBusType) { self.name = name; self.type = type }
 }
 
-/// An incoming method call as its handler sees it: arguments already checked against the signature.
+/// An incoming method call as its handler sees it: arguments already checked against the signature, read as Swift
+/// types with ``ArgumentsDecodable/argument(_:as:)`` and ``ArgumentsDecodable/arguments(_:)``.
 public struct MethodCall: Sendable {
     public let sender: String?
     public let path: ObjectPath

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// The closed flag lives here because it decides under the same lock whether a new hold is kept or released at
 /// once: a hold made while the connection closes is either among the ``holds`` the closing connection releases
-/// (`stopQueueingCalls`) or sees the flag.
+/// (`markClosed`) or sees the flag.
 final class ObjectTable: Sendable {
     private struct State: ~Copyable {
         var objects: [ObjectPath: ExportedObject] = [:]

@@ -77,21 +77,23 @@ extension Library {
         }
     }
 
-    /// Deletes a shelf; one that holds books or shelves only when `recursive` (its books go too).
-    public func deleteShelf(_ id: Int64, recursive: Bool) throws {
+    /// Deletes a shelf; one that holds books or shelves only when `recursive` (its books go too). Returns the books
+    /// deleted with it.
+    @discardableResult
+    public func deleteShelf(_ id: Int64, recursive: Bool) throws -> [Int64] {
         try write { db in
             _ = try Self.existingShelf(db, id)
             let shelves = try Self.descendantShelves(db, of: id) + [id]
-            let books = try Book.filter(shelves.contains(Column("shelfId"))).fetchCount(db)
-            guard recursive || (shelves.count == 1 && books == 0) else {
-                throw LibraryError.invalidArgument("the shelf is not empty (\(shelves.count - 1) shelves, \(books) books): delete it recursively")
-            }
             let deleted = try Int64.fetchAll(db, Book.select(Column("id")).filter(shelves.contains(Column("shelfId"))))
+            guard recursive || (shelves.count == 1 && deleted.isEmpty) else {
+                throw LibraryError.invalidArgument("the shelf is not empty (\(shelves.count - 1) shelves, \(deleted.count) books): delete it recursively")
+            }
             try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
             try Shelf.deleteOne(db, key: id)
             for book in deleted {
                 try Self.forgetCurrentBook(db, ifItIs: book)
             }
+            return deleted
         }
     }
 

@@ -46,29 +46,33 @@ private final class Harness: Sendable {
         let counter = Counter()
         let thing = Interface(Self.interface,
             methods: [
-                Method("Echo", in: [("value", .variant)], out: [("value", .variant)]) { call in [call.arguments[0]] },
+                Method("Echo", in: [("value", .variant)], out: [("value", .variant)]) { call in
+                    [.variant(try call.argument(0))]
+                },
                 Method("Add", in: [("a", .int32), ("b", .int32)], out: [("sum", .int32)]) { call in
-                    [.int32((call.arguments[0].int64.map(Int32.init) ?? 0) &+ (call.arguments[1].int64.map(Int32.init) ?? 0))]
+                    let (a, b) = try call.arguments(Int32.self, Int32.self)
+                    return [.int32(a &+ b)]
                 },
                 Method("Record", in: [("tag", .string)]) { call in
-                    log.append(call.arguments[0].string ?? "")
+                    log.append(try call.argument(0))
                     return []
                 },
                 Method("Hold", in: [("tag", .string)]) { call in
-                    log.append(call.arguments[0].string ?? "")
+                    log.append(try call.argument(0))
                     try await gate.wait()
                     return []
                 },
                 Method("SlowRecord", in: [("tag", .string), ("ms", .uint32)]) { call in
-                    try await Task.sleep(for: .milliseconds(Int(call.arguments[1].int64 ?? 0)))
-                    log.append(call.arguments[0].string ?? "")
+                    let (tag, ms) = try call.arguments(String.self, UInt32.self)
+                    try await Task.sleep(for: .milliseconds(Int(ms)))
+                    log.append(tag)
                     return []
                 },
                 Method.deferred("SlowList", in: [("tag", .string), ("ms", .uint32)], out: [("tag", .string)]) { call in
-                    let tag = call.arguments[0].string ?? ""
+                    let (tag, ms) = try call.arguments(String.self, UInt32.self)
                     log.append("start \(tag)")
                     return {
-                        try await Task.sleep(for: .milliseconds(Int(call.arguments[1].int64 ?? 0)))
+                        try await Task.sleep(for: .milliseconds(Int(ms)))
                         log.append("done \(tag)")
                         if tag == "fail" { throw BusError(name: "org.example.Error.Nope", message: "nope, later") }
                         return [.string(tag)]
@@ -77,12 +81,18 @@ private final class Harness: Sendable {
                 Method("Fail") { _ in throw BusError(name: "org.example.Error.Nope", message: "nope, as asked") },
                 Method("Crash") { _ in throw CocoaError(.fileNoSuchFile) },
                 Method("Lie", out: [("n", .int32)]) { _ in [.string("not an int")] },
+                // Reads its argument as another type than it declares: a mistake of the handler's, told the caller.
+                Method("Misread", in: [("n", .int32)]) { call in
+                    log.append("\(try call.argument(0, as: Int64.self))")
+                    return []
+                },
             ],
             properties: [
                 Property("Name", .string),
                 Property("Count", .int32, access: .readwrite, set: { value in
-                    guard let n = value.int64, n >= 0 else { throw BusError.invalidArgs("Count must be >= 0") }
-                    counter.value.withLock { $0 = Int32(n) }
+                    let n: Int32 = try value.decoded()
+                    guard n >= 0 else { throw BusError.invalidArgs("Count must be >= 0") }
+                    counter.value.withLock { $0 = n }
                 }),
                 Property("Live", .int32, changes: .none, get: { .int32(counter.value.withLock { $0 }) }),
                 Property("Items", .array(.string), changes: .invalidates),
@@ -223,6 +233,15 @@ extension RawClient {
         #expect(await busError { _ = try await h.call("Fail") } == BusError(name: "org.example.Error.Nope", message: "nope, as asked"))
         #expect(await busError { _ = try await h.call("Crash") }?.name == "org.freedesktop.DBus.Error.Failed")
         #expect(await busError { _ = try await h.call("Lie") }?.name == "org.freedesktop.DBus.Error.Failed")
+        #expect(try await h.call("Add", [.int32(1), .int32(1)]) == [.int32(2)])  // still serving
+    }
+
+    @Test func aHandlerReadingOtherTypesThanItDeclaresRepliesInvalidArgs() async throws {
+        let h = try await Harness()
+        let error = await busError { _ = try await h.call("Misread", [.int32(7)]) }
+        #expect(error?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(error?.message.contains("'i'") == true && error?.message.contains("'x'") == true, "\(String(describing: error))")
+        #expect(h.log.entries.isEmpty)
         #expect(try await h.call("Add", [.int32(1), .int32(1)]) == [.int32(2)])  // still serving
     }
 

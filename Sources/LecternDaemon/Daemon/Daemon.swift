@@ -127,7 +127,10 @@ public enum Daemon {
 
         let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
         let libraryService = Mutex<LibraryService?>(nil)
-        let session = BookSession(library: library, player: player, events: bookEvents, logger: logger) { news in
+        // One thread for the database's writes, the book session's and those made for clients (LibraryWriter).
+        let databaseWrites = ThreadExecutor(name: "lectern-db")
+        let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
+                                  logger: logger) { news in
             switch news {
             case .currentBook(let book):
                 libraryService.withLock { $0 }?.currentBookChanged(book)
@@ -141,8 +144,9 @@ public enum Daemon {
             }
         }
         sessionOnceOpen.set(session)
-        let service = LibraryService(library: library, session: session,
-                                     importer: Importer(library: library, opener: opener, logger: logger), logger: logger,
+        let writer = LibraryWriter(library: library, executor: databaseWrites)
+        let service = LibraryService(library: library, writer: writer, session: session,
+                                     importer: Importer(writer: writer, opener: opener, logger: logger), logger: logger,
                                      bookCountChanged: mpris.bookCountChanged)
         libraryService.withLock { $0 = service }
         let bookCount = (try? library.bookCount()) ?? 0

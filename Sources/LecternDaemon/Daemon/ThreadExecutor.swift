@@ -16,11 +16,16 @@ final class ThreadExecutor: SerialExecutor {
     private let wake = DispatchSemaphore(value: 0)
 
     init(name: String) {
+        // Foundation gives the OS the name only when it is set from the thread itself (see EventLoop.start), and only
+        // once `start()` has returned: before, the Thread does not know its pthread yet and keeps the name to itself.
+        let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            Thread.current.name = name  // from inside: see EventLoop.start
+            started.wait()
+            Thread.current.name = name
             run()
         }
         thread.start()
+        started.signal()
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

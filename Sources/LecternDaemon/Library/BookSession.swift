@@ -9,11 +9,11 @@ import Logging
 /// changed; settings changed by clients are saved to the book.
 ///
 /// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
-/// (`record`), and the database is written here, never on the player or the D-Bus thread. The actor runs on a
-/// thread of its own (``ThreadExecutor``), so a write that waits for the disk holds none of the cooperative pool's
-/// threads.
+/// (`record`), and the database is written here, never on the player or the D-Bus thread. The actor runs on the
+/// database's writer thread (a ``ThreadExecutor``, shared with ``LibraryWriter``), so a write that waits for the
+/// disk holds none of the cooperative pool's threads.
 actor BookSession {
-    private let executor = ThreadExecutor(name: "lectern-session")
+    private let executor: ThreadExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     let library: Library
@@ -44,8 +44,9 @@ actor BookSession {
     private let events: AsyncStream<PlayerEvent>
 
     /// `events`: the player's events, yielded by its observer (which must not wait).
-    init(library: Library, player: Player, events: AsyncStream<PlayerEvent>, logger: Logger,
+    init(library: Library, player: Player, executor: ThreadExecutor, events: AsyncStream<PlayerEvent>, logger: Logger,
          announce: @escaping @Sendable (News) -> Void) {
+        self.executor = executor
         self.library = library
         self.player = player
         self.events = events

@@ -12,7 +12,8 @@ import Logging
 /// A book's identity is the folder holding its files plus its album tag, so importing again updates it.
 /// Order: disc number, track number, then natural order of the path.
 struct Importer: Sendable {
-    let library: Library
+    /// The library's writes (new shelves, the books) go through it: see ``LibraryWriter``.
+    let writer: LibraryWriter
     let opener: MediaOpener
     let logger: Logger
 
@@ -31,7 +32,7 @@ struct Importer: Sendable {
         }
         let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder) : [folder]
         guard !files.isEmpty else { throw LibraryError.invalidArgument("no audio files in \(folder.path)") }
-        let shelf = try shelfPath.flatMap { try library.shelf(atPath: $0) }
+        let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
         var discovered: [(URL, MediaInfo)] = []
         for (index, file) in files.enumerated() {
@@ -49,7 +50,7 @@ struct Importer: Sendable {
         var books: [(String, Int64)] = []
         for group in Self.group(discovered) {
             let imported = book(from: group)
-            let (id, created) = try library.importBook(imported, into: shelf)
+            let (id, created) = try await writer.write { try $0.importBook(imported, into: shelf) }
             logger.info(created ? "imported a book" : "updated a book",
                         metadata: ["id": "\(id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
             books.append((imported.title, id))

@@ -10,14 +10,13 @@ import LecternLibrary
 /// ```
 struct LibraryRules: Sendable {
     let library: Library
+    let writer: LibraryWriter
     let session: BookSession
 
     /// Deletes a shelf (see ``Library/deleteShelf(_:recursive:)``); the session lets go of a book deleted with it.
     /// Returns the books on the shelf and below it, which the deletion removed.
     func deleteShelf(_ id: Int64, recursive: Bool) async throws -> [Int64] {
-        try library.checkWritable()
-        let books = (try? library.books(in: id, recursive: true).compactMap(\.id)) ?? []
-        try library.deleteShelf(id, recursive: recursive)
+        let books = try await writer.write { try $0.deleteShelf(id, recursive: recursive) }
         if let current = await session.book?.id, books.contains(current) { await session.detach() }
         return books
     }
@@ -26,7 +25,7 @@ struct LibraryRules: Sendable {
     func deleteBook(_ id: Int64) async throws {
         try library.checkWritable()
         if await session.book?.id == id { await session.detach() }
-        try library.deleteBook(id)
+        try await writer.write { try $0.deleteBook(id) }
     }
 
     /// Changes a book's settings with `change` (which may refuse them by throwing), saves them, and applies them
@@ -34,7 +33,7 @@ struct LibraryRules: Sendable {
     func changeSettings(of id: Int64, _ change: (inout BookSettings) throws -> Void) async throws {
         var settings = try library.book(id).settings
         try change(&settings)
-        try library.setSettings(of: id, settings)
+        try await writer.write { [settings] in try $0.setSettings(of: id, settings) }
         if await session.book?.id == id { try await session.apply(settings) }
     }
 
@@ -44,7 +43,7 @@ struct LibraryRules: Sendable {
         await session.player.noteActivity()
         let (file, offset) = try await placeInBook(bookId)
         let title = title.isEmpty ? "Bookmark at " + Self.clock(offset) : title
-        return try library.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note)
+        return try await writer.write { try $0.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note) }
     }
 
     /// Plays from a bookmark, activating its book first when it isn't the current one.

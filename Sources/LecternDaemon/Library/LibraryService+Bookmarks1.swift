@@ -8,33 +8,36 @@ extension LibraryService {
         let dict = DBusType.dictionary(key: .string, value: .variant)
         return Interface(Self.bookmarksInterface,
             methods: [
-                method("AddBookmark", in: [("book", .int64), ("title", .string), ("note", .string)], out: [("id", .int64)]) { a in
-                    let bookId = a[0].int64 ?? 0
-                    let bookmark = try await self.rules.addBookmark(to: bookId, title: a[1].string ?? "", note: a[2].string ?? "")
+                method("AddBookmark", in: [("book", .int64), ("title", .string), ("note", .string)], out: [("id", .int64)]) { call in
+                    let (bookId, title, note) = try call.arguments(Int64.self, String.self, String.self)
+                    let bookmark = try await self.rules.addBookmark(to: bookId, title: title, note: note)
                     self.bookmarksChanged(bookId)
                     return [.int64(bookmark.id ?? 0)]
                 },
-                method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { a in
-                    try self.library.renameBookmark(a[0].int64 ?? 0, to: a[1].string ?? "")
-                    self.bookmarksChanged(try self.library.bookmark(a[0].int64 ?? 0).bookId)
+                method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { call in
+                    let (id, title) = try call.arguments(Int64.self, String.self)
+                    try await self.writer.write { try $0.renameBookmark(id, to: title) }
+                    self.bookmarksChanged(try self.library.bookmark(id).bookId)
                     return []
                 },
-                method("SetBookmarkNote", in: [("id", .int64), ("note", .string)]) { a in
-                    try self.library.setBookmarkNote(a[0].int64 ?? 0, a[1].string ?? "")
-                    self.bookmarksChanged(try self.library.bookmark(a[0].int64 ?? 0).bookId)
+                method("SetBookmarkNote", in: [("id", .int64), ("note", .string)]) { call in
+                    let (id, note) = try call.arguments(Int64.self, String.self)
+                    try await self.writer.write { try $0.setBookmarkNote(id, note) }
+                    self.bookmarksChanged(try self.library.bookmark(id).bookId)
                     return []
                 },
-                method("DeleteBookmark", in: [("id", .int64)]) { a in
-                    let bookmark = try self.library.bookmark(a[0].int64 ?? 0)
-                    try self.library.deleteBookmark(a[0].int64 ?? 0)
+                method("DeleteBookmark", in: [("id", .int64)]) { call in
+                    let id: Int64 = try call.argument(0)
+                    let bookmark = try self.library.bookmark(id)
+                    try await self.writer.write { try $0.deleteBookmark(id) }
                     self.bookmarksChanged(bookmark.bookId)
                     return []
                 },
-                method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(dict))]) { a in
-                    [.array(dict, try self.library.bookmarks(of: a[0].int64 ?? 0).map(Self.encode))]
+                method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(dict))]) { call in
+                    [.array(dict, try self.library.bookmarks(of: call.argument(0)).map(Self.encode))]
                 },
-                method("JumpToBookmark", in: [("id", .int64)]) { a in
-                    try await self.rules.jump(toBookmark: a[0].int64 ?? 0)
+                method("JumpToBookmark", in: [("id", .int64)]) { call in
+                    try await self.rules.jump(toBookmark: call.argument(0))
                     return []
                 },
             ],

@@ -9,70 +9,78 @@ extension LibraryService {
         let dict = DBusType.dictionary(key: .string, value: .variant)
         return Interface(Self.libraryInterface,
             methods: [
-                method("ListShelves", in: [("parent", .int64)], out: [("shelves", .array(dict))]) { a in
-                    [.array(dict, try self.library.shelves(in: Self.optionalID(a[0])).map(Self.encode))]
+                method("ListShelves", in: [("parent", .int64)], out: [("shelves", .array(dict))]) { call in
+                    [.array(dict, try self.library.shelves(in: Self.optionalID(call.argument(0))).map(Self.encode))]
                 },
                 method("ListAllShelves", out: [("shelves", .array(dict))]) { _ in
                     [.array(dict, try self.library.allShelves().map(Self.encode))]
                 },
-                method("CreateShelf", in: [("name", .string), ("parent", .int64)], out: [("id", .int64)]) { a in
-                    let shelf = try self.library.createShelf(named: a[0].string ?? "", in: Self.optionalID(a[1]))
+                method("CreateShelf", in: [("name", .string), ("parent", .int64)], out: [("id", .int64)]) { call in
+                    let (name, parent) = try call.arguments(String.self, Int64.self)
+                    let shelf = try await self.writer.write { try $0.createShelf(named: name, in: Self.optionalID(parent)) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return [.int64(shelf.id ?? 0)]
                 },
-                method("RenameShelf", in: [("id", .int64), ("name", .string)]) { a in
-                    try self.library.renameShelf(a[0].int64 ?? 0, to: a[1].string ?? "")
+                method("RenameShelf", in: [("id", .int64), ("name", .string)]) { call in
+                    let (id, name) = try call.arguments(Int64.self, String.self)
+                    try await self.writer.write { try $0.renameShelf(id, to: name) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
-                method("MoveShelf", in: [("id", .int64), ("parent", .int64)]) { a in
-                    try self.library.moveShelf(a[0].int64 ?? 0, to: Self.optionalID(a[1]))
+                method("MoveShelf", in: [("id", .int64), ("parent", .int64)]) { call in
+                    let (id, parent) = try call.arguments(Int64.self, Int64.self)
+                    try await self.writer.write { try $0.moveShelf(id, to: Self.optionalID(parent)) }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
-                method("DeleteShelf", in: [("id", .int64), ("recursive", .boolean)]) { a in
-                    let books = try await self.rules.deleteShelf(a[0].int64 ?? 0, recursive: a[1].bool ?? false)
+                method("DeleteShelf", in: [("id", .int64), ("recursive", .boolean)]) { call in
+                    let (id, recursive) = try call.arguments(Int64.self, Bool.self)
+                    let books = try await self.rules.deleteShelf(id, recursive: recursive)
                     for book in books { self.emit(Self.libraryInterface, "BookRemoved", [.int64(book)]) }
                     if !books.isEmpty { self.refreshBookCount() }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
                 // Listings scale with the library: read from a snapshot taken in call order, off the call queue.
-                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { a, snapshot in
-                    let books = try snapshot.books(in: Self.optionalID(a[0]), recursive: a[1].bool ?? false)
+                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { call, snapshot in
+                    let (shelf, recursive) = try call.arguments(Int64.self, Bool.self)
+                    let books = try snapshot.books(in: Self.optionalID(shelf), recursive: recursive)
                     return [.array(dict, try Self.encode(books, snapshot))]
                 },
-                method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { a in
-                    [try self.encodeDetails(a[0].int64 ?? 0)]
+                method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { call in
+                    [try self.encodeDetails(call.argument(0))]
                 },
-                method("RenameBook", in: [("id", .int64), ("title", .string)]) { a in
-                    try self.library.renameBook(a[0].int64 ?? 0, to: a[1].string ?? "")
-                    self.bookChanged(a[0].int64 ?? 0)
+                method("RenameBook", in: [("id", .int64), ("title", .string)]) { call in
+                    let (id, title) = try call.arguments(Int64.self, String.self)
+                    try await self.writer.write { try $0.renameBook(id, to: title) }
+                    self.bookChanged(id)
                     return []
                 },
-                method("MoveBook", in: [("id", .int64), ("shelf", .int64)]) { a in
-                    try self.library.moveBook(a[0].int64 ?? 0, to: Self.optionalID(a[1]))
-                    self.bookChanged(a[0].int64 ?? 0)
+                method("MoveBook", in: [("id", .int64), ("shelf", .int64)]) { call in
+                    let (id, shelf) = try call.arguments(Int64.self, Int64.self)
+                    try await self.writer.write { try $0.moveBook(id, to: Self.optionalID(shelf)) }
+                    self.bookChanged(id)
                     return []
                 },
-                method("DeleteBook", in: [("id", .int64)]) { a in
-                    try await self.rules.deleteBook(a[0].int64 ?? 0)
-                    self.emit(Self.libraryInterface, "BookRemoved", [a[0]])
+                method("DeleteBook", in: [("id", .int64)]) { call in
+                    let id: Int64 = try call.argument(0)
+                    try await self.rules.deleteBook(id)
+                    self.emit(Self.libraryInterface, "BookRemoved", [.int64(id)])
                     self.refreshBookCount()
                     return []
                 },
-                method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { a in
-                    try self.library.reorderFiles(of: a[0].int64 ?? 0, (a[1].elements ?? []).compactMap(\.int64))
-                    self.bookChanged(a[0].int64 ?? 0)
+                method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { call in
+                    let (id, files) = try call.arguments(Int64.self, [Int64].self)
+                    try await self.writer.write { try $0.reorderFiles(of: id, files) }
+                    self.bookChanged(id)
                     return []
                 },
-                method("SetBookSettings", in: [("id", .int64), ("settings", dict)]) { a in
-                    try await self.rules.changeSettings(of: a[0].int64 ?? 0) { settings in
-                        if case .dictionary(_, _, let entries) = a[1],
-                           let nested = entries.first(where: { if case .variant(.variant) = $0.value { true } else { false } }) {
-                            throw LibraryError.invalidArgument("setting \(nested.key) is a variant inside a variant")
+                method("SetBookSettings", in: [("id", .int64), ("settings", dict)]) { call in
+                    let (id, changes) = try call.arguments(Int64.self, [String: DBusValue].self)
+                    try await self.rules.changeSettings(of: id) { settings in
+                        if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
+                            throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        let changes = a[1].stringKeyedDictionary ?? [:]
                         for key in changes.keys where !["volume", "speed", "shuffle", "loop"].contains(key) {
                             throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop)")
                         }
@@ -81,39 +89,45 @@ extension LibraryService {
                         if let v = changes["shuffle"] { guard let b = v.bool else { throw LibraryError.invalidArgument("shuffle is a boolean") }; settings.shuffle = b }
                         if let v = changes["loop"] { guard let s = v.string else { throw LibraryError.invalidArgument("loop is a string") }; settings.loop = s }
                     }
-                    self.bookChanged(a[0].int64 ?? 0)
+                    self.bookChanged(id)
                     return []
                 },
-                method("SetBookNote", in: [("id", .int64), ("note", .string)]) { a in
-                    try self.library.setNote(of: a[0].int64 ?? 0, a[1].string ?? "")
-                    self.bookChanged(a[0].int64 ?? 0)
+                method("SetBookNote", in: [("id", .int64), ("note", .string)]) { call in
+                    let (id, note) = try call.arguments(Int64.self, String.self)
+                    try await self.writer.write { try $0.setNote(of: id, note) }
+                    self.bookChanged(id)
                     return []
                 },
-                method("SetBookFinished", in: [("id", .int64), ("finished", .boolean)]) { a in
-                    try self.library.setFinished(a[0].int64 ?? 0, a[1].bool ?? false)
-                    self.bookChanged(a[0].int64 ?? 0)
+                method("SetBookFinished", in: [("id", .int64), ("finished", .boolean)]) { call in
+                    let (id, finished) = try call.arguments(Int64.self, Bool.self)
+                    try await self.writer.write { try $0.setFinished(id, finished) }
+                    self.bookChanged(id)
                     return []
                 },
-                method("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { a in
-                    try await self.session.activate(a[0].int64 ?? 0, play: a[1].bool ?? true)
+                method("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { call in
+                    let (id, play) = try call.arguments(Int64.self, Bool.self)
+                    try await self.session.activate(id, play: play)
                     return []
                 },
-                method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { a in
-                    [.uint32(try self.startImport(path: a[0].string ?? "", shelfPath: a[1].string ?? ""))]
+                method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { call in
+                    let (path, shelfPath) = try call.arguments(String.self, String.self)
+                    return [.uint32(try self.startImport(path: path, shelfPath: shelfPath))]
                 },
-                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { a, snapshot in
-                    [.array(dict, try Self.encode(try snapshot.find(try Self.query(a[0])), snapshot))]
+                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { call, snapshot in
+                    [.array(dict, try Self.encode(try snapshot.find(try Self.query(call.argument(0))), snapshot))]
                 },
-                deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { a, snapshot in
-                    guard let property = LibraryQuery.Property(rawValue: a[1].string ?? "") else {
+                deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { call, snapshot in
+                    let (query, groupBy) = try call.arguments([String: DBusValue].self, String.self)
+                    guard let property = LibraryQuery.Property(rawValue: groupBy) else {
                         throw LibraryError.invalidArgument("group by one of: title, author, album, composer, genre")
                     }
-                    let groups = try snapshot.group(try Self.query(a[0]), by: property)
+                    let groups = try snapshot.group(try Self.query(query), by: property)
                     return [.array(.structure([.string, .uint32]), groups.map { .structure([.string($0.value), .uint32(UInt32(clamping: $0.books))]) })]
                 },
-                deferred("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { a, snapshot in
-                    let query = try Self.query(a[0])
-                    switch a[1].string {
+                deferred("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { call, snapshot in
+                    let (conditions, what) = try call.arguments([String: DBusValue].self, String.self)
+                    let query = try Self.query(conditions)
+                    switch what {
                     case "book":
                         guard let book = try snapshot.randomBook(query) else { throw LibraryError.notFound("no book matches") }
                         return [try Self.encode([book], snapshot)[0]]

@@ -5,9 +5,8 @@ import LecternLibrary
 // The library's records as D-Bus values (the dictionaries of dbus/org.lectern.Library1.xml), and the few arguments
 // that need more than a cast: ids where 0 means none, numbers sent as either type, queries.
 extension LibraryService {
-    static func optionalID(_ value: DBusValue) -> Int64? {
-        guard let id = value.int64, id != 0 else { return nil }
-        return id
+    static func optionalID(_ id: Int64) -> Int64? {
+        id == 0 ? nil : id
     }
 
     static func double(_ value: DBusValue, _ name: String) throws -> Double {
@@ -15,9 +14,9 @@ extension LibraryService {
         return number
     }
 
-    static func query(_ value: DBusValue) throws -> LibraryQuery {
+    static func query(_ conditions: [String: DBusValue]) throws -> LibraryQuery {
         var query = LibraryQuery()
-        for (key, v) in value.stringKeyedDictionary ?? [:] {
+        for (key, v) in conditions {
             guard let text = v.string else { throw LibraryError.invalidArgument("query values are strings ('\(key)')") }
             switch key {
             case "title": query.title = text

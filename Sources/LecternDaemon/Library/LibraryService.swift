@@ -22,6 +22,8 @@ final class LibraryService: Sendable {
     static let bookmarksInterface = "org.lectern.Bookmarks1"
 
     let library: Library
+    /// Runs the writes off the cooperative pool, on the database's writer thread.
+    let writer: LibraryWriter
     let session: BookSession
     let rules: LibraryRules
     let imports: ImportJobs
@@ -34,11 +36,12 @@ final class LibraryService: Sendable {
     /// Told the number of books after it may have changed (MPRIS PlaylistCount follows it).
     let bookCountChanged: @Sendable (Int) -> Void
 
-    init(library: Library, session: BookSession, importer: Importer, logger: Logger,
+    init(library: Library, writer: LibraryWriter, session: BookSession, importer: Importer, logger: Logger,
          bookCountChanged: @escaping @Sendable (Int) -> Void) {
         self.library = library
+        self.writer = writer
         self.session = session
-        rules = LibraryRules(library: library, session: session)
+        rules = LibraryRules(library: library, writer: writer, session: session)
         imports = ImportJobs(library: library, importer: importer, logger: logger)
         self.logger = logger
         self.bookCountChanged = bookCountChanged
@@ -94,7 +97,7 @@ final class LibraryService: Sendable {
             if library.isReadOnly || (health.canSave && health.unsaved == 0) {
                 if await failed.next() == nil { return }  // cancelled
             } else if health.unsaved > 0 {
-                library.retryUnsavedWrites()
+                _ = await writer.write { $0.retryUnsavedWrites() }
             }
             // (The failure is told before the write it lost is kept: hence the sleep before looking, not after.)
         }
@@ -113,22 +116,22 @@ final class LibraryService: Sendable {
     /// A method that reads a snapshot of the library taken in call order (on the call queue) and does the rest,
     /// the query and the encoding, off the queue: other callers aren't kept waiting (Method.deferred).
     func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
-                  _ body: @escaping @Sendable ([DBusValue], Library) throws -> [DBusValue]) -> Method {
+                  _ body: @escaping @Sendable (MethodCall, Library) throws -> [DBusValue]) -> Method {
         Method.deferred(name, in: inputs, out: outputs) { call in
             // Without a snapshot (its connection can't be opened: the file was deleted), read the library itself.
             let snapshot = (try? self.library.snapshot()) ?? self.library
             return {
-                do { return try body(call.arguments, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
+                do { return try body(call, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
             }
         }
     }
 
     /// A method whose library errors become org.lectern.Error.* replies.
     func method(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
-                _ body: @escaping @Sendable ([DBusValue]) async throws -> [DBusValue]) -> Method {
+                _ body: @escaping @Sendable (MethodCall) async throws -> [DBusValue]) -> Method {
         Method(name, in: inputs, out: outputs) { call in
             do {
-                return try await body(call.arguments)
+                return try await body(call)
             } catch let error as LibraryError {
                 throw Self.busError(error)
             }

@@ -61,7 +61,7 @@ final class ListeningService: PlayerObserver {
             methods: [
                 Method("Skip", in: [("offset", .int64)]) { call in
                     try Self.requireCurrent(view)
-                    await player.skip(by: .microseconds(call.arguments[0].int64 ?? 0))
+                    await player.skip(by: .microseconds(try call.argument(0, as: Int64.self)))
                     return []
                 },
                 Method("SkipForward") { [self] _ in
@@ -75,16 +75,17 @@ final class ListeningService: PlayerObserver {
                     return []
                 },
                 Method("JumpToFile", in: [("file", .int32), ("position", .int64)]) { call in
+                    let (file, position) = try call.arguments(Int32.self, Int64.self)
                     try Self.requireCurrent(view)
                     try await Self.run { () async throws(PlayerError) in
-                        try await player.jump(toFile: Int(call.arguments[0].int64 ?? -1),
-                                              at: .microseconds(call.arguments[1].int64 ?? -1))
+                        try await player.jump(toFile: Int(file), at: .microseconds(position))
                     }
                     return []
                 },
                 Method("GoToChapter", in: [("chapter", .int32)]) { call in
+                    let chapter: Int32 = try call.argument(0)
                     try Self.requireCurrent(view)
-                    try await Self.run { () async throws(PlayerError) in try await player.goTo(track: Int(call.arguments[0].int64 ?? -1)) }
+                    try await Self.run { () async throws(PlayerError) in try await player.goTo(track: Int(chapter)) }
                     return []
                 },
                 Method("NextChapter") { _ in
@@ -98,7 +99,7 @@ final class ListeningService: PlayerObserver {
                     return []
                 },
                 Method("SetSleepTimer", in: [("duration", .int64)]) { call in
-                    let microseconds = call.arguments[0].int64 ?? 0
+                    let microseconds: Int64 = try call.argument(0)
                     guard microseconds > 0 else {
                         throw Self.invalidArgument("the sleep timer needs a positive duration in microseconds (CancelSleepTimer turns it off)")
                     }
@@ -123,13 +124,15 @@ final class ListeningService: PlayerObserver {
             ],
             properties: [
                 Property("Speed", .double, access: .readwrite, set: { value in
-                    guard let speed = value.double, speed.isFinite, speed > 0 else {
+                    let speed: Double = try value.decoded()
+                    guard speed.isFinite, speed > 0 else {
                         throw Self.invalidArgument("Speed is a finite number above 0 (\(PlayerState.minimumRate) to \(PlayerState.maximumRate)), not \(value)")
                     }
                     try await Self.run { () async throws(PlayerError) in try await player.setRate(speed) }
                 }),
                 Property("SkipStep", .int64, access: .readwrite, set: { [self] value in
-                    guard let step = value.int64, (1_000_000...600_000_000).contains(step) else {
+                    let step: Int64 = try value.decoded()
+                    guard (1_000_000...600_000_000).contains(step) else {
                         throw Self.invalidArgument("SkipStep is between 1 and 600 seconds, in microseconds, not \(value)")
                     }
                     skipStep.withLock { $0 = .microseconds(step) }

@@ -14,8 +14,9 @@ enum MPRISPlaylists {
         Interface(name,
             methods: [
                 Method("ActivatePlaylist", in: [("PlaylistId", .objectPath)]) { call in
-                    guard let path = call.arguments[0].objectPath, let id = bookID(path) else {
-                        throw BusError.invalidArgs("\(call.arguments[0]) is not one of Lectern's playlists")
+                    let path: ObjectPath = try call.argument(0)
+                    guard let id = bookID(path) else {
+                        throw BusError.invalidArgs("\(path) is not one of Lectern's playlists")
                     }
                     do {
                         try await session.value.activate(id, play: true)
@@ -26,14 +27,14 @@ enum MPRISPlaylists {
                 },
                 Method("GetPlaylists", in: [("Index", .uint32), ("MaxCount", .uint32), ("Order", .string), ("ReverseOrder", .boolean)],
                        out: [("Playlists", .array(playlistType))]) { call in
-                    guard let order = BookOrder(rawValue: call.arguments[2].string ?? "") else {
+                    let (index, maxCount, orderName, reversed) = try call.arguments(UInt32.self, UInt32.self, String.self, Bool.self)
+                    guard let order = BookOrder(rawValue: orderName) else {
                         throw BusError.invalidArgs("Order must be one of \(BookOrder.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
                     let library = await session.value.library
                     let books: [Book]
                     do {
-                        books = try library.books(ordered: order, reversed: call.arguments[3].bool ?? false,
-                                                  offset: Int(call.arguments[0].int64 ?? 0), limit: Int(call.arguments[1].int64 ?? 0))
+                        books = try library.books(ordered: order, reversed: reversed, offset: Int(index), limit: Int(maxCount))
                     } catch let error as LibraryError {
                         throw LibraryService.busError(error)
                     }

@@ -136,17 +136,17 @@ public final class MPRISService: PlayerObserver {
                 Method("Stop") { _ in await player.stop(); return [] },
                 Method("Play") { _ in await player.play(); return [] },
                 Method("Seek", in: [("Offset", .int64)]) { call in
-                    await player.seek(by: .microseconds(call.arguments[0].int64 ?? 0))
+                    await player.seek(by: .microseconds(try call.argument(0, as: Int64.self)))
                     return []
                 },
                 Method("SetPosition", in: [("TrackId", .objectPath), ("Position", .int64)]) { call in
-                    guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
-                          let position = call.arguments[1].int64 else { return [] }  // the spec says: ignore
+                    let (path, position) = try call.arguments(ObjectPath.self, Int64.self)
+                    guard let (queue, track) = Self.track(path) else { return [] }  // the spec says: ignore
                     await player.setPosition(queue: queue, track: track, to: .microseconds(position))
                     return []
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
-                    let items = try await opener.open(call.arguments[0].string ?? "")
+                    let items = try await opener.open(call.argument(0))
                     await session.value.detach()  // files opened by URI are not a book of the library
                     await player.open(items)
                     opener.discoverRemaining(items.dropFirst(), into: player)
@@ -156,18 +156,20 @@ public final class MPRISService: PlayerObserver {
             properties: [
                 Property("PlaybackStatus", .string),
                 Property("LoopStatus", .string, access: .readwrite, set: { value in
-                    guard let text = value.string, let mode = LoopMode(rawValue: text) else {
+                    guard let mode = LoopMode(rawValue: try value.decoded(as: String.self)) else {
                         throw BusError.invalidArgs("LoopStatus must be None, Track or Playlist, not \(value)")
                     }
                     await player.setLoop(mode)
                 }),
                 Property("Rate", .double, access: .readwrite, set: { value in
-                    do { try await player.setRate(value.double ?? .nan) } catch { throw BusError.invalidArgs("Rate: \(error)") }
+                    let rate: Double = try value.decoded()
+                    do { try await player.setRate(rate) } catch { throw BusError.invalidArgs("Rate: \(error)") }
                 }),
-                Property("Shuffle", .boolean, access: .readwrite, set: { value in await player.setShuffle(value.bool ?? false) }),
+                Property("Shuffle", .boolean, access: .readwrite, set: { value in await player.setShuffle(try value.decoded()) }),
                 Property("Metadata", .dictionary(key: .string, value: .variant)),
                 Property("Volume", .double, access: .readwrite, set: { value in
-                    do { try await player.setVolume(value.double ?? .nan) } catch { throw BusError.invalidArgs("Volume: \(error)") }
+                    let volume: Double = try value.decoded()
+                    do { try await player.setVolume(volume) } catch { throw BusError.invalidArgs("Volume: \(error)") }
                 }),
                 Property("Position", .int64, changes: .none, get: { [view = player.view] in
                     // Within the current track: the file's position less the track's start.
@@ -198,8 +200,8 @@ public final class MPRISService: PlayerObserver {
                        out: [("Metadata", .array(.dictionary(key: .string, value: .variant)))]) { [self, view = player.view] call in
                     let state = view.state
                     let ids = trackIDs(state)
-                    let maps = (call.arguments[0].elements ?? []).compactMap { value -> DBusValue? in
-                        guard let path = value.objectPath, let index = ids.firstIndex(of: path) else { return nil }
+                    let maps = try call.argument(0, as: [ObjectPath].self).compactMap { path -> DBusValue? in
+                        guard let index = ids.firstIndex(of: path) else { return nil }
                         return metadata(state, track: index, bookFigures: false)
                     }
                     return [.array(.dictionary(key: .string, value: .variant), maps)]
@@ -212,8 +214,7 @@ public final class MPRISService: PlayerObserver {
                 },
                 Method("GoTo", in: [("TrackId", .objectPath)]) { [view = player.view] call in
                     // An id that is not in the list is ignored, as the spec says.
-                    guard let path = call.arguments[0].objectPath, let (queue, track) = Self.track(path),
-                          queue == view.state.queueID else { return [] }
+                    guard let (queue, track) = Self.track(try call.argument(0)), queue == view.state.queueID else { return [] }
                     try? await player.goTo(track: track)
                     return []
                 },

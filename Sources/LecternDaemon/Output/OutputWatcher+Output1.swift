@@ -40,14 +40,14 @@ extension OutputWatcher {
                 Property("ServerConnected", .boolean),
                 Property("LastRouteEvent", RouteEvent.type),
                 Property("Policy", .string, access: .readwrite, set: { [weak self] value in
-                    guard let text = value.string, let mode = OutputPolicyMode(rawValue: text) else {
+                    guard let mode = OutputPolicyMode(rawValue: try value.decoded(as: String.self)) else {
                         let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
                         throw BusError.invalidArgs("Policy must be one of \(modes), not \(value)")
                     }
                     await self?.setMode(mode)
                 }),
                 Property("ResumeWindow", .uint32, access: .readwrite, set: { [weak self] value in
-                    guard case .uint32(let seconds) = value.unwrapped else { throw BusError.invalidArgs("ResumeWindow is in seconds (u)") }
+                    let seconds: UInt32 = try value.decoded()
                     await self?.setResumeWindow(.seconds(Int64(seconds)))
                 }),
             ],
