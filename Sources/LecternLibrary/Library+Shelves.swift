@@ -86,12 +86,8 @@ extension Library {
             guard recursive || (shelves.count == 1 && books == 0) else {
                 throw LibraryError.invalidArgument("the shelf is not empty (\(shelves.count - 1) shelves, \(books) books): delete it recursively")
             }
-            let deleted = try Int64.fetchAll(db, Book.select(Column("id")).filter(shelves.contains(Column("shelfId"))))
             try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
             try Shelf.deleteOne(db, key: id)
-            for book in deleted {
-                try Self.forgetCurrentBook(db, ifItIs: book)
-            }
         }
     }
 

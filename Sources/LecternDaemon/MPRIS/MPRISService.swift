@@ -162,7 +162,7 @@ public final class MPRISService: Sendable {
             properties: [
                 Property("PlaybackStatus", .string),
                 Property("LoopStatus", .string, access: .readwrite, set: { value in
-                    guard let text = value.string, let mode = LoopMode(rawValue: text) else {
+                    guard let text = value.string, let mode = LoopMode(mprisLoopStatus: text) else {
                         throw BusError.invalidArgs("LoopStatus must be None, Track or Playlist, not \(value)")
                     }
                     await player.setLoop(mode)
@@ -243,8 +243,8 @@ public final class MPRISService: Sendable {
     func playerProperties(_ state: PlayerState) -> [String: DBusValue] {
         let hasTrack = state.current != nil
         return [
-            "PlaybackStatus": .string(state.status.rawValue),
-            "LoopStatus": .string(state.loop.rawValue),
+            "PlaybackStatus": .string(state.status.mprisPlaybackStatus),
+            "LoopStatus": .string(state.loop.mprisLoopStatus),
             "Rate": .double(state.rate),
             "Shuffle": .boolean(state.shuffle),
             "Metadata": state.currentTrack.map { metadata(state, track: $0) } ?? .emptyVardict,
