@@ -1,6 +1,8 @@
 import LecternCore
+import LecternLibrary
 
-// The player's states in MPRIS's words: the core says chapter and queue, MPRIS says Track and Playlist.
+// The player's states and the library's orderings in MPRIS's words: the core says chapter and queue, MPRIS says
+// Track and Playlist.
 
 extension PlaybackStatus {
     /// MPRIS `PlaybackStatus`: "Playing", "Paused" or "Stopped".
@@ -27,5 +29,24 @@ extension LoopMode {
     init?(mprisLoopStatus: String) {
         guard let mode = Self.allCases.first(where: { $0.mprisLoopStatus == mprisLoopStatus }) else { return nil }
         self = mode
+    }
+}
+
+extension BookOrder {
+    /// A `Playlist_Ordering` of MPRIS Playlists: "Alphabetical", "Created", "Modified", "Played" or "User".
+    var mprisOrdering: String {
+        switch self {
+        case .alphabetical: "Alphabetical"
+        case .created: "Created"
+        case .modified: "Modified"
+        case .played: "Played"
+        case .user: "User"
+        }
+    }
+
+    /// The order an MPRIS `Playlist_Ordering` names; nil for any other string.
+    init?(mprisOrdering: String) {
+        guard let order = Self.allCases.first(where: { $0.mprisOrdering == mprisOrdering }) else { return nil }
+        self = order
     }
 }
