@@ -590,11 +590,18 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         case .played: "lastPlayedAt IS NULL DESC, lastPlayedAt ASC, id ASC"
         case .user: "userOrder ASC, id ASC"
         }
+        let ordering: String = switch order {
+        case .alphabetical: "Alphabetical"
+        case .created: "Created"
+        case .modified: "Modified"
+        case .played: "Played"
+        case .user: "User"
+        }
         for index in [0, deep] {
             let expect = min(50, max(0, settings.books - index))
-            result.series.append(try series("GetPlaylists(\(index), 50, \(order.rawValue), false)", expect: expect, {
+            result.series.append(try series("GetPlaylists(\(index), 50, \(ordering), false)", expect: expect, {
                 BusClient.methodCall(player.busName, mprisPath, "org.mpris.MediaPlayer2.Playlists", "GetPlaylists",
-                                     [.uint32(UInt32(index)), .uint32(50), .string(order.rawValue), .bool(false)])
+                                     [.uint32(UInt32(index)), .uint32(50), .string(ordering), .bool(false)])
             }, library: {
                 try library.books(ordered: order, reversed: false, offset: index, limit: 50).count
             }, raw: { db in

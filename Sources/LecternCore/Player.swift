@@ -123,7 +123,7 @@ public actor Player {
     /// Where the listener is in the file, the chapter and the book.
     public var progress: BookProgress? { state.progress(atFilePosition: position) }
 
-    public var canGoNext: Bool { nextTrack(wrapping: state.loop == .playlist) != nil }
+    public var canGoNext: Bool { nextTrack(wrapping: state.loop == .queue) != nil }
     public var canGoPrevious: Bool { state.currentTrack != nil }
 
     // MARK: - Commands
@@ -244,7 +244,7 @@ public actor Player {
     /// Moves to the next track (chapter, or file without chapters); paused or stopped stays so.
     public func next() {
         userCommand()
-        guard let target = nextTrack(wrapping: state.loop == .playlist) else { return }
+        guard let target = nextTrack(wrapping: state.loop == .queue) else { return }
         go(toTrack: target)
     }
 
@@ -294,7 +294,7 @@ public actor Player {
         guard let track = state.track, state.status != .stopped else { return }
         let target = max(track.start, position + offset)
         if let end = track.end, target >= end {
-            if let next = nextTrack(wrapping: state.loop == .playlist) { go(toTrack: next) } else { finish() }
+            if let next = nextTrack(wrapping: state.loop == .queue) { go(toTrack: next) } else { finish() }
             return
         }
         seekWithinItem(to: target)
@@ -449,7 +449,7 @@ public actor Player {
             view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
             publish()
-            // The same track again (loop Track, or a one-file loop Playlist): the trackid doesn't change,
+            // The same track again (loop chapter, or a one-file loop queue): the trackid doesn't change,
             // so only Seeked tells clients the position went back to 0.
             if restarted { tell(.seeked(.zero)) }
             trackEnded()
@@ -495,7 +495,7 @@ public actor Player {
                 tell(.itemFailed(item, index: index, message: message))
             }
             if state.status != .stopped, consecutiveFailures < state.queue.count,
-               let next = nextOrderPosition(wrapping: state.loop == .playlist) {
+               let next = nextOrderPosition(wrapping: state.loop == .queue) {
                 load(orderPosition: next, at: .zero)
                 state.lastError = message
                 publish()
@@ -557,7 +557,7 @@ public actor Player {
 
     /// The current file ended after its gapless next one failed: on with the file after the bad one.
     func advancePastFailedNext() {
-        if let next = nextOrderPosition(wrapping: state.loop == .playlist, skippingFailed: true) {
+        if let next = nextOrderPosition(wrapping: state.loop == .queue, skippingFailed: true) {
             load(orderPosition: next, at: .zero, announce: next == order.position)
         } else {
             finish()
@@ -570,9 +570,9 @@ public actor Player {
     /// look-ahead). Then the next item is loaded, with a short gap rather than a stop.
     private func endOfQueue() {
         switch state.loop {
-        case .track:
+        case .chapter:
             load(orderPosition: order.position, at: state.track?.start ?? .zero, announce: true)
-        case .playlist where !order.isEmpty:
+        case .queue where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
             load(orderPosition: next, at: .zero, announce: next == order.position)
         case .none where nextOrderPosition(wrapping: false) != nil:
@@ -605,7 +605,7 @@ public actor Player {
         }
         while let duration = state.queue[order[at]].duration, target >= duration {
             guard at + 1 < order.count else {
-                if state.loop == .playlist { at = 0; target = .zero; break }
+                if state.loop == .queue { at = 0; target = .zero; break }
                 finish()
                 return
             }
@@ -665,7 +665,7 @@ public actor Player {
     }
 
     /// Playing went past a chapter boundary inside the file: the next track is current (or, with loop
-    /// Track, the chapter starts over).
+    /// chapter, the chapter starts over).
     func checkPosition() {
         guard state.status == .playing, engineReady, let current = state.currentTrack else { return }
         let now = position
@@ -673,7 +673,7 @@ public actor Player {
             updateSleepTimer()
             return
         }
-        if state.loop == .track && track == current + 1 {
+        if state.loop == .chapter && track == current + 1 {
             seekWithinItem(to: state.tracks[current].start)
         } else {
             state.currentTrack = track
@@ -728,7 +728,7 @@ public actor Player {
 
     private func previousOrderPosition() -> Int? {
         guard state.currentIndex != nil else { return nil }
-        return order.previous(wrapping: state.loop == .playlist)
+        return order.previous(wrapping: state.loop == .queue)
     }
 
     /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item. The
@@ -741,15 +741,15 @@ public actor Player {
         state.shuffleOrder = state.shuffle ? order.queueIndices : nil
     }
 
-    /// Tells the engine what follows the current item, for a gapless transition. With loop Track, a file
+    /// Tells the engine what follows the current item, for a gapless transition. With loop chapter, a file
     /// of one track follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
     private func updateNext() {
         let next: Int?
         switch state.loop {
-        case .track:
+        case .chapter:
             let single = state.currentIndex.map { firstTrack(ofItem: $0) == lastTrack(ofItem: $0) } ?? false
             next = single ? order.position : nil
-        case .playlist: next = nextOrderPosition(wrapping: true, skippingFailed: true)
+        case .queue: next = nextOrderPosition(wrapping: true, skippingFailed: true)
         case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
         }
         pendingNext = next

@@ -3,12 +3,18 @@ import Synchronization
 
 /// What the user asked for, not what the pipeline passes through (a seek briefly pauses the
 /// pipeline; clients must not see that).
-public enum PlaybackStatus: String, Sendable, Equatable {
-    case playing = "Playing", paused = "Paused", stopped = "Stopped"
+public enum PlaybackStatus: Sendable, Equatable {
+    case playing, paused, stopped
 }
 
-public enum LoopMode: String, Sendable, Equatable, CaseIterable {
-    case none = "None", track = "Track", playlist = "Playlist"
+/// What plays again when the end is reached.
+public enum LoopMode: Sendable, Equatable, CaseIterable {
+    /// Nothing: the end of the queue stops and finishes it.
+    case none
+    /// The current chapter, over and over (a file of one chapter follows itself gaplessly).
+    case chapter
+    /// The whole queue, in play order: its first file follows its last.
+    case queue
 }
 
 /// Volume, rate, shuffle and loop together: a book's settings, applied in one step when it is opened.

@@ -78,7 +78,7 @@ extension Library {
                 book = Book(id: nil, shelfId: shelf, title: title, author: imported.author, narrator: nil,
                             coverPath: imported.coverPath, sourcePath: imported.sourcePath, albumKey: imported.albumKey,
                             addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
-                            volume: 1, speed: 1, shuffle: false, loop: "None", positionFileId: nil, positionOffset: 0,
+                            volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
                             userOrder: nextOrder)
                 try book.insert(db)
                 created = true

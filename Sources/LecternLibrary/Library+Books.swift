@@ -66,7 +66,6 @@ extension Library {
         try write { db in
             _ = try Self.existingBook(db, id)
             try Book.deleteOne(db, key: id)
-            try Self.forgetCurrentBook(db, ifItIs: id)
         }
     }
 
@@ -93,16 +92,32 @@ extension Library {
         guard settings.speed.isFinite, (0.5...3).contains(settings.speed) else {
             throw LibraryError.invalidArgument("speed must be between 0.5 and 3")
         }
-        guard ["None", "Track", "Playlist"].contains(settings.loop) else {
-            throw LibraryError.invalidArgument("loop must be None, Track or Playlist")
-        }
         try updateBook(book, touching: false) { $0.settings = settings }
     }
 
-    /// Keeps the book's shuffled play order (its file ids); empty to forget it.
+    /// The book's shuffled play order as kept (its file ids), until it is reshuffled; empty when none is kept.
+    public func shuffleOrder(of book: Int64) throws -> [Int64] {
+        try read { db in
+            _ = try Self.existingBook(db, book)
+            return try Int64.fetchAll(db, sql: "SELECT fileId FROM shuffledFile WHERE bookId = ? ORDER BY position",
+                                      arguments: [book])
+        }
+    }
+
+    /// Keeps the book's shuffled play order: files of the book, each once; empty to forget it.
     public func setShuffleOrder(of book: Int64, _ fileIds: [Int64]) throws {
-        let text = fileIds.map(String.init).joined(separator: ",")
-        try updateBook(book, touching: false) { $0.shuffleOrder = text }
+        try write { db in
+            _ = try Self.existingBook(db, book)
+            let files = Set(try Int64.fetchAll(db, sql: "SELECT id FROM bookFile WHERE bookId = ?", arguments: [book]))
+            guard fileIds.allSatisfy(files.contains), Set(fileIds).count == fileIds.count else {
+                throw LibraryError.invalidArgument("the shuffled order must name files of the book, each once")
+            }
+            try db.execute(sql: "DELETE FROM shuffledFile WHERE bookId = ?", arguments: [book])
+            let insert = try db.makeStatement(sql: "INSERT INTO shuffledFile(bookId, position, fileId) VALUES (?, ?, ?)")
+            for (position, file) in fileIds.enumerated() {
+                try insert.execute(arguments: [book, position, file])
+            }
+        }
     }
 
     public func setNote(of book: Int64, _ note: String) throws {

@@ -46,9 +46,7 @@ extension Library {
 
     /// The book that was current when the daemon last ran (as saved: not one kept in memory, unsaved).
     public func currentBook() throws -> Int64? {
-        try read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM setting WHERE key = 'currentBook'").flatMap { Int64($0) }
-        }
+        try read { db in try Int64.fetchOne(db, sql: "SELECT bookId FROM currentBook") }
     }
 
     /// Kept in memory when the database can't be written (as positions are).
@@ -59,16 +57,12 @@ extension Library {
         }
     }
 
-    /// The current book is no longer one when `book` is deleted.
-    static func forgetCurrentBook(_ db: Database, ifItIs book: Int64) throws {
-        try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook' AND value = ?", arguments: [String(book)])
-    }
-
+    /// No current book when `book` is nil or no longer exists (a deleted book takes its row of `currentBook` along).
     static func writeCurrentBook(_ db: Database, _ book: Int64?) throws {
         if let book, try Book.exists(db, key: book) {
-            try db.execute(sql: "INSERT OR REPLACE INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [String(book)])
+            try db.execute(sql: "INSERT OR REPLACE INTO currentBook(id, bookId) VALUES (1, ?)", arguments: [book])
         } else {
-            try db.execute(sql: "DELETE FROM setting WHERE key = 'currentBook'")
+            try db.execute(sql: "DELETE FROM currentBook")
         }
     }
 }

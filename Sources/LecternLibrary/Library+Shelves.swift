@@ -90,9 +90,6 @@ extension Library {
             }
             try Book.filter(shelves.contains(Column("shelfId"))).deleteAll(db)
             try Shelf.deleteOne(db, key: id)
-            for book in deleted {
-                try Self.forgetCurrentBook(db, ifItIs: book)
-            }
             return deleted
         }
     }

@@ -20,9 +20,10 @@ public struct LibraryQuery: Sendable, Equatable {
     public enum Property: String, Sendable, CaseIterable { case title, author, album, composer, genre }
 }
 
-/// The orderings of MPRIS Playlists, over books.
-public enum BookOrder: String, Sendable, CaseIterable {
-    case alphabetical = "Alphabetical", created = "Created", modified = "Modified", played = "Played", user = "User"
+/// The orderings of books in pages (MPRIS Playlists' orderings): by title, when added, modified or last played,
+/// or the user's order.
+public enum BookOrder: Sendable, CaseIterable {
+    case alphabetical, created, modified, played, user
 }
 
 /// Totals of a book's files.

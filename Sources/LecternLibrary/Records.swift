@@ -11,13 +11,26 @@ public struct Shelf: Codable, Sendable, Equatable, Identifiable, FetchableRecord
 }
 
 /// Per-book playback settings, restored whenever the book is activated.
+///
+/// ```swift
+/// try library.setSettings(of: book, BookSettings(speed: 1.5, loop: .chapter))
+/// ```
 public struct BookSettings: Codable, Sendable, Equatable {
+    /// What plays again when the end is reached; the raw values are the database's spelling.
+    public enum Loop: String, Codable, Sendable, CaseIterable {
+        /// Nothing: the end of the book finishes it.
+        case none
+        /// The chapter being played, over and over.
+        case chapter
+        /// The whole book, again after its end.
+        case book
+    }
+
     public var volume: Double = 1
     public var speed: Double = 1
     public var shuffle = false
-    /// "None", "Track" or "Playlist" (the MPRIS LoopStatus values).
-    public var loop = "None"
-    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: String = "None") {
+    public var loop = Loop.none
+    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
@@ -47,23 +60,18 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var volume: Double
     public var speed: Double
     public var shuffle: Bool
-    public var loop: String
+    public var loop: BookSettings.Loop
     /// The resume position: a file of this book and an offset in it, in microseconds.
     public var positionFileId: Int64?
     public var positionOffset: Int64
     /// Where the user put it in "User" order.
     public var userOrder: Int64
-    /// The shuffled play order, as file ids separated by commas; kept until the book is reshuffled.
-    public var shuffleOrder: String = ""
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
     // Dates without ICU (StoredDate).
     public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { StoredDate.decoding }
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
-
-    /// ``shuffleOrder`` as file ids.
-    public var shuffleFileIds: [Int64] { shuffleOrder.split(separator: ",").compactMap { Int64($0) } }
 
     public var settings: BookSettings {
         get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop) }

@@ -120,6 +120,104 @@ enum Schema {
                 t.add(column: "shuffleOrder", .text).notNull().defaults(to: "")
             }
         }
+        migrator.registerMigration("v4: the current book, a row that goes with its book") { db in
+            // One row at most; deleting the book deletes it.
+            try db.create(table: "currentBook") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                t.column("bookId", .integer).notNull().references("book", onDelete: .cascade)
+            }
+            try db.execute(sql: """
+                INSERT INTO currentBook(id, bookId)
+                SELECT 1, book.id FROM setting JOIN book ON book.id = CAST(setting.value AS INTEGER)
+                WHERE setting.key = 'currentBook';
+                DELETE FROM setting WHERE key = 'currentBook';
+                """)
+        }
+        migrator.registerMigration("v5: a book's shuffled play order as rows") { db in
+            // Each file of the book once, at its place in the order; deleting the file or the book takes it out.
+            try db.create(table: "shuffledFile") { t in
+                t.column("bookId", .integer).notNull().references("book", onDelete: .cascade)
+                t.column("position", .integer).notNull()
+                t.column("fileId", .integer).notNull().unique().references("bookFile", onDelete: .cascade)
+                t.primaryKey(["bookId", "position"])
+                t.check(sql: "position >= 0")
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER shuffledFile_file BEFORE INSERT ON shuffledFile
+                WHEN NOT EXISTS (SELECT 1 FROM bookFile WHERE id = NEW.fileId AND bookId = NEW.bookId)
+                BEGIN SELECT RAISE(ABORT, 'the shuffled order names a file of another book'); END;
+                """)
+            // The text column's ids, less those of no file of the book and repeats, numbered again from 0.
+            let orders = try Row.fetchAll(db, sql: "SELECT id, shuffleOrder FROM book WHERE shuffleOrder <> ''")
+            for order in orders {
+                let book: Int64 = order["id"]
+                let text: String = order["shuffleOrder"]
+                let files = Set(try Int64.fetchAll(db, sql: "SELECT id FROM bookFile WHERE bookId = ?", arguments: [book]))
+                var seen = Set<Int64>()
+                let kept = text.split(separator: ",").compactMap { Int64($0) }.filter { files.contains($0) && seen.insert($0).inserted }
+                for (position, file) in kept.enumerated() {
+                    try db.execute(sql: "INSERT INTO shuffledFile(bookId, position, fileId) VALUES (?, ?, ?)",
+                                   arguments: [book, position, file])
+                }
+            }
+            try db.execute(sql: "ALTER TABLE book DROP COLUMN shuffleOrder")
+        }
+        migrator.registerMigration("v6: a book's loop in Lectern's words") { db in
+            // A CHECK can't be altered: the table is made again with the new one (SQLite's twelve steps; the
+            // migrator turns foreign keys off and checks them at the end), its indexes and trigger with it, and
+            // AUTOINCREMENT's counter, so that the id of a book deleted before is still never given again.
+            try db.execute(sql: """
+                CREATE TABLE newBook (
+                  id INTEGER PRIMARY KEY AUTOINCREMENT,
+                  shelfId INTEGER REFERENCES shelf(id) ON DELETE RESTRICT,
+                  title TEXT NOT NULL,
+                  author TEXT,
+                  narrator TEXT,
+                  coverPath TEXT,
+                  sourcePath TEXT,
+                  albumKey TEXT NOT NULL DEFAULT '',
+                  addedAt DATETIME NOT NULL,
+                  modifiedAt DATETIME NOT NULL,
+                  lastPlayedAt DATETIME,
+                  finished BOOLEAN NOT NULL DEFAULT 0,
+                  note TEXT NOT NULL DEFAULT '',
+                  volume DOUBLE NOT NULL DEFAULT 1,
+                  speed DOUBLE NOT NULL DEFAULT 1,
+                  shuffle BOOLEAN NOT NULL DEFAULT 0,
+                  loop TEXT NOT NULL DEFAULT 'none',
+                  positionFileId INTEGER,
+                  positionOffset INTEGER NOT NULL DEFAULT 0,
+                  userOrder INTEGER NOT NULL DEFAULT 0,
+                  CHECK (length(trim(title)) > 0 AND length(title) <= \(Limits.name)),
+                  CHECK (volume >= 0 AND volume <= 10),
+                  CHECK (speed >= 0.5 AND speed <= 3.0),
+                  CHECK (loop IN ('none', 'chapter', 'book')),
+                  CHECK (positionOffset >= 0),
+                  CHECK (length(note) <= \(Limits.note))
+                );
+                INSERT INTO newBook
+                SELECT id, shelfId, title, author, narrator, coverPath, sourcePath, albumKey, addedAt, modifiedAt,
+                       lastPlayedAt, finished, note, volume, speed, shuffle,
+                       CASE loop WHEN 'Track' THEN 'chapter' WHEN 'Playlist' THEN 'book' ELSE 'none' END,
+                       positionFileId, positionOffset, userOrder
+                FROM book;
+                DELETE FROM sqlite_sequence WHERE name = 'newBook';
+                INSERT INTO sqlite_sequence(name, seq) SELECT 'newBook', seq FROM sqlite_sequence WHERE name = 'book';
+                DROP TABLE book;
+                ALTER TABLE newBook RENAME TO book;
+                CREATE INDEX book_on_shelfId ON book(shelfId);
+                CREATE UNIQUE INDEX book_source ON book(sourcePath, albumKey) WHERE sourcePath IS NOT NULL;
+                CREATE INDEX book_title ON book(title COLLATE NOCASE, id);
+                CREATE INDEX book_added ON book(addedAt, id);
+                CREATE INDEX book_modified ON book(modifiedAt, id);
+                CREATE INDEX book_played ON book(lastPlayedAt, id);
+                CREATE INDEX book_user_order ON book(userOrder, id);
+                CREATE TRIGGER book_position_file BEFORE UPDATE OF positionFileId ON book
+                WHEN NEW.positionFileId IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM bookFile WHERE id = NEW.positionFileId AND bookId = NEW.id)
+                BEGIN SELECT RAISE(ABORT, 'the position names a file of another book'); END;
+                """)
+        }
         return migrator
     }
 }

@@ -277,10 +277,10 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
-    @Test func theEndWithLoopPlaylistIsNotFinished() async {
+    @Test func theEndWithLoopQueueIsNotFinished() async {
         await withHarness { h in
             await h.player.open(makeItems(2), startAt: 1)
-            await h.player.setLoop(.playlist)
+            await h.player.setLoop(.queue)
             await h.ready(.seconds(100))
             h.reset()
             await h.finish()
@@ -290,11 +290,11 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
     }
 }
 
-@Suite struct LoopTrackTests {
-    @Test func loopTrackRepeatsAChapterInsideAFile() async {
+@Suite struct LoopChapterTests {
+    @Test func loopChapterRepeatsAChapterInsideAFile() async {
         await withHarness { h in
             await h.openChaptered(startAt: 1, position: .seconds(58))
-            await h.player.setLoop(.track)
+            await h.player.setLoop(.chapter)
             #expect(h.engine.nextURL == nil)  // a file of chapters is looped by seeking, not by the gapless slot
             h.reset()
             await h.play(for: .seconds(3))
@@ -304,11 +304,11 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         }
     }
 
-    @Test func loopTrackOfAOneChapterFileUsesTheGaplessSlot() async {
+    @Test func loopChapterOfAOneChapterFileUsesTheGaplessSlot() async {
         await withHarness { h in
             await h.player.open(makeItems(2))
             await h.ready(.seconds(100))
-            await h.player.setLoop(.track)
+            await h.player.setLoop(.chapter)
             #expect(h.engine.nextURL == fileURL(0))
         }
     }

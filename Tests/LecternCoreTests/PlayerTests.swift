@@ -316,16 +316,16 @@ import Testing
         }
     }
 
-    @Test func loopPlaylistWrapsBothWays() async {
+    @Test func loopQueueWrapsBothWays() async {
         await withHarness { h in
             await h.player.open(makeItems(3), startAt: 2)
             await h.ready(.seconds(100))
             h.reset()
 
-            await h.player.setLoop(.playlist)
+            await h.player.setLoop(.queue)
             #expect(h.engine.calls == [.setNext(fileURL(0))])
             #expect(h.log.states.count == 1)
-            #expect(h.log.lastState?.loop == .playlist)
+            #expect(h.log.lastState?.loop == .queue)
             #expect(h.log.lastState?.canGoNext == true)
             #expect(h.log.lastState?.canGoPrevious == true)
 
@@ -612,15 +612,15 @@ import Testing
         }
     }
 
-    @Test func loopTrackContinuesWithTheSameItem() async {
+    @Test func loopChapterContinuesWithTheSameItem() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
             h.reset()
 
-            await h.player.setLoop(.track)
+            await h.player.setLoop(.chapter)
             #expect(h.engine.calls == [.setNext(fileURL(0))])
-            #expect(h.log.lastState?.loop == .track)
+            #expect(h.log.lastState?.loop == .chapter)
 
             h.reset()
             let event = await h.finish()
@@ -637,11 +637,11 @@ import Testing
 
     /// The position jumps from the end back to 0 with the same track id: MPRIS wants a Seeked(0)
     /// (playerctl only resets its clock on a track-id change).
-    @Test func loopTrackRestartEmitsSeekedZero() async {
+    @Test func loopChapterRestartEmitsSeekedZero() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
-            await h.player.setLoop(.track)
+            await h.player.setLoop(.chapter)
             h.engine.advance(by: .seconds(100))
             h.reset()
 
@@ -650,11 +650,11 @@ import Testing
         }
     }
 
-    @Test func loopTrackWithoutGaplessReloadsTheSameItem() async {
+    @Test func loopChapterWithoutGaplessReloadsTheSameItem() async {
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
-            await h.player.setLoop(.track)
+            await h.player.setLoop(.chapter)
             h.reset()
 
             await h.send(.endOfStream)
@@ -668,11 +668,11 @@ import Testing
         }
     }
 
-    @Test func loopPlaylistContinuesWithTheFirstItem() async {
+    @Test func loopQueueContinuesWithTheFirstItem() async {
         await withHarness { h in
             await h.player.open(makeItems(2), startAt: 1)
             await h.ready(.seconds(100))
-            await h.player.setLoop(.playlist)
+            await h.player.setLoop(.queue)
             h.reset()
 
             let event = await h.finish()
@@ -813,9 +813,9 @@ import Testing
         }
     }
 
-    @Test func withLoopPlaylistEveryFileIsTriedOnceThenItStops() async {
+    @Test func withLoopQueueEveryFileIsTriedOnceThenItStops() async {
         await withHarness { h in
-            await h.player.open(makeItems(3), startAt: 1, settings: PlaybackSettings(loop: .playlist))
+            await h.player.open(makeItems(3), startAt: 1, settings: PlaybackSettings(loop: .queue))
             for _ in 0..<3 { await h.send(.failed("not audio")) }
             let loads = h.engine.calls.compactMap { if case .load(let url, _) = $0 { url } else { nil } }
             #expect(loads == [fileURL(1), fileURL(2), fileURL(0)])
@@ -996,7 +996,7 @@ import Testing
             await h.player.next()
             await h.ready(.seconds(100))
             try await h.player.setVolume(0.5)
-            await h.player.setLoop(.playlist)
+            await h.player.setLoop(.queue)
 
             let states = h.log.states
             let repeats = zip(states, states.dropFirst()).filter { $0 == $1 }.count

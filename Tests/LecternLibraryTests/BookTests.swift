@@ -282,37 +282,53 @@ struct BookTests {
         #expect(try library.fileIds(of: id) == [ids[2], ids[1], ids[0]])
     }
 
-    @Test("The shuffled order is kept with the book, survives a re-import and goes with the book")
+    @Test("The shuffled order is kept with the book, survives a re-import, names its files once and goes with the book")
     func shuffleOrder() throws {
         let t = try TestLibrary()
         let library = t.library
         let id = try library.add(importedBook("/shuffled"))
         let files = try library.fileIds(of: id)
         #expect(files.count >= 2)
-        #expect(try library.book(id).shuffleFileIds == [])
+        #expect(try library.shuffleOrder(of: id) == [])
         let modified = try library.book(id).modifiedAt
         try library.setShuffleOrder(of: id, files.reversed())
-        #expect(try library.book(id).shuffleFileIds == files.reversed())
+        #expect(try library.shuffleOrder(of: id) == files.reversed())
         #expect(try library.book(id).modifiedAt == modified)
         _ = try library.add(importedBook("/shuffled"))  // the same folder again
-        #expect(try library.book(id).shuffleFileIds == files.reversed())
+        #expect(try library.shuffleOrder(of: id) == files.reversed())
+        try library.setShuffleOrder(of: id, [files[1], files[0]])  // a shorter order replaces the longer one
+        #expect(try library.shuffleOrder(of: id) == [files[1], files[0]])
         try library.setShuffleOrder(of: id, [])
-        #expect(try library.book(id).shuffleFileIds == [])
-        #expect(throws: LibraryError.self) { try library.setShuffleOrder(of: 999_999, files) }
+        #expect(try library.shuffleOrder(of: id) == [])
+        expectError(.notFound) { try library.setShuffleOrder(of: 999_999, files) }
+        expectError(.notFound) { try library.shuffleOrder(of: 999_999) }
+
+        try library.setShuffleOrder(of: id, files)
+        let other = try library.add(importedBook("/other"))
+        let before = try library.shuffleOrder(of: id)
+        expectError(.invalidArgument, "a file of another book") { try library.setShuffleOrder(of: id, [try library.fileIds(of: other)[0]]) }
+        expectError(.invalidArgument, "a file twice") { try library.setShuffleOrder(of: id, [files[0], files[0]]) }
+        expectError(.invalidArgument, "no such file") { try library.setShuffleOrder(of: id, [999_999]) }
+        #expect(try library.shuffleOrder(of: id) == before)
+        try library.setShuffleOrder(of: other, try library.fileIds(of: other))
+
+        try library.deleteBook(id)
+        #expect(try library.shuffleOrder(of: other) == library.fileIds(of: other))
+        if let rows = try sqlite3(t.path, "SELECT DISTINCT bookId FROM shuffledFile") { #expect(rows == [String(other)]) }
     }
 
-    @Test("Settings: set and get, bounds, NaN and bad loop refused")
+    @Test("Settings: set and get, bounds and NaN refused")
     func settings() throws {
         let t = try TestLibrary()
         let library = t.library
         let id = try library.add(importedBook("/s"))
-        #expect(try library.book(id).settings == BookSettings(volume: 1, speed: 1, shuffle: false, loop: "None"))
+        #expect(try library.book(id).settings == BookSettings(volume: 1, speed: 1, shuffle: false, loop: .none))
         let modified = try library.book(id).modifiedAt
-        let chosen = BookSettings(volume: 0.25, speed: 1.75, shuffle: true, loop: "Playlist")
+        let chosen = BookSettings(volume: 0.25, speed: 1.75, shuffle: true, loop: .book)
         try library.setSettings(of: id, chosen)
         #expect(try library.book(id).settings == chosen)
         #expect(try library.book(id).modifiedAt == modified)  // settings don't count as a modification
-        for ok in [BookSettings(volume: 0, speed: 0.5), BookSettings(volume: 10, speed: 3, loop: "Track"), chosen] {
+        for ok in [BookSettings(volume: 0, speed: 0.5), BookSettings(volume: 10, speed: 3, loop: .chapter), chosen] {
             try library.setSettings(of: id, ok)
             #expect(try library.book(id).settings == ok)
         }
@@ -320,7 +336,7 @@ struct BookTests {
         let bad: [BookSettings] = [
             BookSettings(volume: -0.01), BookSettings(volume: 10.01), BookSettings(volume: .nan), BookSettings(volume: .infinity),
             BookSettings(speed: 0.49), BookSettings(speed: 3.01), BookSettings(speed: .nan), BookSettings(speed: -.infinity),
-            BookSettings(speed: 0), BookSettings(loop: "none"), BookSettings(loop: ""), BookSettings(loop: "Shuffle"),
+            BookSettings(speed: 0),
         ]
         for settings in bad {
             expectError(.invalidArgument, "\(settings)") { try library.setSettings(of: id, settings) }

@@ -20,15 +20,19 @@ struct SchemaTests {
             Issue.record("sqlite3 is not installed: the schema was only checked through the API")
             return
         }
-        #expect(tables == ["book", "bookFile", "bookmark", "chapter", "grdb_migrations", "setting", "shelf"])
+        #expect(tables == ["book", "bookFile", "bookmark", "chapter", "currentBook", "grdb_migrations", "setting", "shelf",
+                           "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
         #expect(named == ["index bookFile_order", "index book_added", "index book_modified", "index book_on_shelfId",
                           "index book_played", "trigger book_position_file", "index book_source", "index book_title",
                           "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId", "index chapter_on_fileId",
-                          "index shelf_name"])
+                          "index shelf_name", "trigger shuffledFile_file"])
         #expect(try sqlite3(t.path, "SELECT identifier FROM grdb_migrations") == ["v1: shelves, books, files, chapters, bookmarks",
                                                                                   "v2: indexes for the playlist orderings",
-                                                                                  "v3: a book's shuffled play order"])
+                                                                                  "v3: a book's shuffled play order",
+                                                                                  "v4: the current book, a row that goes with its book",
+                                                                                  "v5: a book's shuffled play order as rows",
+                                                                                  "v6: a book's loop in Lectern's words"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -70,7 +74,7 @@ struct SchemaTests {
             let files = try library.fileIds(of: bookId)
             #expect(try library.savePosition(of: bookId, file: files[1], offset: 1234))
             _ = try library.addBookmark(to: bookId, file: files[0], offset: 10, title: "Death", note: "tall, dark")
-            try library.setSettings(of: bookId, BookSettings(volume: 0.5, speed: 1.5, shuffle: true, loop: "Track"))
+            try library.setSettings(of: bookId, BookSettings(volume: 0.5, speed: 1.5, shuffle: true, loop: .chapter))
             try library.setNote(of: bookId, "read again")
             try library.setFinished(bookId, true)
             try library.markPlayed(bookId, at: Date(timeIntervalSince1970: 1_700_000_000))
@@ -88,7 +92,7 @@ struct SchemaTests {
         let book = try library.book(bookId)
         #expect(book.title == "Mort")
         #expect(book.note == "read again")
-        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.5, shuffle: true, loop: "Track"))
+        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.5, shuffle: true, loop: .chapter))
         #expect(book.finished)
         #expect(book.positionOffset == 1234)
         #expect(book.lastPlayedAt == Date(timeIntervalSince1970: 1_700_000_000))
@@ -98,7 +102,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["3"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["6"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

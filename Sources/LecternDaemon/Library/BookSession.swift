@@ -86,6 +86,7 @@ actor BookSession {
         }
         let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
         let chapters = try library.chapters(of: bookId)
+        let shuffled = try library.shuffleOrder(of: bookId)
         let items = available.map { file in
             MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
@@ -97,10 +98,10 @@ actor BookSession {
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
         lastSettings = nil
-        savedShuffleOrder = book.shuffleFileIds
+        savedShuffleOrder = shuffled
         let shuffleOrder = savedShuffleOrder.compactMap { id in available.firstIndex { $0.id == id } }
         let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
-                                        loop: LoopMode(rawValue: book.loop) ?? .none)
+                                        loop: LoopMode(book.loop))
         // Not listened to since it was last playing: the smart rewind on Play counts that pause.
         let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
@@ -114,7 +115,7 @@ actor BookSession {
     /// Applies new settings of the current book to the player.
     func apply(_ settings: BookSettings) async throws {
         try await player.apply(PlaybackSettings(volume: settings.volume, rate: settings.speed, shuffle: settings.shuffle,
-                                                loop: LoopMode(rawValue: settings.loop) ?? .none))
+                                                loop: LoopMode(settings.loop)))
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -254,7 +255,7 @@ actor BookSession {
     /// database, keeps a late event from before a change from writing old values over new ones.
     private func saveSettings(_ state: PlayerState) {
         guard let bookId = book?.id else { return }
-        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: state.loop.rawValue)
+        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop))
         defer { lastSettings = settings }
         guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {

@@ -87,7 +87,7 @@ extension LibraryService {
                         if let v = changes["volume"] { settings.volume = try Self.double(v, "volume") }
                         if let v = changes["speed"] { settings.speed = try Self.double(v, "speed") }
                         if let v = changes["shuffle"] { guard let b = v.bool else { throw LibraryError.invalidArgument("shuffle is a boolean") }; settings.shuffle = b }
-                        if let v = changes["loop"] { guard let s = v.string else { throw LibraryError.invalidArgument("loop is a string") }; settings.loop = s }
+                        if let v = changes["loop"] { settings.loop = try Self.loop(v) }
                     }
                     self.bookChanged(id)
                     return []

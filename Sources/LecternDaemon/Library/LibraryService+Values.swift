@@ -14,6 +14,23 @@ extension LibraryService {
         return number
     }
 
+    /// A book's loop as Library1 spells it (the XML's "None, Track, Playlist", MPRIS's words for a chapter and a book).
+    static func spelling(of loop: BookSettings.Loop) -> String {
+        switch loop {
+        case .none: "None"
+        case .chapter: "Track"
+        case .book: "Playlist"
+        }
+    }
+
+    static func loop(_ value: DBusValue) throws -> BookSettings.Loop {
+        guard let text = value.string else { throw LibraryError.invalidArgument("loop is a string") }
+        guard let loop = BookSettings.Loop.allCases.first(where: { spelling(of: $0) == text }) else {
+            throw LibraryError.invalidArgument("loop must be None, Track or Playlist")
+        }
+        return loop
+    }
+
     static func query(_ conditions: [String: DBusValue]) throws -> LibraryQuery {
         var query = LibraryQuery()
         for (key, v) in conditions {
@@ -47,7 +64,7 @@ extension LibraryService {
                 "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
                 "finished": .boolean(book.finished), "note": .string(book.note),
                 "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
-                "loop": .string(book.loop), "position_file": .int64(book.positionFileId ?? 0),
+                "loop": .string(spelling(of: book.loop)), "position_file": .int64(book.positionFileId ?? 0),
                 "position_offset": .int64(book.positionOffset),
             ]
             let total = totals[book.id ?? 0]

@@ -176,7 +176,7 @@ final class ListeningService: PlayerObserver {
     /// Everything `lectern status` shows, in one reply.
     private static func status(_ view: PlayerView) -> DBusValue {
         let state = view.state
-        var map: [String: DBusValue] = ["status": .string(state.status.rawValue), "speed": .double(state.rate)]
+        var map: [String: DBusValue] = ["status": .string(state.status.player1Status), "speed": .double(state.rate)]
         if case .book(let id)? = state.queueID { map["book"] = .int64(id) }
         if let item = state.current {
             map["title"] = .string(item.album ?? item.displayTitle)

@@ -28,8 +28,8 @@ enum MPRISPlaylists {
                 Method("GetPlaylists", in: [("Index", .uint32), ("MaxCount", .uint32), ("Order", .string), ("ReverseOrder", .boolean)],
                        out: [("Playlists", .array(playlistType))]) { call in
                     let (index, maxCount, orderName, reversed) = try call.arguments(UInt32.self, UInt32.self, String.self, Bool.self)
-                    guard let order = BookOrder(rawValue: orderName) else {
-                        throw BusError.invalidArgs("Order must be one of \(BookOrder.allCases.map(\.rawValue).joined(separator: ", "))")
+                    guard let order = BookOrder(mprisOrdering: orderName) else {
+                        throw BusError.invalidArgs("Order must be one of \(BookOrder.allCases.map(\.mprisOrdering).joined(separator: ", "))")
                     }
                     let library = await session.value.library
                     let books: [Book]
@@ -51,7 +51,7 @@ enum MPRISPlaylists {
 
     static func properties(current: Book?) -> [String: DBusValue] {
         [
-            "Orderings": .strings(BookOrder.allCases.map(\.rawValue)),
+            "Orderings": .strings(BookOrder.allCases.map(\.mprisOrdering)),
             "ActivePlaylist": .structure([.boolean(current != nil),
                                           current.map(playlist) ?? .structure([.objectPath(.root), .string(""), .string("")])]),
         ]

@@ -156,7 +156,7 @@ public final class MPRISService: PlayerObserver {
             properties: [
                 Property("PlaybackStatus", .string),
                 Property("LoopStatus", .string, access: .readwrite, set: { value in
-                    guard let mode = LoopMode(rawValue: try value.decoded(as: String.self)) else {
+                    guard let mode = LoopMode(mprisLoopStatus: try value.decoded(as: String.self)) else {
                         throw BusError.invalidArgs("LoopStatus must be None, Track or Playlist, not \(value)")
                     }
                     await player.setLoop(mode)
@@ -238,8 +238,8 @@ public final class MPRISService: PlayerObserver {
     func playerProperties(_ state: PlayerState) -> [String: DBusValue] {
         let hasTrack = state.current != nil
         return [
-            "PlaybackStatus": .string(state.status.rawValue),
-            "LoopStatus": .string(state.loop.rawValue),
+            "PlaybackStatus": .string(state.status.mprisPlaybackStatus),
+            "LoopStatus": .string(state.loop.mprisLoopStatus),
             "Rate": .double(state.rate),
             "Shuffle": .boolean(state.shuffle),
             "Metadata": state.currentTrack.map { metadata(state, track: $0) } ?? .emptyVardict,

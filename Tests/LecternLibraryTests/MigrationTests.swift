@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+@testable import LecternLibrary
+import Testing
+import TestSupport
+
+/// A library written by the version before the current book, shuffled orders and loops had their own rules in
+/// the schema (migrated up to v3), opened by this one.
+@Suite("Migrations of an existing library")
+struct MigrationTests {
+    static let lastOldMigration = "v3: a book's shuffled play order"
+
+    /// The ids an old library was made with.
+    struct Old {
+        var books: [Int64] = []
+        var files: [Int64: [Int64]] = [:]
+        var deleted: Int64 = 0
+    }
+
+    /// Makes a library at v3 in `path`: four books of three files each (loops None, Track, Playlist, None), the
+    /// current book given, `orders(old)` as each book's shuffleOrder text, and a fifth book deleted (the highest id).
+    static func makeOldLibrary(_ path: String, current: (Old) -> String?, orders: (Old) -> [Int64: String]) throws -> Old {
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(queue, upTo: lastOldMigration)
+        return try queue.write { db in
+            var old = Old()
+            for (index, loop) in ["None", "Track", "Playlist", "None", "None"].enumerated() {
+                try db.execute(sql: """
+                    INSERT INTO book(title, addedAt, modifiedAt, loop, userOrder, volume, speed, shuffle)
+                    VALUES (?, '2024-01-02 03:04:05.000', '2024-01-02 03:04:05.000', ?, ?, 0.5, 1.5, 1)
+                    """, arguments: ["Book \(index)", loop, index])
+                let book = db.lastInsertedRowID
+                old.books.append(book)
+                for position in 0..<3 {
+                    try db.execute(sql: "INSERT INTO bookFile(bookId, path, position) VALUES (?, ?, ?)",
+                                   arguments: [book, "/old/\(index)/\(position).mp3", position])
+                    old.files[book, default: []].append(db.lastInsertedRowID)
+                }
+            }
+            old.deleted = old.books.removeLast()
+            try db.execute(sql: "DELETE FROM book WHERE id = ?", arguments: [old.deleted])
+            old.files[old.deleted] = nil
+            if let current = current(old) {
+                try db.execute(sql: "INSERT INTO setting(key, value) VALUES ('currentBook', ?)", arguments: [current])
+            }
+            for (book, text) in orders(old) {
+                try db.execute(sql: "UPDATE book SET shuffleOrder = ? WHERE id = ?", arguments: [text, book])
+            }
+            return old
+        }
+    }
+
+    @Test("The current book, shuffled orders and loops are carried over, and the rules hold after")
+    func carriesOver() throws {
+        let dir = try TemporaryDirectory(prefix: "lectern-library")
+        let path = dir.path + "/library.sqlite"
+        let old = try Self.makeOldLibrary(path, current: { String($0.books[1]) }, orders: { old in
+            let (a, b) = (old.files[old.books[0]]!, old.files[old.books[1]]!)
+            return [
+                // Repeats, an id of no file, a file of another book, junk: only the book's files, once each.
+                old.books[0]: "\(a[2]),\(a[0]),999999,\(a[0]),\(b[1]),x,,\(a[1])",
+                old.books[1]: "\(b[1]),\(b[2]),\(b[0])",
+                old.books[2]: "\(a[0]),999999",
+            ]
+        })
+        let (a, b) = (old.books[0], old.books[1])
+        let filesOfA = old.files[a]!
+        let filesOfB = old.files[b]!
+
+        let library = try Library(path: path)
+        #expect(library.movedAsideCorruptFile == nil)
+        #expect(try library.integrityCheck() == "ok")
+        #expect(try library.currentBook() == b)
+        #expect(try old.books.map { try library.book($0).loop } == [.none, .chapter, .book, .none])
+        #expect(try library.book(b).settings == BookSettings(volume: 0.5, speed: 1.5, shuffle: true, loop: .chapter))
+        #expect(try library.book(a).title == "Book 0")
+        #expect(try library.shuffleOrder(of: a) == [filesOfA[2], filesOfA[0], filesOfA[1]])
+        #expect(try library.shuffleOrder(of: b) == [filesOfB[1], filesOfB[2], filesOfB[0]])
+        #expect(try library.shuffleOrder(of: old.books[2]) == [])
+        #expect(try library.shuffleOrder(of: old.books[3]) == [])
+        #expect(try library.files(of: a).map(\.id!) == filesOfA)
+
+        // The id of the book deleted before the migration is not given again.
+        let added = try library.add(importedBook("/new"))
+        #expect(added > old.deleted)
+        // The book's rules came through the new table: a position in another book's file, a bad loop, a title.
+        expectError(.invalidArgument) { try library.savePosition(of: a, file: filesOfB[0], offset: 1) }
+        #expect(try library.savePosition(of: a, file: filesOfA[1], offset: 7))
+        expectError(.invalidArgument) { try library.renameBook(a, to: " ") }
+        let other = try DatabaseQueue(path: path)
+        #expect(throws: DatabaseError.self, "the old spelling of a loop") {
+            try other.write { try $0.execute(sql: "UPDATE book SET loop = 'Track' WHERE id = ?", arguments: [a]) }
+        }
+        #expect(try library.book(a).loop == .none)
+        // Deleting the current book clears it.
+        try library.deleteBook(b)
+        #expect(try library.currentBook() == nil)
+    }
+
+    @Test("A current book that no longer exists, or none, is no current book after the migration")
+    func currentBookGone() throws {
+        for current in [{ (old: Old) in String(old.deleted) }, { _ in "not a number" }, { _ in nil }] as [(Old) -> String?] {
+            let dir = try TemporaryDirectory(prefix: "lectern-library")
+            let path = dir.path + "/library.sqlite"
+            let old = try Self.makeOldLibrary(path, current: current, orders: { _ in [:] })
+            let library = try Library(path: path)
+            #expect(try library.currentBook() == nil)
+            try library.setCurrentBook(old.books[0])
+            #expect(try library.currentBook() == old.books[0])
+        }
+    }
+}
