@@ -107,7 +107,11 @@ extension PlaybackTests {
             let before = try #require(engine.position)
             engine.setRate(2)
             expectClose(engine.position, before, within: .milliseconds(200))
-            try await Task.sleep(for: .milliseconds(200))
+            // The new rate takes effect with a seek the engine's thread makes: measure once the position moves again.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while (engine.position ?? .zero) < before + .milliseconds(300), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let fast = try await speed()
             #expect(normal > 0.7 && normal < 1.3, "rate 1 advanced \(normal)× wall time")
             #expect(fast > 1.5 && fast < 2.5, "rate 2 advanced \(fast)× wall time")

@@ -4,7 +4,6 @@ import Foundation
 import LecternCore
 import LecternLibrary
 import Logging
-import Synchronization
 
 /// How `lecternd` was asked to run.
 public struct DaemonOptions: Sendable {
@@ -126,29 +125,27 @@ public enum Daemon {
         }
 
         let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
-        let libraryService = Mutex<LibraryService?>(nil)
         // One thread for the database's writes, the book session's and those made for clients (LibraryWriter).
         let databaseWrites = ThreadExecutor(name: "lectern-db")
+        let writer = LibraryWriter(library: library, executor: databaseWrites)
+        let service = LibraryService(library: library, writer: writer,
+                                     importer: Importer(writer: writer, opener: opener, logger: logger), logger: logger,
+                                     bookCountChanged: mpris.bookCountChanged)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
                                   logger: logger) { news in
             switch news {
             case .currentBook(let book):
-                libraryService.withLock { $0 }?.currentBookChanged(book)
+                service.currentBookChanged(book)
                 mpris.currentBookChanged(book)
             case .bookChanged(let id):
-                libraryService.withLock { $0 }?.bookChanged(id)
+                service.bookChanged(id)
             case .bookmarksChanged(let id):
-                libraryService.withLock { $0 }?.bookmarksChanged(id)
+                service.bookmarksChanged(id)
             case .filesSkipped(let files):
                 listening.filesSkipped(files)
             }
         }
         sessionOnceOpen.set(session)
-        let writer = LibraryWriter(library: library, executor: databaseWrites)
-        let service = LibraryService(library: library, writer: writer, session: session,
-                                     importer: Importer(writer: writer, opener: opener, logger: logger), logger: logger,
-                                     bookCountChanged: mpris.bookCountChanged)
-        libraryService.withLock { $0 = service }
         let bookCount = (try? library.bookCount()) ?? 0
         mpris.publishPlaylists(bookCount: bookCount)
         playlistsCalls.release()
@@ -158,7 +155,8 @@ public enum Daemon {
                                           logger: logger) { [unplugBookmark = options.unplugBookmark] in
             if unplugBookmark { await session.addAutomaticBookmark(.unplug, title: "Output unplugged") }
         }
-        let lecternInterfaces: [Interface] = service.interfaces + [listening.makeInterface(player: player), outputWatcher.makeInterface()]
+        let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session))
+            + [listening.makeInterface(player: player), outputWatcher.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),

@@ -4,13 +4,13 @@ import LecternLibrary
 // org.lectern.Bookmarks1, the face: each method decodes its arguments, calls the library (or LibraryRules) and
 // announces BookmarksChanged for the book whose bookmarks changed.
 extension LibraryService {
-    var bookmarksInterfaceDeclaration: Interface {
+    func bookmarksInterfaceDeclaration(_ rules: LibraryRules) -> Interface {
         let dict = DBusType.dictionary(key: .string, value: .variant)
         return Interface(Self.bookmarksInterface,
             methods: [
                 method("AddBookmark", in: [("book", .int64), ("title", .string), ("note", .string)], out: [("id", .int64)]) { call in
                     let (bookId, title, note) = try call.arguments(Int64.self, String.self, String.self)
-                    let bookmark = try await self.rules.addBookmark(to: bookId, title: title, note: note)
+                    let bookmark = try await rules.addBookmark(to: bookId, title: title, note: note)
                     self.bookmarksChanged(bookId)
                     return [.int64(bookmark.id ?? 0)]
                 },
@@ -37,7 +37,7 @@ extension LibraryService {
                     [.array(dict, try self.library.bookmarks(of: call.argument(0)).map(Self.encode))]
                 },
                 method("JumpToBookmark", in: [("id", .int64)]) { call in
-                    try await self.rules.jump(toBookmark: call.argument(0))
+                    try await rules.jump(toBookmark: call.argument(0))
                     return []
                 },
             ],

@@ -5,7 +5,7 @@ import LecternLibrary
 // org.lectern.Library1, the face: each method decodes its arguments, calls the library (or LibraryRules, ImportJobs)
 // and announces what changed. Listings are deferred: read from a snapshot taken in call order, off the call queue.
 extension LibraryService {
-    var libraryInterfaceDeclaration: Interface {
+    func libraryInterfaceDeclaration(_ rules: LibraryRules) -> Interface {
         let dict = DBusType.dictionary(key: .string, value: .variant)
         return Interface(Self.libraryInterface,
             methods: [
@@ -35,7 +35,7 @@ extension LibraryService {
                 },
                 method("DeleteShelf", in: [("id", .int64), ("recursive", .boolean)]) { call in
                     let (id, recursive) = try call.arguments(Int64.self, Bool.self)
-                    let books = try await self.rules.deleteShelf(id, recursive: recursive)
+                    let books = try await rules.deleteShelf(id, recursive: recursive)
                     for book in books { self.emit(Self.libraryInterface, "BookRemoved", [.int64(book)]) }
                     if !books.isEmpty { self.refreshBookCount() }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
@@ -64,7 +64,7 @@ extension LibraryService {
                 },
                 method("DeleteBook", in: [("id", .int64)]) { call in
                     let id: Int64 = try call.argument(0)
-                    try await self.rules.deleteBook(id)
+                    try await rules.deleteBook(id)
                     self.emit(Self.libraryInterface, "BookRemoved", [.int64(id)])
                     self.refreshBookCount()
                     return []
@@ -77,7 +77,7 @@ extension LibraryService {
                 },
                 method("SetBookSettings", in: [("id", .int64), ("settings", dict)]) { call in
                     let (id, changes) = try call.arguments(Int64.self, [String: DBusValue].self)
-                    try await self.rules.changeSettings(of: id) { settings in
+                    try await rules.changeSettings(of: id) { settings in
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
@@ -106,7 +106,7 @@ extension LibraryService {
                 },
                 method("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { call in
                     let (id, play) = try call.arguments(Int64.self, Bool.self)
-                    try await self.session.activate(id, play: play)
+                    try await rules.session.activate(id, play: play)
                     return []
                 },
                 method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { call in

@@ -24,8 +24,6 @@ final class LibraryService: Sendable {
     let library: Library
     /// Runs the writes off the cooperative pool, on the database's writer thread.
     let writer: LibraryWriter
-    let session: BookSession
-    let rules: LibraryRules
     let imports: ImportJobs
     let logger: Logger
     /// Set once the object is exported.
@@ -36,12 +34,10 @@ final class LibraryService: Sendable {
     /// Told the number of books after it may have changed (MPRIS PlaylistCount follows it).
     let bookCountChanged: @Sendable (Int) -> Void
 
-    init(library: Library, writer: LibraryWriter, session: BookSession, importer: Importer, logger: Logger,
+    init(library: Library, writer: LibraryWriter, importer: Importer, logger: Logger,
          bookCountChanged: @escaping @Sendable (Int) -> Void) {
         self.library = library
         self.writer = writer
-        self.session = session
-        rules = LibraryRules(library: library, writer: writer, session: session)
         imports = ImportJobs(library: library, importer: importer, logger: logger)
         self.logger = logger
         self.bookCountChanged = bookCountChanged
@@ -111,7 +107,10 @@ final class LibraryService: Sendable {
     // MARK: - Declarations
 
     /// Library1 and Bookmarks1, declared in their own files.
-    var interfaces: [Interface] { [libraryInterfaceDeclaration, bookmarksInterfaceDeclaration] }
+    /// `rules`: what the calls do beyond the library, with the book session.
+    func interfaces(_ rules: LibraryRules) -> [Interface] {
+        [libraryInterfaceDeclaration(rules), bookmarksInterfaceDeclaration(rules)]
+    }
 
     /// A method that reads a snapshot of the library taken in call order (on the call queue) and does the rest,
     /// the query and the encoding, off the queue: other callers aren't kept waiting (Method.deferred).
