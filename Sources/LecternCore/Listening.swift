@@ -52,7 +52,7 @@ public struct ListeningOptions: Sendable, Equatable {
     public var smartRewind: SmartRewind
     /// How long the sleep timer's fade-out lasts.
     public var sleepFade: Duration
-    /// Previous further than this into a track goes back to its start.
+    /// Previous further than this into a chapter goes back to its start.
     public var previousRestartsAfter: Duration
 
     public init(smartRewind: SmartRewind = SmartRewind(), sleepFade: Duration = .seconds(10),

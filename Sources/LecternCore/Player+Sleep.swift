@@ -41,7 +41,7 @@ extension Player {
         case .after:
             return max(.zero, timer.remaining)
         case .endOfChapter:
-            guard timer.extraChapters == 0, let end = state.track?.end else { return nil }
+            guard timer.extraChapters == 0, let end = state.chapter?.end else { return nil }
             return max(.zero, end - position) / state.rate
         }
     }
@@ -108,8 +108,8 @@ extension Player {
         }
     }
 
-    /// Playing went from one track into the next: the moment an end-of-chapter timer stops.
-    func trackEnded() {
+    /// Playing went from one chapter into the next: the moment an end-of-chapter timer stops.
+    func chapterEnded() {
         guard let timer = sleep, case .endOfChapter = timer.mode else { return }
         if timer.extraChapters > 0 {
             sleep?.extraChapters -= 1
@@ -139,12 +139,12 @@ extension Player {
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
-        guard state.status == .playing, engineReady, let current = state.currentTrack else { return }
+        guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
         let rate = state.rate
         let here = position
         var delays: [Duration] = []
-        if current + 1 < state.tracks.count, state.tracks[current + 1].itemIndex == state.tracks[current].itemIndex {
-            delays.append((state.tracks[current + 1].start - here) / rate)
+        if current + 1 < state.chapters.count, state.chapters[current + 1].itemIndex == state.chapters[current].itemIndex {
+            delays.append((state.chapters[current + 1].start - here) / rate)
         }
         // Just past the end of the file, while the engine should be going on with the next one: a handover that
         // didn't happen is caught within a fraction of a second (``watchForHandover(_:)``), not at a tick.

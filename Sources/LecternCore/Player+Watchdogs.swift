@@ -61,7 +61,7 @@ extension Player {
             logger.warning("the next file did not start at the end of the one before; loading it",
                            metadata: ["file": "\(state.queue[order[target]].url.path)"])
             load(orderPosition: target, at: .zero, announce: target == order.position)
-            trackEnded()
+            chapterEnded()
         }
         return true
     }

@@ -123,8 +123,8 @@ public actor Player {
     /// Where the listener is in the file, the chapter and the book.
     public var progress: BookProgress? { state.progress(atFilePosition: position) }
 
-    public var canGoNext: Bool { nextTrack(wrapping: state.loop == .queue) != nil }
-    public var canGoPrevious: Bool { state.currentTrack != nil }
+    public var canGoNext: Bool { nextChapter(wrapping: state.loop == .queue) != nil }
+    public var canGoPrevious: Bool { state.currentChapter != nil }
 
     // MARK: - Commands
 
@@ -163,7 +163,7 @@ public actor Player {
             nextItemID += 1
             return copy
         }
-        state.tracks = Track.tracks(of: state.queue)
+        state.chapters = Chapter.chapters(of: state.queue)
         let start = min(max(0, startIndex), items.count - 1)
         if state.shuffle, let shuffleOrder,
            let kept = PlayOrder.shuffled(keeping: shuffleOrder, count: items.count, at: start) {
@@ -187,12 +187,12 @@ public actor Player {
         if updated.duration == nil { updated.duration = state.queue[index].duration }
         guard updated != state.queue[index] else { return }
         state.queue[index] = updated
-        refreshTracks()
+        refreshChapters()
         publish()
     }
 
     /// Playing stays playing; paused resumes (a little earlier after a long pause: the smart rewind);
-    /// stopped starts the current track from its beginning.
+    /// stopped starts the current chapter from its beginning.
     public func play() {
         userCommand()
         guard state.currentIndex != nil else { return }
@@ -213,7 +213,7 @@ public actor Player {
             if engineReady { engine.play() }
         case .stopped:
             setStatus(.playing)
-            load(orderPosition: order.position, at: state.track?.start ?? .zero)
+            load(orderPosition: order.position, at: state.chapter?.start ?? .zero)
         }
     }
 
@@ -241,33 +241,33 @@ public actor Player {
         tell(.stopped(item, at: stoppedAt))
     }
 
-    /// Moves to the next track (chapter, or file without chapters); paused or stopped stays so.
+    /// Moves to the next chapter (a chapter of a file, or a file without chapter marks); paused or stopped stays so.
     public func next() {
         userCommand()
-        guard let target = nextTrack(wrapping: state.loop == .queue) else { return }
-        go(toTrack: target)
+        guard let target = nextChapter(wrapping: state.loop == .queue) else { return }
+        go(toChapter: target)
     }
 
-    /// More than a few seconds into a track, back to its start; else to the previous track (its start).
+    /// More than a few seconds into a chapter, back to its start; else to the previous chapter (its start).
     public func previous() {
         userCommand()
-        guard let current = state.currentTrack else { return }
-        let intoTrack = position - state.tracks[current].start
-        if state.status != .stopped, intoTrack > options.previousRestartsAfter || previousTrack() == nil {
-            seekWithinItem(to: state.tracks[current].start)
+        guard let current = state.currentChapter else { return }
+        let intoChapter = position - state.chapters[current].start
+        if state.status != .stopped, intoChapter > options.previousRestartsAfter || previousChapter() == nil {
+            seekWithinItem(to: state.chapters[current].start)
             return
         }
-        guard let target = previousTrack() else { return }
-        go(toTrack: target)
+        guard let target = previousChapter() else { return }
+        go(toChapter: target)
     }
 
-    /// Makes track `index` current, at its start. Throws for an index out of range.
-    public func goTo(track index: Int) throws(PlayerError) {
+    /// Makes chapter `index` current, at its start. Throws for an index out of range.
+    public func goTo(chapter index: Int) throws(PlayerError) {
         userCommand()
-        guard state.tracks.indices.contains(index) else {
-            throw .invalidValue("there is no chapter \(index) (\(state.tracks.count) in the queue)")
+        guard state.chapters.indices.contains(index) else {
+            throw .invalidValue("there is no chapter \(index) (\(state.chapters.count) in the queue)")
         }
-        go(toTrack: index)
+        go(toChapter: index)
     }
 
     /// Moves to `position` in file `index` of the queue (queue order); a stopped player is paused there.
@@ -287,14 +287,14 @@ public actor Player {
         }
     }
 
-    /// MPRIS's relative seek, within the current track: below its start clamps to the start; past its end
-    /// acts as `next()` (at the last track, as reaching the end). Ignored while stopped.
+    /// MPRIS's relative seek, within the current chapter: below its start clamps to the start; past its end
+    /// acts as `next()` (at the last chapter, as reaching the end). Ignored while stopped.
     public func seek(by offset: Duration) {
         userCommand()
-        guard let track = state.track, state.status != .stopped else { return }
-        let target = max(track.start, position + offset)
-        if let end = track.end, target >= end {
-            if let next = nextTrack(wrapping: state.loop == .queue) { go(toTrack: next) } else { finish() }
+        guard let chapter = state.chapter, state.status != .stopped else { return }
+        let target = max(chapter.start, position + offset)
+        if let end = chapter.end, target >= end {
+            if let next = nextChapter(wrapping: state.loop == .queue) { go(toChapter: next) } else { finish() }
             return
         }
         seekWithinItem(to: target)
@@ -308,12 +308,12 @@ public actor Player {
         move(by: offset)
     }
 
-    /// Absolute seek within track `track` of the queue `queue`; ignored when that is not the current
-    /// track, the position is outside it, or the player is stopped.
-    public func setPosition(queue: QueueID, track: Int, to target: Duration) {
+    /// Absolute seek within chapter `chapter` of the queue `queue`; ignored when that is not the current
+    /// chapter, the position is outside it, or the player is stopped.
+    public func setPosition(queue: QueueID, chapter: Int, to target: Duration) {
         userCommand()
-        guard queue == state.queueID, track == state.currentTrack, target >= .zero, state.status != .stopped else { return }
-        let current = state.tracks[track]
+        guard queue == state.queueID, chapter == state.currentChapter, target >= .zero, state.status != .stopped else { return }
+        let current = state.chapters[chapter]
         if let length = current.length, target > length { return }
         seekWithinItem(to: current.start + target)
     }
@@ -444,15 +444,15 @@ public actor Player {
             let restarted = target == order.position
             order.position = target
             state.currentIndex = order[target]
-            state.currentTrack = firstTrack(ofItem: order[target])
+            state.currentChapter = firstChapter(ofItem: order[target])
             state.lastError = nil
             view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
             publish()
-            // The same track again (loop chapter, or a one-file loop queue): the trackid doesn't change,
+            // The same chapter again (loop chapter, or a one-file loop queue): the trackid doesn't change,
             // so only Seeked tells clients the position went back to 0.
             if restarted { tell(.seeked(.zero)) }
-            trackEnded()
+            chapterEnded()
         case .endOfStream:
             if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
         case .outputFailed(let message):
@@ -562,7 +562,7 @@ public actor Player {
         } else {
             finish()
         }
-        trackEnded()
+        chapterEnded()
     }
 
     /// The stream ended without continuing gaplessly: normally at the end of the queue, but also when the
@@ -571,7 +571,7 @@ public actor Player {
     private func endOfQueue() {
         switch state.loop {
         case .chapter:
-            load(orderPosition: order.position, at: state.track?.start ?? .zero, announce: true)
+            load(orderPosition: order.position, at: state.chapter?.start ?? .zero, announce: true)
         case .queue where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
             load(orderPosition: next, at: .zero, announce: next == order.position)
@@ -619,80 +619,80 @@ public actor Player {
         }
     }
 
-    private func go(toTrack index: Int) {
-        let track = state.tracks[index]
-        guard let target = order.position(of: track.itemIndex) else { return }
+    private func go(toChapter index: Int) {
+        let chapter = state.chapters[index]
+        guard let target = order.position(of: chapter.itemIndex) else { return }
         if state.status == .stopped {
             order.position = target
-            state.currentIndex = track.itemIndex
-            state.currentTrack = index
-            view.set(PositionClock(anchor: track.start))
+            state.currentIndex = chapter.itemIndex
+            state.currentChapter = index
+            view.set(PositionClock(anchor: chapter.start))
             publish()
             return
         }
         if target == order.position && engineReady {
-            seekWithinItem(to: track.start, announce: false)  // a new trackid at its start: no Seeked needed
+            seekWithinItem(to: chapter.start, announce: false)  // a new trackid at its start: no Seeked needed
         } else {
-            load(orderPosition: target, at: track.start)
+            load(orderPosition: target, at: chapter.start)
         }
     }
 
-    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a track's
-    /// start, or when `announce` (a jump, or the same track starting over).
+    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a chapter's
+    /// start, or when `announce` (a jump, or the same chapter starting over).
     func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
         advanceAtEndOfFile = false
         order.position = target
         state.currentIndex = order[target]
-        state.currentTrack = state.trackIndex(atFilePosition: position)
+        state.currentChapter = state.chapterIndex(atFilePosition: position)
         state.lastError = nil
         engineLoad = .loading(since: now(), retried: false)
         engine.load(state.queue[order[target]].url, at: position)
         view.set(PositionClock(anchor: position))
         updateNext()
         publish()
-        let intoTrack = position - (state.track?.start ?? .zero)
-        if intoTrack > .zero || announce { tell(.seeked(intoTrack)) }
+        let intoChapter = position - (state.chapter?.start ?? .zero)
+        if intoChapter > .zero || announce { tell(.seeked(intoChapter)) }
     }
 
-    /// Seeks in the current file; clients see the new track (if it changed), then Seeked (unless not `announce`).
+    /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked (unless not `announce`).
     private func seekWithinItem(to target: Duration, announce: Bool = true) {
         view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
-        state.currentTrack = state.trackIndex(atFilePosition: target)
+        state.currentChapter = state.chapterIndex(atFilePosition: target)
         publish()
         // Before the flushing seek, which may wait for the sink.
-        if announce { tell(.seeked(target - (state.track?.start ?? .zero))) }
+        if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
         engine.seek(to: target)
     }
 
-    /// Playing went past a chapter boundary inside the file: the next track is current (or, with loop
+    /// Playing went past a chapter boundary inside the file: the next chapter is current (or, with loop
     /// chapter, the chapter starts over).
     func checkPosition() {
-        guard state.status == .playing, engineReady, let current = state.currentTrack else { return }
+        guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
         let now = position
-        guard let track = state.trackIndex(atFilePosition: now), track != current else {
+        guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {
             updateSleepTimer()
             return
         }
-        if state.loop == .chapter && track == current + 1 {
-            seekWithinItem(to: state.tracks[current].start)
+        if state.loop == .chapter && chapter == current + 1 {
+            seekWithinItem(to: state.chapters[current].start)
         } else {
-            state.currentTrack = track
+            state.currentChapter = chapter
             publish()
         }
-        trackEnded()
+        chapterEnded()
         updateSleepTimer()
     }
 
     private func setCurrentDuration(_ duration: Duration) {
         guard let index = state.currentIndex, duration > .zero else { return }
         state.queue[index].duration = duration
-        refreshTracks()
+        refreshChapters()
     }
 
-    /// Rebuilds the tracks after what is known of the files changed.
-    private func refreshTracks() {
-        state.tracks = Track.tracks(of: state.queue)
-        state.currentTrack = state.trackIndex(atFilePosition: state.status == .stopped ? view.position() : position)
+    /// Rebuilds the chapters after what is known of the files changed.
+    private func refreshChapters() {
+        state.chapters = Chapter.chapters(of: state.queue)
+        state.currentChapter = state.chapterIndex(atFilePosition: state.status == .stopped ? view.position() : position)
     }
 
     func anchorClock() {
@@ -701,23 +701,23 @@ public actor Player {
         view.set(PositionClock(anchor: anchor, speed: speed))
     }
 
-    func firstTrack(ofItem item: Int) -> Int? { state.tracks.firstIndex { $0.itemIndex == item } }
-    func lastTrack(ofItem item: Int) -> Int? { state.tracks.lastIndex { $0.itemIndex == item } }
+    func firstChapter(ofItem item: Int) -> Int? { state.chapters.firstIndex { $0.itemIndex == item } }
+    func lastChapter(ofItem item: Int) -> Int? { state.chapters.lastIndex { $0.itemIndex == item } }
 
-    /// The track after the current one: the next chapter of this file, else the first of the next file in play order.
-    func nextTrack(wrapping: Bool) -> Int? {
-        guard let current = state.currentTrack else { return nil }
-        if current + 1 < state.tracks.count, state.tracks[current + 1].itemIndex == state.tracks[current].itemIndex {
+    /// The chapter after the current one: the next chapter of this file, else the first of the next file in play order.
+    func nextChapter(wrapping: Bool) -> Int? {
+        guard let current = state.currentChapter else { return nil }
+        if current + 1 < state.chapters.count, state.chapters[current + 1].itemIndex == state.chapters[current].itemIndex {
             return current + 1
         }
-        return nextOrderPosition(wrapping: wrapping).flatMap { firstTrack(ofItem: order[$0]) }
+        return nextOrderPosition(wrapping: wrapping).flatMap { firstChapter(ofItem: order[$0]) }
     }
 
     /// The chapter before the current one in this file, else the last of the previous file in play order.
-    func previousTrack() -> Int? {
-        guard let current = state.currentTrack else { return nil }
-        if current > 0, state.tracks[current - 1].itemIndex == state.tracks[current].itemIndex { return current - 1 }
-        return previousOrderPosition().flatMap { lastTrack(ofItem: order[$0]) }
+    func previousChapter() -> Int? {
+        guard let current = state.currentChapter else { return nil }
+        if current > 0, state.chapters[current - 1].itemIndex == state.chapters[current].itemIndex { return current - 1 }
+        return previousOrderPosition().flatMap { lastChapter(ofItem: order[$0]) }
     }
 
     /// The next position in play order; with `skippingFailed`, past items that already failed as the next one.
@@ -742,12 +742,12 @@ public actor Player {
     }
 
     /// Tells the engine what follows the current item, for a gapless transition. With loop chapter, a file
-    /// of one track follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
+    /// of one chapter follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
     private func updateNext() {
         let next: Int?
         switch state.loop {
         case .chapter:
-            let single = state.currentIndex.map { firstTrack(ofItem: $0) == lastTrack(ofItem: $0) } ?? false
+            let single = state.currentIndex.map { firstChapter(ofItem: $0) == lastChapter(ofItem: $0) } ?? false
             next = single ? order.position : nil
         case .queue: next = nextOrderPosition(wrapping: true, skippingFailed: true)
         case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)

@@ -48,10 +48,10 @@ public struct PlayerState: Sendable, Equatable {
     public var queue: [MediaItem] = []
     /// Index into `queue` of the current item.
     public var currentIndex: Int?
-    /// The chapters of the queue's files, in queue order (see ``Track/tracks(of:)``).
-    public var tracks: [Track] = []
-    /// Index into `tracks` of the track being played.
-    public var currentTrack: Int?
+    /// The chapters of the queue's files, in queue order (see ``Chapter/chapters(of:)``).
+    public var chapters: [Chapter] = []
+    /// Index into `chapters` of the chapter being played.
+    public var currentChapter: Int?
     /// The play order (queue indices) while shuffled; stays the same until reshuffled.
     public var shuffleOrder: [Int]?
     public var sleepTimer: SleepTimerStatus?
@@ -71,11 +71,11 @@ public struct PlayerState: Sendable, Equatable {
     public init() {}
 
     public var current: MediaItem? { currentIndex.map { queue[$0] } }
-    public var track: Track? { currentTrack.map { tracks[$0] } }
+    public var chapter: Chapter? { currentChapter.map { chapters[$0] } }
 }
 
 /// The position of the current item as a function of time: re-anchored on every play, pause, seek
-/// and track change and at every tick (``Player/tickInterval``), so a reader on another thread can compute "now" without
+/// and chapter change and at every tick (``Player/tickInterval``), so a reader on another thread can compute "now" without
 /// asking the pipeline.
 public struct PositionClock: Sendable, Equatable {
     public var anchor: Duration
@@ -168,7 +168,7 @@ public final class PlayerView: Sendable {
             let counted = published.state.status == .playing ? now - published.at : .zero
             return max(.zero, left - counted)
         case .thisChapterEnd?:
-            guard let end = published.state.track?.end else { return nil }
+            guard let end = published.state.chapter?.end else { return nil }
             return max(.zero, end - published.clock.position(at: now)) / published.state.rate
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 import LecternCore
 import Testing
 
-// The player as a listener of books uses it: tracks are chapters, skips cross files, the sleep timer,
+// The player as a listener of books uses it: chapters are chapters, skips cross files, the sleep timer,
 // smart rewind, shuffle kept per book, the end of the book. Fake engine, manual clock.
 
 /// Three 100 s files; the second has chapters at 0, 30 and 60 s ("B1", "B2", "B3").
@@ -47,19 +47,19 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
 
 @Suite struct TrackLayoutTests {
     @Test func chaptersBecomeTracksInQueueOrder() {
-        let tracks = Track.tracks(of: chapteredItems())
-        #expect(tracks.map(\.title) == ["Part 0", "B1", "B2", "B3", "Part 2"])
-        #expect(tracks.map(\.itemIndex) == [0, 1, 1, 1, 2])
+        let chapters = Chapter.chapters(of: chapteredItems())
+        #expect(chapters.map(\.title) == ["Part 0", "B1", "B2", "B3", "Part 2"])
+        #expect(chapters.map(\.itemIndex) == [0, 1, 1, 1, 2])
         // The first chapter of a file starts at 0 (its mark said 5 s); the mark past the end is dropped.
-        #expect(tracks.map(\.start) == [.zero, .zero, .seconds(30), .seconds(60), .zero])
-        #expect(tracks.map(\.end) == [.seconds(100), .seconds(30), .seconds(60), .seconds(100), .seconds(100)])
+        #expect(chapters.map(\.start) == [.zero, .zero, .seconds(30), .seconds(60), .zero])
+        #expect(chapters.map(\.end) == [.seconds(100), .seconds(30), .seconds(60), .seconds(100), .seconds(100)])
     }
 
     @Test func aFileOfUnknownDurationIsOneOpenEndedTrack() {
-        let tracks = Track.tracks(of: makeItems(1, duration: nil))
-        #expect(tracks.count == 1)
-        #expect(tracks[0].end == nil)
-        #expect(tracks[0].length == nil)
+        let chapters = Chapter.chapters(of: makeItems(1, duration: nil))
+        #expect(chapters.count == 1)
+        #expect(chapters[0].end == nil)
+        #expect(chapters[0].length == nil)
     }
 }
 
@@ -67,16 +67,16 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
     @Test func nextWithinAFileSeeksToTheChapterStartWithoutSeeked() async {
         await withHarness { h in
             await h.openChaptered(startAt: 1, position: .seconds(10))
-            #expect(await h.player.snapshot.currentTrack == 1)
+            #expect(await h.player.snapshot.currentChapter == 1)
             h.reset()
 
             await h.player.next()
             #expect(h.engine.calls == [.seek(.seconds(30))])
-            #expect(h.log.lastState?.currentTrack == 2)
-            #expect(h.log.lastState?.track?.title == "B2")
+            #expect(h.log.lastState?.currentChapter == 2)
+            #expect(h.log.lastState?.chapter?.title == "B2")
             // Landing at the chapter's start: the new trackid says position 0; no Seeked.
             #expect(h.log.seeks == [])
-            #expect(await h.player.progress?.trackPosition == .zero)
+            #expect(await h.player.progress?.chapterPosition == .zero)
         }
     }
 
@@ -86,7 +86,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             h.reset()
             await h.player.next()
             #expect(h.engine.calls == [.load(fileURL(2), at: .zero), .setNext(nil)])
-            #expect(h.log.lastState?.currentTrack == 4)
+            #expect(h.log.lastState?.currentChapter == 4)
             #expect(h.log.seeks == [])
         }
     }
@@ -100,19 +100,19 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             await h.player.previous()
             #expect(h.engine.calls == [.seek(.seconds(30))])
             #expect(h.log.seeks == [.zero])
-            #expect(h.log.lastState?.currentTrack == 2 || h.log.states.isEmpty)
+            #expect(h.log.lastState?.currentChapter == 2 || h.log.states.isEmpty)
 
             // At its start: to B1.
             h.reset()
             await h.player.previous()
             #expect(h.engine.calls == [.seek(.zero)])
-            #expect(h.log.lastState?.currentTrack == 1)
+            #expect(h.log.lastState?.currentChapter == 1)
 
             // From B1's start: the previous file's last (only) chapter, loaded at its start.
             h.reset()
             await h.player.previous()
             #expect(h.engine.calls == [.load(fileURL(0), at: .zero), .setNext(fileURL(1))])
-            #expect(h.log.lastState?.currentTrack == 0)
+            #expect(h.log.lastState?.currentChapter == 0)
         }
     }
 
@@ -122,7 +122,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             h.reset()
             await h.player.previous()
             #expect(h.engine.calls == [.load(fileURL(1), at: .seconds(60)), .setNext(fileURL(2))])
-            #expect(h.log.lastState?.currentTrack == 3)
+            #expect(h.log.lastState?.currentChapter == 3)
             #expect(h.log.seeks == [])  // at the chapter's start
         }
     }
@@ -130,13 +130,13 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
     @Test func playingAcrossAChapterBoundaryChangesTheTrack() async {
         await withHarness { h in
             await h.openChaptered(startAt: 1, position: .seconds(28))
-            #expect(await h.player.snapshot.currentTrack == 1)
+            #expect(await h.player.snapshot.currentChapter == 1)
             await h.play(for: .seconds(3))
-            #expect(h.log.lastState?.currentTrack == 2)
+            #expect(h.log.lastState?.currentChapter == 2)
             #expect(h.log.seeks == [.seconds(28)])  // only the opening one: playing on is not a jump
             let progress = await h.player.progress
-            #expect(progress?.trackIndex == 2)
-            #expect(progress?.trackPosition == .seconds(1))
+            #expect(progress?.chapterIndex == 2)
+            #expect(progress?.chapterPosition == .seconds(1))
         }
     }
 
@@ -144,9 +144,9 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
         try await withHarness { h in
             await h.openChaptered()
             h.reset()
-            try await h.player.goTo(track: 3)
+            try await h.player.goTo(chapter: 3)
             #expect(h.engine.calls == [.load(fileURL(1), at: .seconds(60)), .setNext(fileURL(2))])
-            #expect(h.log.lastState?.currentTrack == 3)
+            #expect(h.log.lastState?.currentChapter == 3)
             await h.ready(.seconds(100))
 
             h.reset()
@@ -156,7 +156,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             await h.ready(.seconds(100))
 
             h.reset()
-            await #expect(throws: PlayerError.self) { try await h.player.goTo(track: 5) }
+            await #expect(throws: PlayerError.self) { try await h.player.goTo(chapter: 5) }
             await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 3, at: .zero) }
             await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 0, at: .seconds(101)) }
             await #expect(throws: PlayerError.self) { try await h.player.jump(toFile: 0, at: .seconds(-1)) }
@@ -171,7 +171,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             h.reset()
             await h.player.seek(by: .seconds(15))
             #expect(h.engine.calls == [.seek(.seconds(60))])
-            #expect(h.log.lastState?.currentTrack == 3)
+            #expect(h.log.lastState?.currentChapter == 3)
         }
     }
 }
@@ -215,7 +215,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             h.reset()
             await h.player.skip(by: .seconds(15))
             #expect(h.engine.calls == [.seek(.seconds(35))])
-            #expect(h.log.lastState?.currentTrack == 2)
+            #expect(h.log.lastState?.currentChapter == 2)
             #expect(h.log.seeks == [.seconds(5)])  // within B2, which starts at 30 s
         }
     }
@@ -253,11 +253,11 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             let progress = try #require(await h.player.progress)
             #expect(progress.fileIndex == 1)
             #expect(progress.fileCount == 3)
-            #expect(progress.trackIndex == 2)
-            #expect(progress.trackCount == 5)
-            #expect(progress.trackTitle == "B2")
-            #expect(progress.trackPosition == .seconds(10))
-            #expect(progress.trackLength == .seconds(30))
+            #expect(progress.chapterIndex == 2)
+            #expect(progress.chapterCount == 5)
+            #expect(progress.chapterTitle == "B2")
+            #expect(progress.chapterPosition == .seconds(10))
+            #expect(progress.chapterLength == .seconds(30))
             #expect(progress.bookPosition == .seconds(140))
             #expect(progress.bookLength == .seconds(300))
             #expect(progress.remaining == .seconds(80))  // 160 s of book at 2x
@@ -300,7 +300,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             await h.play(for: .seconds(3))
             #expect(h.engine.calls.contains(.seek(.seconds(30))))
             #expect(h.log.seeks.contains(.zero))
-            #expect(await h.player.snapshot.currentTrack == 2)
+            #expect(await h.player.snapshot.currentChapter == 2)
         }
     }
 
@@ -510,7 +510,7 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             await h.play(for: .seconds(4))
             let state = await h.player.snapshot
             #expect(state.status == .paused)
-            #expect(state.currentTrack == 2)
+            #expect(state.currentChapter == 2)
             #expect(h.engine.volume == 1)
             #expect(h.log.all.contains { if case .sleepTimerFired = $0 { true } else { false } })
         }
@@ -525,10 +525,10 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             await h.player.noteActivity()
             await h.play(for: .seconds(10))  // into B2: still playing
             #expect(await h.player.snapshot.status == .playing)
-            #expect(await h.player.snapshot.currentTrack == 2)
+            #expect(await h.player.snapshot.currentChapter == 2)
             await h.play(for: .seconds(25))  // to B3
             #expect(await h.player.snapshot.status == .paused)
-            #expect(await h.player.snapshot.currentTrack == 3)
+            #expect(await h.player.snapshot.currentChapter == 3)
         }
     }
 

@@ -217,7 +217,7 @@ import Testing
         await withHarness { h in
             await h.player.open(makeItems(3))
             await h.ready(.seconds(100))
-            #expect(await h.player.canGoPrevious == true)  // Previous restarts the first track
+            #expect(await h.player.canGoPrevious == true)  // Previous restarts the first chapter
             #expect(await h.player.canGoNext == true)
             h.reset()
 
@@ -420,13 +420,13 @@ import Testing
             guard let queue = await h.player.snapshot.queueID else { Issue.record("no queue after open"); return }
             h.reset()
 
-            await h.player.setPosition(queue: queue, track: 0, to: .seconds(60))
+            await h.player.setPosition(queue: queue, chapter: 0, to: .seconds(60))
             #expect(h.engine.calls == [.seek(.seconds(60))])
             #expect(h.log.all == [.seeked(.seconds(60))])
 
             // The very end is still in range.
             h.reset()
-            await h.player.setPosition(queue: queue, track: 0, to: .seconds(100))
+            await h.player.setPosition(queue: queue, chapter: 0, to: .seconds(100))
             #expect(h.engine.calls == [.seek(.seconds(100))])
             #expect(h.log.all == [.seeked(.seconds(100))])
         }
@@ -445,10 +445,10 @@ import Testing
             h.reset()
 
             switch kind {
-            case "stale id": await h.player.setPosition(queue: queue, track: 1, to: .seconds(50))
-            case "old queue id": await h.player.setPosition(queue: oldQueue, track: 0, to: .seconds(50))
-            case "negative": await h.player.setPosition(queue: queue, track: 0, to: .seconds(-1))
-            default: await h.player.setPosition(queue: queue, track: 0, to: .milliseconds(100_001))
+            case "stale id": await h.player.setPosition(queue: queue, chapter: 1, to: .seconds(50))
+            case "old queue id": await h.player.setPosition(queue: oldQueue, chapter: 0, to: .seconds(50))
+            case "negative": await h.player.setPosition(queue: queue, chapter: 0, to: .seconds(-1))
+            default: await h.player.setPosition(queue: queue, chapter: 0, to: .milliseconds(100_001))
             }
             #expect(h.engine.calls == [])
             #expect(h.log.all == [])
@@ -635,8 +635,8 @@ import Testing
         }
     }
 
-    /// The position jumps from the end back to 0 with the same track id: MPRIS wants a Seeked(0)
-    /// (playerctl only resets its clock on a track-id change).
+    /// The position jumps from the end back to 0 with the same chapter id: MPRIS wants a Seeked(0)
+    /// (playerctl only resets its clock on a chapter-id change).
     @Test func loopChapterRestartEmitsSeekedZero() async {
         await withHarness { h in
             await h.player.open(makeItems(3))

@@ -178,7 +178,7 @@ actor BookSession {
             saveSettings(state)
             saveShuffleOrder(state)
             if previous.status != state.status && state.status != .stopped || previous.current?.id != state.current?.id
-                || previous.currentTrack != state.currentTrack {
+                || previous.currentChapter != state.currentChapter {
                 savePosition()
             }
             // "Last played" is when it last stopped playing: what the smart rewind measures a pause from.

@@ -85,7 +85,7 @@ final class ListeningService: PlayerObserver {
                 Method("GoToChapter", in: [("chapter", .int32)]) { call in
                     let chapter: Int32 = try call.argument(0)
                     try Self.requireCurrent(view)
-                    try await Self.run { () async throws(PlayerError) in try await player.goTo(track: Int(chapter)) }
+                    try await Self.run { () async throws(PlayerError) in try await player.goTo(chapter: Int(chapter)) }
                     return []
                 },
                 Method("NextChapter") { _ in
@@ -148,7 +148,7 @@ final class ListeningService: PlayerObserver {
                 Property("SleepTimer", .string),
                 Property("LastError", .string),
                 Property("FilePosition", .int64, changes: .none, get: { .int64(view.progress()?.filePosition.microseconds ?? 0) }),
-                Property("ChapterPosition", .int64, changes: .none, get: { .int64(view.progress()?.trackPosition.microseconds ?? 0) }),
+                Property("ChapterPosition", .int64, changes: .none, get: { .int64(view.progress()?.chapterPosition.microseconds ?? 0) }),
                 Property("BookPosition", .int64, changes: .none, get: { .int64(view.progress()?.bookPosition.microseconds ?? 0) }),
                 Property("Remaining", .int64, changes: .none, get: { .int64(view.progress()?.remaining.microseconds ?? 0) }),
                 Property("SleepTimeLeft", .int64, changes: .none, get: { .int64(view.sleepTimeLeft()?.microseconds ?? -1) }),
@@ -159,15 +159,15 @@ final class ListeningService: PlayerObserver {
     // MARK: - Values
 
     private func properties(_ state: PlayerState) -> [String: DBusValue] {
-        let progress = state.progress(atFilePosition: state.track?.start ?? .zero)
+        let progress = state.progress(atFilePosition: state.chapter?.start ?? .zero)
         return [
             "Speed": .double(state.rate),
             "FileIndex": .int32(Int32(clamping: state.currentIndex ?? -1)),
             "FileCount": .int32(Int32(clamping: state.queue.count)),
-            "ChapterIndex": .int32(Int32(clamping: state.currentTrack ?? -1)),
-            "ChapterCount": .int32(Int32(clamping: state.tracks.count)),
-            "ChapterTitle": .string(state.track?.title ?? ""),
-            "ChapterLength": .int64(state.track?.length?.microseconds ?? 0),
+            "ChapterIndex": .int32(Int32(clamping: state.currentChapter ?? -1)),
+            "ChapterCount": .int32(Int32(clamping: state.chapters.count)),
+            "ChapterTitle": .string(state.chapter?.title ?? ""),
+            "ChapterLength": .int64(state.chapter?.length?.microseconds ?? 0),
             "BookLength": .int64(progress?.bookLength.microseconds ?? 0),
             "SleepTimer": .string(Self.sleepName(state.sleepTimer)),
         ]
@@ -187,11 +187,11 @@ final class ListeningService: PlayerObserver {
             map["files"] = .int32(Int32(clamping: progress.fileCount))
             map["filePosition"] = .int64(progress.filePosition.microseconds)
             map["fileLength"] = .int64(progress.fileLength?.microseconds ?? 0)
-            map["chapter"] = .int32(Int32(clamping: progress.trackIndex))
-            map["chapters"] = .int32(Int32(clamping: progress.trackCount))
-            map["chapterTitle"] = .string(progress.trackTitle)
-            map["chapterPosition"] = .int64(progress.trackPosition.microseconds)
-            map["chapterLength"] = .int64(progress.trackLength?.microseconds ?? 0)
+            map["chapter"] = .int32(Int32(clamping: progress.chapterIndex))
+            map["chapters"] = .int32(Int32(clamping: progress.chapterCount))
+            map["chapterTitle"] = .string(progress.chapterTitle)
+            map["chapterPosition"] = .int64(progress.chapterPosition.microseconds)
+            map["chapterLength"] = .int64(progress.chapterLength?.microseconds ?? 0)
             map["bookPosition"] = .int64(progress.bookPosition.microseconds)
             map["bookLength"] = .int64(progress.bookLength.microseconds)
             map["remaining"] = .int64(progress.remaining.microseconds)

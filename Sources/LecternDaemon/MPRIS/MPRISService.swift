@@ -57,17 +57,17 @@ public final class MPRISService: PlayerObserver {
     /// tracks whose metadata changed (tags or durations discovered later).
     private func announceTrackListChanges(from previous: PlayerState, to state: PlayerState, on object: ExportedObject) {
         // Ids are the queue's name and the track's index: the same name and count are the same ids.
-        if state.queueID != previous.queueID || state.tracks.count != previous.tracks.count {
+        if state.queueID != previous.queueID || state.chapters.count != previous.chapters.count {
             let ids = trackIDs(state)
             object.update(Self.trackListInterface, ["Tracks": .objectPaths(ids)])
-            let current = state.currentTrack.map { ids[$0] } ?? Self.noTrack
+            let current = state.currentChapter.map { ids[$0] } ?? Self.noTrack
             try? object.emit(Self.trackListInterface, "TrackListReplaced", [.objectPaths(ids), .objectPath(current)])
             return
         }
         // Only the files whose tags or duration changed; the book-level figures are not in TrackList metadata.
         let changedFiles = Set(state.queue.indices.filter { previous.queue.indices.contains($0) && previous.queue[$0] != state.queue[$0] })
         guard !changedFiles.isEmpty else { return }
-        for index in state.tracks.indices where changedFiles.contains(state.tracks[index].itemIndex) {
+        for index in state.chapters.indices where changedFiles.contains(state.chapters[index].itemIndex) {
             let metadata = metadata(state, track: index, bookFigures: false)
             guard metadata != self.metadata(previous, track: index, bookFigures: false),
                   let id = Self.trackID(queue: state.queueID, track: index) else { continue }
@@ -142,7 +142,7 @@ public final class MPRISService: PlayerObserver {
                 Method("SetPosition", in: [("TrackId", .objectPath), ("Position", .int64)]) { call in
                     let (path, position) = try call.arguments(ObjectPath.self, Int64.self)
                     guard let (queue, track) = Self.track(path) else { return [] }  // the spec says: ignore
-                    await player.setPosition(queue: queue, track: track, to: .microseconds(position))
+                    await player.setPosition(queue: queue, chapter: track, to: .microseconds(position))
                     return []
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
@@ -175,7 +175,7 @@ public final class MPRISService: PlayerObserver {
                     // Within the current track: the file's position less the track's start.
                     let state = view.state
                     let position = view.position()
-                    guard let track = state.track else { return .int64(position.microseconds) }
+                    guard let track = state.chapter else { return .int64(position.microseconds) }
                     var within = max(.zero, position - track.start)
                     if let length = track.length { within = min(within, length) }
                     return .int64(within.microseconds)
@@ -215,7 +215,7 @@ public final class MPRISService: PlayerObserver {
                 Method("GoTo", in: [("TrackId", .objectPath)]) { [view = player.view] call in
                     // An id that is not in the list is ignored, as the spec says.
                     guard let (queue, track) = Self.track(try call.argument(0)), queue == view.state.queueID else { return [] }
-                    try? await player.goTo(track: track)
+                    try? await player.goTo(chapter: track)
                     return []
                 },
             ],
@@ -242,7 +242,7 @@ public final class MPRISService: PlayerObserver {
             "LoopStatus": .string(state.loop.mprisLoopStatus),
             "Rate": .double(state.rate),
             "Shuffle": .boolean(state.shuffle),
-            "Metadata": state.currentTrack.map { metadata(state, track: $0) } ?? .emptyVardict,
+            "Metadata": state.currentChapter.map { metadata(state, track: $0) } ?? .emptyVardict,
             "Volume": .double(state.volume),
             "MinimumRate": .double(PlayerState.minimumRate),
             "MaximumRate": .double(PlayerState.maximumRate),
@@ -256,7 +256,7 @@ public final class MPRISService: PlayerObserver {
     }
 
     func trackIDs(_ state: PlayerState) -> [ObjectPath] {
-        state.tracks.indices.compactMap { Self.trackID(queue: state.queueID, track: $0) }
+        state.chapters.indices.compactMap { Self.trackID(queue: state.queueID, track: $0) }
     }
 
     /// A track's id: `/org/lectern/Lectern1/book/12/track/3` for chapter 3 of book 12's queue,
@@ -286,14 +286,14 @@ public final class MPRISService: PlayerObserver {
     /// the chapter's length, and (`bookFigures`, for the current track's Metadata) the book-level figures as
     /// lectern:* keys, at the track's start: add Position for "now".
     func metadata(_ state: PlayerState, track index: Int, bookFigures: Bool = true) -> DBusValue {
-        guard state.tracks.indices.contains(index), let trackID = Self.trackID(queue: state.queueID, track: index) else {
+        guard state.chapters.indices.contains(index), let trackID = Self.trackID(queue: state.queueID, track: index) else {
             return .emptyVardict
         }
-        let track = state.tracks[index]
+        let track = state.chapters[index]
         let item = state.queue[track.itemIndex]
         let title = titleTemplate.render(chapter: track.title, book: item.album ?? item.displayTitle,
                                          author: (item.albumArtists.first ?? item.artists.first) ?? "",
-                                         file: item.displayTitle, number: index + 1, count: state.tracks.count)
+                                         file: item.displayTitle, number: index + 1, count: state.chapters.count)
         var map: [String: DBusValue] = [
             "mpris:trackid": .objectPath(trackID),
             "xesam:title": .string(title),
@@ -303,12 +303,12 @@ public final class MPRISService: PlayerObserver {
             "lectern:chapterIndex": .int32(Int32(clamping: index)),
         ]
         if bookFigures {
-            let progress = state.progress(ofTrack: index)
+            let progress = state.progress(ofChapter: index)
             map["lectern:bookPosition"] = .int64(progress.bookPosition.microseconds)
             map["lectern:bookLength"] = .int64(progress.bookLength.microseconds)
             map["lectern:remaining"] = .int64(progress.remaining.microseconds)
             map["lectern:fileCount"] = .int32(Int32(clamping: state.queue.count))
-            map["lectern:chapterCount"] = .int32(Int32(clamping: state.tracks.count))
+            map["lectern:chapterCount"] = .int32(Int32(clamping: state.chapters.count))
         }
         if let length = track.length { map["mpris:length"] = .int64(length.microseconds) }
         if !item.artists.isEmpty { map["xesam:artist"] = .strings(item.artists) }

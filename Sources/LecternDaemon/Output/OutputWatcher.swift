@@ -132,8 +132,9 @@ public actor OutputWatcher {
 
         // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
         // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
-        let snapshot = player.view.state
+        // After a hop to the player: the events it had queued (the engine's "output failed") are in the view then.
         let pausedForLostOutput = await player.isPausedForLostOutput
+        let snapshot = player.view.state
         let pausedByEngine = snapshot.status == .paused && snapshot.lastError != nil && pausedForLostOutput
         let playing = snapshot.status == .playing
         let decision = policy.handle(.lost(output: previous, reason: .serverLost, playing: playing || pausedByEngine),
@@ -234,7 +235,7 @@ public actor OutputWatcher {
     private func outputLost(_ sink: String, port: String, reason: OutputPolicy<ContinuousClock.Instant>.LossReason,
                             seenBy source: String) async {
         let output = reason == .portUnavailable ? Self.outputID(sink: sink, port: port) : sink
-        let playing = player.view.state.status == .playing
+        let playing = await player.snapshot.status == .playing  // after the events the player had queued
         let decision = policy.handle(.lost(output: output, reason: reason, playing: playing), at: .now)
         guard decision == .pause else { return }
         var action = RouteEvent.Action.none

@@ -1,12 +1,12 @@
 import Foundation
 
-/// One track as clients see it: a chapter of a file, or the whole file when it has no chapters.
-/// MPRIS tracks, `TrackList.Tracks`, Next and Previous all work in these.
-public struct Track: Sendable, Equatable {
+/// One chapter of the queue: a chapter of a file, or the whole file when it has no chapter marks.
+/// Next and Previous step through these; MPRIS calls them tracks (`TrackList.Tracks`).
+public struct Chapter: Sendable, Equatable {
     /// The file, as an index into the queue (book order).
     public var itemIndex: Int
     public var title: String
-    /// Where the track starts and ends within its file; `end` is nil while the file's duration is unknown.
+    /// Where the chapter starts and ends within its file; `end` is nil while the file's duration is unknown.
     public var start: Duration
     public var end: Duration?
 
@@ -19,11 +19,11 @@ public struct Track: Sendable, Equatable {
 
     public var length: Duration? { end.map { max(.zero, $0 - start) } }
 
-    /// The tracks of a queue, file after file in queue order. Chapter marks are sorted; marks at or past
-    /// the end of the file and repeated starts are dropped; the first track of a file starts at 0, so
-    /// every position of a file is in exactly one track.
-    public static func tracks(of queue: [MediaItem]) -> [Track] {
-        var tracks: [Track] = []
+    /// The chapters of a queue, file after file in queue order. Chapter marks are sorted; marks at or past
+    /// the end of the file and repeated starts are dropped; the first chapter of a file starts at 0, so
+    /// every position of a file is in exactly one chapter.
+    public static func chapters(of queue: [MediaItem]) -> [Chapter] {
+        var chapters: [Chapter] = []
         for (index, item) in queue.enumerated() {
             var marks = item.chapters.sorted { $0.start < $1.start }
             if let duration = item.duration { marks.removeAll { $0.start >= duration } }
@@ -33,10 +33,10 @@ public struct Track: Sendable, Equatable {
             starts[0].start = .zero
             for (n, mark) in starts.enumerated() {
                 let end = n + 1 < starts.count ? starts[n + 1].start : item.duration
-                tracks.append(Track(itemIndex: index, title: mark.title, start: mark.start, end: end))
+                chapters.append(Chapter(itemIndex: index, title: mark.title, start: mark.start, end: end))
             }
         }
-        return tracks
+        return chapters
     }
 }
 
@@ -46,11 +46,11 @@ public struct BookProgress: Sendable, Equatable {
     public var fileCount: Int
     public var filePosition: Duration
     public var fileLength: Duration?
-    public var trackIndex: Int
-    public var trackCount: Int
-    public var trackTitle: String
-    public var trackPosition: Duration
-    public var trackLength: Duration?
+    public var chapterIndex: Int
+    public var chapterCount: Int
+    public var chapterTitle: String
+    public var chapterPosition: Duration
+    public var chapterLength: Duration?
     /// Time into the book in play order (the files before this one, then the position in it).
     public var bookPosition: Duration
     /// The sum of the durations known so far.
@@ -61,12 +61,12 @@ public struct BookProgress: Sendable, Equatable {
 }
 
 extension PlayerState {
-    /// The track that holds `position` of the current file.
-    public func trackIndex(atFilePosition position: Duration) -> Int? {
+    /// The chapter that holds `position` of the current file.
+    public func chapterIndex(atFilePosition position: Duration) -> Int? {
         guard let item = currentIndex else { return nil }
         var found: Int?
-        for (index, track) in tracks.enumerated() where track.itemIndex == item {
-            if found == nil || track.start <= position { found = index } else { break }
+        for (index, chapter) in chapters.enumerated() where chapter.itemIndex == item {
+            if found == nil || chapter.start <= position { found = index } else { break }
         }
         return found
     }
@@ -77,29 +77,29 @@ extension PlayerState {
     /// The figures for `filePosition` in the current file; nil with nothing current.
     public func progress(atFilePosition filePosition: Duration) -> BookProgress? {
         guard let current = currentIndex else { return nil }
-        let track = currentTrack.flatMap { tracks.indices.contains($0) ? $0 : nil } ?? trackIndex(atFilePosition: filePosition)
-        return track.map { progress(ofTrack: $0, atFilePosition: filePosition, item: current) }
+        let chapter = currentChapter.flatMap { chapters.indices.contains($0) ? $0 : nil } ?? chapterIndex(atFilePosition: filePosition)
+        return chapter.map { progress(ofChapter: $0, atFilePosition: filePosition, item: current) }
     }
 
-    /// The figures at the start of track `index` (any track of the queue).
-    public func progress(ofTrack index: Int) -> BookProgress {
-        progress(ofTrack: index, atFilePosition: tracks[index].start, item: tracks[index].itemIndex)
+    /// The figures at the start of chapter `index` (any chapter of the queue).
+    public func progress(ofChapter index: Int) -> BookProgress {
+        progress(ofChapter: index, atFilePosition: chapters[index].start, item: chapters[index].itemIndex)
     }
 
     /// In whole microseconds (the unit clients see), so that a duration refined below a microsecond changes no figure.
-    private func progress(ofTrack index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
-        let track = tracks[index]
+    private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
+        let chapter = chapters[index]
         func us(_ duration: Duration?) -> Int64 { duration?.microseconds ?? 0 }
         let before = playOrder.prefix { $0 != item }.reduce(Int64(0)) { $0 + us(queue[$1].duration) }
         let length = queue.reduce(Int64(0)) { $0 + us($1.duration) }
         let position = max(0, us(filePosition))
         let bookPosition = before + position
-        var trackPosition = max(0, position - us(track.start))
-        if let trackLength = track.length { trackPosition = min(trackPosition, us(trackLength)) }
+        var chapterPosition = max(0, position - us(chapter.start))
+        if let chapterLength = chapter.length { chapterPosition = min(chapterPosition, us(chapterLength)) }
         let remaining = Double(max(0, length - bookPosition)) / max(rate, PlayerState.minimumRate)
         return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: .microseconds(position),
-                            fileLength: queue[item].duration, trackIndex: index, trackCount: tracks.count,
-                            trackTitle: track.title, trackPosition: .microseconds(trackPosition), trackLength: track.length,
+                            fileLength: queue[item].duration, chapterIndex: index, chapterCount: chapters.count,
+                            chapterTitle: chapter.title, chapterPosition: .microseconds(chapterPosition), chapterLength: chapter.length,
                             bookPosition: .microseconds(bookPosition), bookLength: .microseconds(length),
                             remaining: .microseconds(Int64(remaining.rounded(.down))), rate: rate)
     }
