@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// The one owner of playback: takes commands in arrival order, drives its ``AudioEngine``, and tells
 /// its observers about every change, synchronously and in order; what they and anyone else may read of it
@@ -12,6 +11,10 @@ import Synchronization
 /// await player.open([MediaItem(id: 0, url: fileURL)])
 /// try await player.playPause()
 /// ```
+///
+/// This file holds its state, the commands and publishing; the engine's events and the tick are in
+/// Player+Engine.swift, loading, seeking, chapters and the play order in Player+Navigation.swift, the sleep timer
+/// in Player+Sleep.swift, the stall and handover watchdogs in Player+Watchdogs.swift.
 public actor Player {
     let engine: any AudioEngine
     let observers: [any PlayerObserver]
@@ -416,117 +419,6 @@ public actor Player {
     /// Whether the current pause is the lost output's doing (and nothing happened since).
     public var isPausedForLostOutput: Bool { pausedForLostOutput }
 
-    // MARK: - Engine events
-
-    /// Applies one engine event. `run()` calls it for each event the engine reports, in order; tests may
-    /// call it directly.
-    public func handle(_ event: EngineEvent) {
-        logger.debug("engine event", metadata: ["event": "\(event)", "status": "\(state.status)",
-                                                "file": "\(state.current?.url.lastPathComponent ?? "-")"])
-        switch event {
-        case .ready(let url, let duration):
-            // Stale: a load already ready, or one the output failed under (Play loads it again).
-            guard case .loading = engineLoad, state.current?.url == url, state.status != .stopped else { return }
-            engineLoad = .ready
-            consecutiveFailures = 0
-            if let duration { setCurrentDuration(duration) }
-            if state.status == .playing { engine.play() }
-            anchorClock()
-            publish()
-        case .durationChanged(let duration):
-            setCurrentDuration(duration)
-            publish()
-        case .advanced(let url):
-            guard let target = pendingNext, state.queue[order[target]].url == url else {
-                logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
-                return
-            }
-            let restarted = target == order.position
-            order.position = target
-            state.currentIndex = order[target]
-            state.currentChapter = firstChapter(ofItem: order[target])
-            state.lastError = nil
-            view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
-            updateNext()
-            publish()
-            // The same chapter again (loop chapter, or a one-file loop queue): the trackid doesn't change,
-            // so only Seeked tells clients the position went back to 0.
-            if restarted { tell(.seeked(.zero)) }
-            chapterEnded()
-        case .endOfStream:
-            if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
-        case .outputFailed(let message):
-            // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
-            logger.error("the output failed", metadata: ["error": "\(message)"])
-            let at = engine.position ?? view.position()
-            engineLoad = .lost
-            if state.status == .playing {
-                setStatus(.paused)
-                pausedForLostOutput = true
-                // Says the pause is the engine's, should the route watcher hear of the lost server only now.
-                state.lastError = message
-            }
-            view.set(PositionClock(anchor: at))
-            publish()
-        case .nextFailed(let url, let message):
-            guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
-                handle(.failed(message))
-                return
-            }
-            // The next file failed while the engine prepared it; the current one plays on to its end (stopping
-            // the engine now can deadlock GStreamer's playbin, see EngineEvent.nextFailed), and there `tick()`
-            // loads the file after the bad one.
-            let item = state.queue[order[target]]
-            logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
-            tell(.itemFailed(item, index: order[target], message: message))
-            order.failed.insert(order[target])
-            advanceAtEndOfFile = true
-            state.lastError = message
-            publish()
-        case .failed(let message):
-            // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
-            // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
-            pausedForLostOutput = false
-            engineLoad = .idle
-            consecutiveFailures += 1
-            if let index = state.currentIndex {
-                let item = state.queue[index]
-                logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
-                tell(.itemFailed(item, index: index, message: message))
-            }
-            if state.status != .stopped, consecutiveFailures < state.queue.count,
-               let next = nextOrderPosition(wrapping: state.loop == .queue) {
-                load(orderPosition: next, at: .zero)
-                state.lastError = message
-                publish()
-            } else {
-                state.lastError = message
-                setStatus(.stopped)
-                view.set(PositionClock(anchor: .zero))
-                publish()
-            }
-        }
-    }
-
-    /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
-    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observers
-    /// where (`.playing`). Tests may call it directly.
-    public func tick() {
-        guard state.status == .playing, engineReady else {
-            standing = nil
-            watchForStuckLoad()
-            return
-        }
-        let enginePosition = engine.position
-        if watchForHandover(enginePosition) { return }
-        anchorClock()
-        checkPosition()
-        watchForStall(enginePosition)
-        if state.status == .playing, engineReady, let item = state.current {
-            tell(.playing(item, at: view.position()))
-        }
-    }
-
     // MARK: - Internals
 
     /// What every command does first.
@@ -568,7 +460,7 @@ public actor Player {
     /// The stream ended without continuing gaplessly: normally at the end of the queue, but also when the
     /// engine asked for the next stream before the player could name it (files shorter than the engine's
     /// look-ahead). Then the next item is loaded, with a short gap rather than a stop.
-    private func endOfQueue() {
+    func endOfQueue() {
         switch state.loop {
         case .chapter:
             load(orderPosition: order.position, at: state.chapter?.start ?? .zero, announce: true)
@@ -583,7 +475,7 @@ public actor Player {
     }
 
     /// The end of the queue was reached: stopped, and the observers told the book is finished.
-    private func finish() {
+    func finish() {
         if sleep?.fading == true { engine.setVolume(state.volume) }
         sleep = nil
         setStatus(.stopped)
@@ -592,168 +484,6 @@ public actor Player {
         view.set(PositionClock(anchor: .zero))
         publish()
         tell(.finished)
-    }
-
-    /// Moves by `offset` from the current position in play order, crossing files.
-    func move(by offset: Duration) {
-        var target = position + offset
-        var at = order.position
-        while target < .zero {
-            guard at > 0, let duration = state.queue[order[at - 1]].duration else { target = .zero; break }
-            at -= 1
-            target += duration
-        }
-        while let duration = state.queue[order[at]].duration, target >= duration {
-            guard at + 1 < order.count else {
-                if state.loop == .queue { at = 0; target = .zero; break }
-                finish()
-                return
-            }
-            target -= duration
-            at += 1
-        }
-        if at == order.position && engineReady {
-            seekWithinItem(to: target)
-        } else {
-            load(orderPosition: at, at: target, announce: true)
-        }
-    }
-
-    private func go(toChapter index: Int) {
-        let chapter = state.chapters[index]
-        guard let target = order.position(of: chapter.itemIndex) else { return }
-        if state.status == .stopped {
-            order.position = target
-            state.currentIndex = chapter.itemIndex
-            state.currentChapter = index
-            view.set(PositionClock(anchor: chapter.start))
-            publish()
-            return
-        }
-        if target == order.position && engineReady {
-            seekWithinItem(to: chapter.start, announce: false)  // a new trackid at its start: no Seeked needed
-        } else {
-            load(orderPosition: target, at: chapter.start)
-        }
-    }
-
-    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a chapter's
-    /// start, or when `announce` (a jump, or the same chapter starting over).
-    func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
-        advanceAtEndOfFile = false
-        order.position = target
-        state.currentIndex = order[target]
-        state.currentChapter = state.chapterIndex(atFilePosition: position)
-        state.lastError = nil
-        engineLoad = .loading(since: now(), retried: false)
-        engine.load(state.queue[order[target]].url, at: position)
-        view.set(PositionClock(anchor: position))
-        updateNext()
-        publish()
-        let intoChapter = position - (state.chapter?.start ?? .zero)
-        if intoChapter > .zero || announce { tell(.seeked(intoChapter)) }
-    }
-
-    /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked (unless not `announce`).
-    private func seekWithinItem(to target: Duration, announce: Bool = true) {
-        view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
-        state.currentChapter = state.chapterIndex(atFilePosition: target)
-        publish()
-        // Before the flushing seek, which may wait for the sink.
-        if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
-        engine.seek(to: target)
-    }
-
-    /// Playing went past a chapter boundary inside the file: the next chapter is current (or, with loop
-    /// chapter, the chapter starts over).
-    func checkPosition() {
-        guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
-        let now = position
-        guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {
-            updateSleepTimer()
-            return
-        }
-        if state.loop == .chapter && chapter == current + 1 {
-            seekWithinItem(to: state.chapters[current].start)
-        } else {
-            state.currentChapter = chapter
-            publish()
-        }
-        chapterEnded()
-        updateSleepTimer()
-    }
-
-    private func setCurrentDuration(_ duration: Duration) {
-        guard let index = state.currentIndex, duration > .zero else { return }
-        state.queue[index].duration = duration
-        refreshChapters()
-    }
-
-    /// Rebuilds the chapters after what is known of the files changed.
-    private func refreshChapters() {
-        state.chapters = Chapter.chapters(of: state.queue)
-        state.currentChapter = state.chapterIndex(atFilePosition: state.status == .stopped ? view.position() : position)
-    }
-
-    func anchorClock() {
-        let anchor = (engineReady ? engine.position : nil) ?? view.position()
-        let speed = state.status == .playing && engineReady ? state.rate : 0
-        view.set(PositionClock(anchor: anchor, speed: speed))
-    }
-
-    func firstChapter(ofItem item: Int) -> Int? { state.chapters.firstIndex { $0.itemIndex == item } }
-    func lastChapter(ofItem item: Int) -> Int? { state.chapters.lastIndex { $0.itemIndex == item } }
-
-    /// The chapter after the current one: the next chapter of this file, else the first of the next file in play order.
-    func nextChapter(wrapping: Bool) -> Int? {
-        guard let current = state.currentChapter else { return nil }
-        if current + 1 < state.chapters.count, state.chapters[current + 1].itemIndex == state.chapters[current].itemIndex {
-            return current + 1
-        }
-        return nextOrderPosition(wrapping: wrapping).flatMap { firstChapter(ofItem: order[$0]) }
-    }
-
-    /// The chapter before the current one in this file, else the last of the previous file in play order.
-    func previousChapter() -> Int? {
-        guard let current = state.currentChapter else { return nil }
-        if current > 0, state.chapters[current - 1].itemIndex == state.chapters[current].itemIndex { return current - 1 }
-        return previousOrderPosition().flatMap { lastChapter(ofItem: order[$0]) }
-    }
-
-    /// The next position in play order; with `skippingFailed`, past items that already failed as the next one.
-    private func nextOrderPosition(wrapping: Bool, skippingFailed: Bool = false) -> Int? {
-        guard state.currentIndex != nil else { return nil }
-        return order.next(wrapping: wrapping, skippingFailed: skippingFailed)
-    }
-
-    private func previousOrderPosition() -> Int? {
-        guard state.currentIndex != nil else { return nil }
-        return order.previous(wrapping: state.loop == .queue)
-    }
-
-    /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item. The
-    /// files that failed as the next one stay marked.
-    private func rebuildOrder(keeping current: Int) {
-        let failed = order.failed
-        order = state.shuffle ? .shuffled(count: state.queue.count, first: current)
-                              : .queueOrder(count: state.queue.count, at: current)
-        order.failed = failed
-        state.shuffleOrder = state.shuffle ? order.queueIndices : nil
-    }
-
-    /// Tells the engine what follows the current item, for a gapless transition. With loop chapter, a file
-    /// of one chapter follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
-    private func updateNext() {
-        let next: Int?
-        switch state.loop {
-        case .chapter:
-            let single = state.currentIndex.map { firstChapter(ofItem: $0) == lastChapter(ofItem: $0) } ?? false
-            next = single ? order.position : nil
-        case .queue: next = nextOrderPosition(wrapping: true, skippingFailed: true)
-        case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
-        }
-        pendingNext = next
-        engine.setNext(next.map { state.queue[order[$0]].url })
     }
 
     func publish() {

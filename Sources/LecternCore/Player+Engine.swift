@@ -1,0 +1,114 @@
+import Foundation
+
+/// What the engine tells the player (a file ready, its end, a failure, the gapless handover) and the tick that
+/// follows the engine's position while playing.
+extension Player {
+    /// Applies one engine event. `run()` calls it for each event the engine reports, in order; tests may
+    /// call it directly.
+    public func handle(_ event: EngineEvent) {
+        logger.debug("engine event", metadata: ["event": "\(event)", "status": "\(state.status)",
+                                                "file": "\(state.current?.url.lastPathComponent ?? "-")"])
+        switch event {
+        case .ready(let url, let duration):
+            // Stale: a load already ready, or one the output failed under (Play loads it again).
+            guard case .loading = engineLoad, state.current?.url == url, state.status != .stopped else { return }
+            engineLoad = .ready
+            consecutiveFailures = 0
+            if let duration { setCurrentDuration(duration) }
+            if state.status == .playing { engine.play() }
+            anchorClock()
+            publish()
+        case .durationChanged(let duration):
+            setCurrentDuration(duration)
+            publish()
+        case .advanced(let url):
+            guard let target = pendingNext, state.queue[order[target]].url == url else {
+                logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
+                return
+            }
+            let restarted = target == order.position
+            order.position = target
+            state.currentIndex = order[target]
+            state.currentChapter = firstChapter(ofItem: order[target])
+            state.lastError = nil
+            view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
+            updateNext()
+            publish()
+            // The same chapter again (loop chapter, or a one-file loop queue): the trackid doesn't change,
+            // so only Seeked tells clients the position went back to 0.
+            if restarted { tell(.seeked(.zero)) }
+            chapterEnded()
+        case .endOfStream:
+            if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
+        case .outputFailed(let message):
+            // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
+            logger.error("the output failed", metadata: ["error": "\(message)"])
+            let at = engine.position ?? view.position()
+            engineLoad = .lost
+            if state.status == .playing {
+                setStatus(.paused)
+                pausedForLostOutput = true
+                // Says the pause is the engine's, should the route watcher hear of the lost server only now.
+                state.lastError = message
+            }
+            view.set(PositionClock(anchor: at))
+            publish()
+        case .nextFailed(let url, let message):
+            guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
+                handle(.failed(message))
+                return
+            }
+            // The next file failed while the engine prepared it; the current one plays on to its end (stopping
+            // the engine now can deadlock GStreamer's playbin, see EngineEvent.nextFailed), and there `tick()`
+            // loads the file after the bad one.
+            let item = state.queue[order[target]]
+            logger.error("cannot play a file", metadata: ["file": "\(url.path)", "error": "\(message)"])
+            tell(.itemFailed(item, index: order[target], message: message))
+            order.failed.insert(order[target])
+            advanceAtEndOfFile = true
+            state.lastError = message
+            publish()
+        case .failed(let message):
+            // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
+            // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
+            pausedForLostOutput = false
+            engineLoad = .idle
+            consecutiveFailures += 1
+            if let index = state.currentIndex {
+                let item = state.queue[index]
+                logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
+                tell(.itemFailed(item, index: index, message: message))
+            }
+            if state.status != .stopped, consecutiveFailures < state.queue.count,
+               let next = nextOrderPosition(wrapping: state.loop == .queue) {
+                load(orderPosition: next, at: .zero)
+                state.lastError = message
+                publish()
+            } else {
+                state.lastError = message
+                setStatus(.stopped)
+                view.set(PositionClock(anchor: .zero))
+                publish()
+            }
+        }
+    }
+
+    /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
+    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observers
+    /// where (`.playing`). Tests may call it directly.
+    public func tick() {
+        guard state.status == .playing, engineReady else {
+            standing = nil
+            watchForStuckLoad()
+            return
+        }
+        let enginePosition = engine.position
+        if watchForHandover(enginePosition) { return }
+        anchorClock()
+        checkPosition()
+        watchForStall(enginePosition)
+        if state.status == .playing, engineReady, let item = state.current {
+            tell(.playing(item, at: view.position()))
+        }
+    }
+}

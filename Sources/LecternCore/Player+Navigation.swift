@@ -1,0 +1,167 @@
+import Foundation
+
+/// Where playback goes: loading an item of the play order, seeking within it, chapter boundaries, the play
+/// order and the gapless next file.
+extension Player {
+    /// Moves by `offset` from the current position in play order, crossing files.
+    func move(by offset: Duration) {
+        var target = position + offset
+        var at = order.position
+        while target < .zero {
+            guard at > 0, let duration = state.queue[order[at - 1]].duration else { target = .zero; break }
+            at -= 1
+            target += duration
+        }
+        while let duration = state.queue[order[at]].duration, target >= duration {
+            guard at + 1 < order.count else {
+                if state.loop == .queue { at = 0; target = .zero; break }
+                finish()
+                return
+            }
+            target -= duration
+            at += 1
+        }
+        if at == order.position && engineReady {
+            seekWithinItem(to: target)
+        } else {
+            load(orderPosition: at, at: target, announce: true)
+        }
+    }
+
+    func go(toChapter index: Int) {
+        let chapter = state.chapters[index]
+        guard let target = order.position(of: chapter.itemIndex) else { return }
+        if state.status == .stopped {
+            order.position = target
+            state.currentIndex = chapter.itemIndex
+            state.currentChapter = index
+            view.set(PositionClock(anchor: chapter.start))
+            publish()
+            return
+        }
+        if target == order.position && engineReady {
+            seekWithinItem(to: chapter.start, announce: false)  // a new trackid at its start: no Seeked needed
+        } else {
+            load(orderPosition: target, at: chapter.start)
+        }
+    }
+
+    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a chapter's
+    /// start, or when `announce` (a jump, or the same chapter starting over).
+    func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
+        advanceAtEndOfFile = false
+        order.position = target
+        state.currentIndex = order[target]
+        state.currentChapter = state.chapterIndex(atFilePosition: position)
+        state.lastError = nil
+        engineLoad = .loading(since: now(), retried: false)
+        engine.load(state.queue[order[target]].url, at: position)
+        view.set(PositionClock(anchor: position))
+        updateNext()
+        publish()
+        let intoChapter = position - (state.chapter?.start ?? .zero)
+        if intoChapter > .zero || announce { tell(.seeked(intoChapter)) }
+    }
+
+    /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked (unless not `announce`).
+    func seekWithinItem(to target: Duration, announce: Bool = true) {
+        view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
+        state.currentChapter = state.chapterIndex(atFilePosition: target)
+        publish()
+        // Before the flushing seek, which may wait for the sink.
+        if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
+        engine.seek(to: target)
+    }
+
+    /// Playing went past a chapter boundary inside the file: the next chapter is current (or, with loop
+    /// chapter, the chapter starts over).
+    func checkPosition() {
+        guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
+        let now = position
+        guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {
+            updateSleepTimer()
+            return
+        }
+        if state.loop == .chapter && chapter == current + 1 {
+            seekWithinItem(to: state.chapters[current].start)
+        } else {
+            state.currentChapter = chapter
+            publish()
+        }
+        chapterEnded()
+        updateSleepTimer()
+    }
+
+    func setCurrentDuration(_ duration: Duration) {
+        guard let index = state.currentIndex, duration > .zero else { return }
+        state.queue[index].duration = duration
+        refreshChapters()
+    }
+
+    /// Rebuilds the chapters after what is known of the files changed.
+    func refreshChapters() {
+        state.chapters = Chapter.chapters(of: state.queue)
+        state.currentChapter = state.chapterIndex(atFilePosition: state.status == .stopped ? view.position() : position)
+    }
+
+    func anchorClock() {
+        let anchor = (engineReady ? engine.position : nil) ?? view.position()
+        let speed = state.status == .playing && engineReady ? state.rate : 0
+        view.set(PositionClock(anchor: anchor, speed: speed))
+    }
+
+    func firstChapter(ofItem item: Int) -> Int? { state.chapters.firstIndex { $0.itemIndex == item } }
+    func lastChapter(ofItem item: Int) -> Int? { state.chapters.lastIndex { $0.itemIndex == item } }
+
+    /// The chapter after the current one: the next chapter of this file, else the first of the next file in play order.
+    func nextChapter(wrapping: Bool) -> Int? {
+        guard let current = state.currentChapter else { return nil }
+        if current + 1 < state.chapters.count, state.chapters[current + 1].itemIndex == state.chapters[current].itemIndex {
+            return current + 1
+        }
+        return nextOrderPosition(wrapping: wrapping).flatMap { firstChapter(ofItem: order[$0]) }
+    }
+
+    /// The chapter before the current one in this file, else the last of the previous file in play order.
+    func previousChapter() -> Int? {
+        guard let current = state.currentChapter else { return nil }
+        if current > 0, state.chapters[current - 1].itemIndex == state.chapters[current].itemIndex { return current - 1 }
+        return previousOrderPosition().flatMap { lastChapter(ofItem: order[$0]) }
+    }
+
+    /// The next position in play order; with `skippingFailed`, past items that already failed as the next one.
+    func nextOrderPosition(wrapping: Bool, skippingFailed: Bool = false) -> Int? {
+        guard state.currentIndex != nil else { return nil }
+        return order.next(wrapping: wrapping, skippingFailed: skippingFailed)
+    }
+
+    func previousOrderPosition() -> Int? {
+        guard state.currentIndex != nil else { return nil }
+        return order.previous(wrapping: state.loop == .queue)
+    }
+
+    /// Play order with `current` first when shuffled, so turning shuffle on never changes the current item. The
+    /// files that failed as the next one stay marked.
+    func rebuildOrder(keeping current: Int) {
+        let failed = order.failed
+        order = state.shuffle ? .shuffled(count: state.queue.count, first: current)
+                              : .queueOrder(count: state.queue.count, at: current)
+        order.failed = failed
+        state.shuffleOrder = state.shuffle ? order.queueIndices : nil
+    }
+
+    /// Tells the engine what follows the current item, for a gapless transition. With loop chapter, a file
+    /// of one chapter follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
+    func updateNext() {
+        let next: Int?
+        switch state.loop {
+        case .chapter:
+            let single = state.currentIndex.map { firstChapter(ofItem: $0) == lastChapter(ofItem: $0) } ?? false
+            next = single ? order.position : nil
+        case .queue: next = nextOrderPosition(wrapping: true, skippingFailed: true)
+        case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
+        }
+        pendingNext = next
+        engine.setNext(next.map { state.queue[order[$0]].url })
+    }
+}
