@@ -22,6 +22,8 @@ struct Settings {
     var concurrencyWindow: Duration = .seconds(5)
     /// Where the CPU-into-PulseAudio row plays (nil: not measured).
     var soundServer: SoundServer?
+    /// Less CPU than this while "playing" (% of one core, schedstat) means the player decoded nothing.
+    var decodingCPUFloor = 0.3
 }
 
 /// Everything measured for one player.
@@ -160,6 +162,13 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     sleepFor(settings.cpuWindow)
     result.playCPU = playWindow.finish()
     result.threads = ProcStats.threadCount(player.pid)
+    // VLC can also move its Position and decode nothing (about 13 MB instead of 36): decoding and pacing this file
+    // costs every player measured here 1 % of a core or more (gst-launch playbin alone 1.3 %), so far less is none.
+    if let cpu = result.playCPU, cpu.schedPercent < settings.decodingCPUFloor {
+        result.notes.append(String(format: "%@ said Playing, but used %.2f %% of a core while playing (decoding costs 1 %% "
+            + "or more): it did not decode, and its playing figures (memory, CPU, signals) do not count", kind.label,
+            cpu.schedPercent))
+    }
 
     // 1. Round trips: warm-up for each kind of call, then the kinds in rotation, in blocks, so that a drift of
     // the machine over the run (the players keep playing) touches every series alike.
