@@ -142,7 +142,7 @@ func measure(_ kind: PlayerKind, audio: URL, settings: Settings, work: Temporary
     let startPosition = try? client.getInt64Property(player.busName, interface: player1, "Position")
     let rest = settings.playSettle - (ContinuousClock.now - playingSince)
     if rest > .zero { sleepFor(rest) }
-    // A player that says Playing but does not play (VLC, twice on 2026-11-25: Playing 1 ms after OpenUri, 13 MB)
+    // A player that says Playing but does not play (VLC has: Playing 1 ms after OpenUri, 13 MB)
     // would make its figures look good: its Position must have moved with the clock.
     if let start = startPosition ?? nil,
        let end = (try? client.getInt64Property(player.busName, interface: player1, "Position")) ?? nil {
