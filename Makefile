@@ -1,8 +1,9 @@
 # Lectern. `make test` is what CI runs (.ci/run).
 SWIFT ?= swift
 ARGS ?=
+PREFIX ?= $(HOME)/.local
 
-.PHONY: all build release run test bench reliability deps clean
+.PHONY: all build release run test bench reliability deps clean install uninstall
 
 all: build
 
@@ -32,6 +33,13 @@ bench:
 # The reliability suite with a table of criteria: make reliability (short) or make reliability ARGS=full.
 reliability:
 	scripts/reliability.sh $(ARGS)
+
+# A release build for this user (PREFIX=/usr/local for everyone); uninstall removes exactly what it wrote.
+install:
+	scripts/install.sh --prefix "$(PREFIX)"
+
+uninstall:
+	scripts/install.sh --prefix "$(PREFIX)" --uninstall
 
 clean:
 	rm -rf .build

@@ -19,7 +19,9 @@ run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugi
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
 # its threads' stacks in the failure's message.
-test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb)
+# desktop-file-utils: the installed desktop entry is validated; libglib2.0-bin: gapplication activates it.
+test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb desktop-file-utils
+           libglib2.0-bin)
 # scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus
 # control module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for
 # the CPU-into-a-sound-server row.

@@ -11,7 +11,7 @@ struct Lectern: AsyncParsableCommand {
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self,
-                      Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self])
+                      Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, Activate.self])
 }
 
 struct BusOptions: ParsableArguments {
@@ -27,14 +27,33 @@ struct Open: AsyncParsableCommand {
     @Argument(help: "A path or file:// URI.") var target: String
 
     func run() async throws {
-        let uri: String
-        if target.contains("://") {
-            uri = target
+        try await Daemon.connect(bus).player("OpenUri", [.string(Self.uri(target))])
+    }
+
+    /// A path (relative to the working directory) or a URI, as a URI.
+    static func uri(_ target: String) -> String {
+        if target.contains("://") { return target }
+        let url = URL(fileURLWithPath: target, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        return url.standardizedFileURL.absoluteString
+    }
+}
+
+struct Activate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "What the desktop entry runs: start lecternd if it is not running, and play files if given.",
+        discussion: "Desktops that honour DBusActivatable call the daemon directly; this is for those that run Exec.")
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "Paths or file:// URIs to play.") var targets: [String] = []
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        let application = (name: "org.lectern.Lectern", path: "/org/lectern/Lectern", interface: "org.freedesktop.Application")
+        if targets.isEmpty {
+            try await daemon.call(application.name, application.path, application.interface, "Activate", [.emptyVardict])
         } else {
-            let url = URL(fileURLWithPath: target, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-            uri = url.standardizedFileURL.absoluteString
+            try await daemon.call(application.name, application.path, application.interface, "Open",
+                                  [.strings(targets.map(Open.uri)), .emptyVardict])
         }
-        try await Daemon.connect(bus).player("OpenUri", [.string(uri)])
     }
 }
 
@@ -173,8 +192,17 @@ struct Daemon {
         let daemon = Daemon(connection: connection)
         let running = try await daemon.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                             "NameHasOwner", [.string(busName)]).first?.bool ?? false
-        guard running else {
-            throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)")
+        if !running {
+            // Installed (`make install`), the bus starts it: D-Bus activation, as for any other client.
+            do {
+                _ = try await connection.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                          member: "StartServiceByName", [.string(busName), .uint32(0)], timeout: .seconds(30))
+            } catch let error as BusError where error.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
+                throw CLIError("lecternd is not running on this bus, and the bus cannot start it (install it with "
+                               + "`make install`, or start it with `make run` or `lecternd`)")
+            } catch let error as BusError {
+                throw CLIError("lecternd could not be started: \(error.message.isEmpty ? error.name : error.message)")
+            }
         }
         return daemon
     }

@@ -14,7 +14,7 @@ extension Integration {
             try await DaemonFixture.with { d in
                 let root = try await d.getAll(MPRIS.root)
                 #expect(root["Identity"] == .string("Lectern"))
-                #expect(root["DesktopEntry"] == .string("lectern"))
+                #expect(root["DesktopEntry"] == .string("org.lectern.Lectern"), "names the installed org.lectern.Lectern.desktop")
                 #expect(root["CanQuit"] == .boolean(true))
                 #expect(root["CanRaise"] == .boolean(false))
                 #expect(root["HasTrackList"] == .boolean(true))

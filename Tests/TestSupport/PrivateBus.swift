@@ -48,7 +48,9 @@ public final class PrivateBus: @unchecked Sendable {
     /// Starts the bus and waits for its address (a few ms; gives up after `timeout`). `limits` become `<limit>`
     /// elements of its configuration: e.g. `["max_replies_per_connection": 50_000]`, as a desktop's session bus
     /// has it (dbus-daemon's own default lets a sender wait for 128 replies at most, and refuses its further calls).
-    public init(timeout: Duration = .seconds(5), limits: [String: Int] = [:]) throws {
+    /// `serviceDirectories`: more directories of `*.service` files for D-Bus activation (e.g. an installed prefix's
+    /// share/dbus-1/services), after ``servicesDirectory``.
+    public init(timeout: Duration = .seconds(5), limits: [String: Int] = [:], serviceDirectories: [String] = []) throws {
         guard let daemonPath = Subprocess.findExecutable("dbus-daemon") else {
             throw PrivateBusError.daemonNotFound
         }
@@ -59,7 +61,8 @@ public final class PrivateBus: @unchecked Sendable {
         let fm = FileManager.default
         try fm.createDirectory(at: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         try fm.createDirectory(at: services, withIntermediateDirectories: false)
-        try PrivateBus.configuration(socketDirectory: dir.path, servicesDirectory: services.path, limits: limits)
+        try PrivateBus.configuration(socketDirectory: dir.path, servicesDirectories: [services.path] + serviceDirectories,
+                                     limits: limits)
             .write(to: config, atomically: true, encoding: .utf8)
 
         let daemon = try Subprocess(
@@ -106,7 +109,7 @@ public final class PrivateBus: @unchecked Sendable {
 
     deinit { stop() }
 
-    static func configuration(socketDirectory: String, servicesDirectory: String, limits: [String: Int] = [:]) -> String {
+    static func configuration(socketDirectory: String, servicesDirectories: [String], limits: [String: Int] = [:]) -> String {
         let limitElements = limits.sorted { $0.key < $1.key }
             .map { "\n  <limit name=\"\(xmlEscape($0.key))\">\($0.value)</limit>" }.joined()
         return """
@@ -117,7 +120,7 @@ public final class PrivateBus: @unchecked Sendable {
           <keep_umask/>
           <listen>unix:dir=\(xmlEscape(socketDirectory))</listen>
           <auth>EXTERNAL</auth>
-          <servicedir>\(xmlEscape(servicesDirectory))</servicedir>
+          \(servicesDirectories.map { "<servicedir>\(xmlEscape($0))</servicedir>" }.joined(separator: "\n  "))
           <policy context="default">
             <allow send_destination="*" eavesdrop="true"/>
             <allow eavesdrop="true"/>

@@ -167,6 +167,14 @@ public enum Daemon {
         listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)
         lecternCalls.release()
+        // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
+        // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
+        _ = try connection.export(ApplicationService.path, interfaces: [
+            ApplicationService.interface(player: player, opener: opener, session: sessionOnceOpen, logger: logger),
+        ])
+        if try await connection.requestName(ApplicationService.id) != .primaryOwner {
+            logger.warning("another process owns the application name", metadata: ["name": "\(ApplicationService.id)"])
+        }
 
         // Before any command reaches the player (calls wait in their queue meanwhile; Get and GetAll are answered
         // from the published properties), and before the book is resumed.

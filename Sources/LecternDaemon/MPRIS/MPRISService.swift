@@ -87,7 +87,7 @@ public final class MPRISService: PlayerObserver {
         let exported = try connection.export(Self.path, interfaces: interfaces)
         exported.update(Self.rootInterface, [
             "CanQuit": .boolean(true), "CanRaise": .boolean(false), "HasTrackList": .boolean(true),
-            "Identity": .string("Lectern"), "DesktopEntry": .string("lectern"),
+            "Identity": .string("Lectern"), "DesktopEntry": .string(ApplicationService.id),
             "SupportedUriSchemes": .strings(opener.supportedSchemes),
             "SupportedMimeTypes": .strings(opener.supportedMimeTypes),
         ])
@@ -147,9 +147,7 @@ public final class MPRISService: PlayerObserver {
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
                     let items = try await opener.open(call.argument(0))
-                    await session.value.detach()  // files opened by URI are not a book of the library
-                    await player.open(items)
-                    opener.discoverRemaining(items.dropFirst(), into: player)
+                    await opener.play(items, on: player, leaving: session.value)
                     return []
                 },
             ],

@@ -57,6 +57,14 @@ public final class MediaOpener: Sendable {
         return items
     }
 
+    /// Plays `items` (files opened by URI, not a book of the library) in place of the current queue, and reads the
+    /// tags of all but the first in the background.
+    func play(_ items: [MediaItem], on player: Player, leaving session: BookSession) async {
+        await session.detach()
+        await player.open(items)
+        discoverRemaining(items.dropFirst(), into: player)
+    }
+
     /// Reads the tags of `items` in the background and hands each result to the player.
     public func discoverRemaining(_ items: some Collection<MediaItem>, into player: Player) {
         let pending = Array(items)

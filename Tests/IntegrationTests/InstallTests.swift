@@ -1,0 +1,125 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+
+/// `scripts/install.sh` (what `make install` runs) into a temporary prefix, with the binaries of this build: every
+/// installed file, D-Bus activation from the installed service files on a private bus, the desktop's activation
+/// reaching the running daemon, and an uninstall that leaves nothing behind.
+@Suite struct InstallTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let busNames = ["org.lectern.Lectern1", "org.mpris.MediaPlayer2.lectern", "org.lectern.Lectern"]
+
+    @Test func installedLecternIsStartedByTheBusOnceAndUninstallsWithoutATrace() async throws {
+        let root = try TemporaryDirectory(prefix: "lectern-install")
+        defer { root.remove() }
+        let prefix = root.appending("prefix").path
+        let script = Self.repository.appendingPathComponent("scripts/install.sh").path
+        let install = try await Subprocess.run(script, ["--prefix", prefix, "--binaries", productsDirectory.path],
+                                               workingDirectory: Self.repository, timeout: .seconds(60))
+        try #require(install.status == 0, "install.sh: \(install.stdout)\(install.stderr)")
+
+        // Every file, each where systemd, the bus, the desktop and the shells look for it.
+        let manifest = try String(contentsOfFile: prefix + "/share/lectern/installed-files", encoding: .utf8)
+        let installed = manifest.split(separator: "\n").filter { $0.hasPrefix("file ") }.map { String($0.dropFirst(5)) }
+        let expected = ["bin/lecternd", "bin/lectern",
+                        "share/dbus-1/services/org.lectern.Lectern1.service",
+                        "share/dbus-1/services/org.mpris.MediaPlayer2.lectern.service",
+                        "share/dbus-1/services/org.lectern.Lectern.service",
+                        "share/systemd/user/lecternd.service",
+                        "share/applications/org.lectern.Lectern.desktop",
+                        "share/icons/hicolor/scalable/apps/org.lectern.Lectern.svg",
+                        "share/bash-completion/completions/lectern", "share/zsh/site-functions/_lectern",
+                        "share/fish/vendor_completions.d/lectern.fish"].map { prefix + "/" + $0 }
+        #expect(installed.sorted() == expected.sorted())
+        for file in expected { #expect(FileManager.default.isReadableFile(atPath: file), "\(file) is missing") }
+        #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/lecternd"))
+
+        // The installed path written into the activation files and the unit, never a fixed one.
+        let lecternd = prefix + "/bin/lecternd"
+        for name in Self.busNames {
+            let service = try String(contentsOfFile: "\(prefix)/share/dbus-1/services/\(name).service", encoding: .utf8)
+            #expect(service.contains("\nName=\(name)\n") && service.contains("\nExec=\(lecternd)\n")
+                    && service.contains("\nSystemdService=lecternd.service"), "\(name).service: \(service)")
+        }
+        let unit = try String(contentsOfFile: prefix + "/share/systemd/user/lecternd.service", encoding: .utf8)
+        #expect(unit.contains("\nExecStart=\(lecternd)\n") && unit.contains("\nBusName=org.lectern.Lectern1\n"), "\(unit)")
+        let desktopFile = prefix + "/share/applications/org.lectern.Lectern.desktop"
+        let desktop = try String(contentsOfFile: desktopFile, encoding: .utf8)
+        #expect(desktop.contains("\nDBusActivatable=true\n") && desktop.contains("\nIcon=org.lectern.Lectern\n")
+                && desktop.contains("\nExec=\(prefix)/bin/lectern activate %U\n"), "\(desktop)")
+        let validation = try await Subprocess.run("desktop-file-validate", [desktopFile])
+        #expect(validation.status == 0, "desktop-file-validate: \(validation.stdout)\(validation.stderr)")
+        let bash = try String(contentsOfFile: prefix + "/share/bash-completion/completions/lectern", encoding: .utf8)
+        let zsh = try String(contentsOfFile: prefix + "/share/zsh/site-functions/_lectern", encoding: .utf8)
+        let fish = try String(contentsOfFile: prefix + "/share/fish/vendor_completions.d/lectern.fish", encoding: .utf8)
+        #expect(bash.contains("-F _lectern lectern") && bash.contains("bookmark"), "bash completion")
+        #expect(zsh.hasPrefix("#compdef lectern") && zsh.contains("bookmark"), "zsh completion")
+        #expect(fish.contains("complete -c 'lectern'") && fish.contains("bookmark"), "fish completion")
+
+        // No daemon running: the installed client's first call starts one, through the bus's activation.
+        let bus = try PrivateBus(serviceDirectories: [prefix + "/share/dbus-1/services"])
+        defer { bus.stop() }
+        let home = root.appending("home").path
+        let connection = try BusConnection(address: bus.address)
+        defer { connection.close() }
+        // What the activated daemon inherits: a home of its own (its library, its covers), not the machine's.
+        _ = try await connection.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                      member: "UpdateActivationEnvironment", [.dictionary(key: .string, value: .string, [
+                                      .init(.string("HOME"), .string(home)),
+                                      .init(.string("XDG_DATA_HOME"), .string(home + "/data")),
+                                      .init(.string("XDG_CACHE_HOME"), .string(home + "/cache")),
+                                      .init(.string("XDG_CONFIG_HOME"), .string(home + "/config")),
+                                  ])])
+        let status = try await Subprocess.run(prefix + "/bin/lectern", ["status"], env: bus.environment, timeout: .seconds(30))
+        #expect(status.status == 0 && status.stdout.contains("Stopped"), "lectern status: \(status)")
+        let owner = try await ownerPID(of: "org.lectern.Lectern1", on: connection)
+        #expect(try await ownerPID(of: "org.mpris.MediaPlayer2.lectern", on: connection) == owner)
+        #expect(try await ownerPID(of: "org.lectern.Lectern", on: connection) == owner)
+        #expect(executable(of: owner) == lecternd)
+        #expect(FileManager.default.fileExists(atPath: home + "/data/lectern/library.sqlite"), "its own library")
+
+        // MPRIS clients find it; the desktop's activation (DBusActivatable) and the desktop entry's Exec reach it.
+        let playerctl = try await Subprocess.run("playerctl", ["-p", "lectern", "status"], env: bus.environment)
+        #expect(playerctl.status == 0 && playerctl.stdout.contains("Stopped"), "playerctl: \(playerctl)")
+        let launch = try await Subprocess.run("gapplication", ["launch", "org.lectern.Lectern"], env: bus.environment)
+        #expect(launch.status == 0, "gapplication launch: \(launch)")
+        let activate = try await Subprocess.run(prefix + "/bin/lectern", ["activate"], env: bus.environment)
+        #expect(activate.status == 0, "lectern activate: \(activate)")
+        let open = try await Subprocess.run(prefix + "/bin/lectern", ["activate", root.appending("no-such.ogg").path],
+                                            env: bus.environment)
+        #expect(open.status != 0 && open.stderr.contains("No such file"), "Open reaches the daemon: \(open)")
+        #expect(try await ownerPID(of: "org.lectern.Lectern1", on: connection) == owner, "still the same daemon")
+        #expect(runningProcesses(of: lecternd) == [owner], "one daemon, never a second")
+
+        kill(owner, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !runningProcesses(of: lecternd).isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(runningProcesses(of: lecternd).isEmpty, "lecternd stops on SIGTERM")
+
+        let uninstall = try await Subprocess.run(script, ["--prefix", prefix, "--uninstall"], workingDirectory: Self.repository)
+        #expect(uninstall.status == 0, "install.sh --uninstall: \(uninstall.stdout)\(uninstall.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: prefix), "the prefix the install created is gone")
+    }
+
+    private func ownerPID(of name: String, on connection: BusConnection) async throws -> pid_t {
+        let reply = try await connection.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                              interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
+                                              [.string(name)])
+        guard case .uint32(let pid)? = reply.first else { throw BusError.failed("no pid for \(name): \(reply)") }
+        return pid_t(pid)
+    }
+
+    private func executable(of pid: pid_t) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    }
+
+    /// The pids of the processes running `path`.
+    private func runningProcesses(of path: String) -> [pid_t] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(pid_t.init).filter { executable(of: $0) == path }
+    }
+}
