@@ -53,12 +53,14 @@ let package = Package(
         .target(name: "LecternDaemon", dependencies: [
             "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", "LecternLibrary", .product(name: "Logging", package: "swift-log"),
         ]),
+        // The version string both executables print.
+        .target(name: "LecternVersion"),
         .executableTarget(name: "lecternd", dependencies: [
-            "LecternDaemon", "LecternCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "LecternDaemon", "LecternCore", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
         .executableTarget(name: "lectern", dependencies: [
-            "DBus", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "DBus", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
 
         // Benchmarks, run on demand (scripts/bench.sh), never by the tests.

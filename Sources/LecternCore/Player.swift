@@ -264,11 +264,14 @@ public actor Player {
         go(toChapter: target)
     }
 
+    /// "1 file", "12 chapters": for messages.
+    static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
     /// Makes chapter `index` current, at its start. Throws for an index out of range.
     public func goTo(chapter index: Int) throws(PlayerError) {
         userCommand()
         guard state.chapters.indices.contains(index) else {
-            throw .invalidValue("there is no chapter \(index) (\(state.chapters.count) in the queue)")
+            throw .invalidValue("there is no chapter \(index + 1): \(Self.counted(state.chapters.count, "chapter")), from 1")
         }
         go(toChapter: index)
     }
@@ -277,10 +280,11 @@ public actor Player {
     public func jump(toFile index: Int, at position: Duration) throws(PlayerError) {
         userCommand()
         guard state.queue.indices.contains(index), let target = order.position(of: index) else {
-            throw .invalidValue("there is no file \(index) (\(state.queue.count) in the queue)")
+            throw .invalidValue("there is no file \(index + 1): \(Self.counted(state.queue.count, "file")), from 1")
         }
-        guard position >= .zero, state.queue[index].duration.map({ position <= $0 }) ?? true else {
-            throw .invalidValue("\(position) is outside file \(index)")
+        guard position >= .zero else { throw .invalidValue("a position in a file counts from 0:00: it cannot be negative") }
+        if let length = state.queue[index].duration, position > length {
+            throw .invalidValue("file \(index + 1) is \(length.clock) long: \(position.clock) is past its end")
         }
         if state.status == .stopped { setStatus(.paused) }
         if target == order.position && engineReady {
@@ -324,7 +328,7 @@ public actor Player {
     public func setVolume(_ volume: Double) throws(PlayerError) {
         userCommand()
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
-        let clamped = min(max(0, volume), 10)
+        let clamped = PlayerState.volume(volume)
         guard clamped != state.volume else { return }
         state.volume = clamped
         engine.setVolume(clamped)
@@ -351,7 +355,7 @@ public actor Player {
         guard settings.volume.isFinite, settings.rate.isFinite, settings.rate > 0 else {
             throw .invalidValue("volume and rate must be finite numbers, and the rate above 0")
         }
-        let volume = min(max(0, settings.volume), 10)
+        let volume = PlayerState.volume(settings.volume)
         let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
         if volume != state.volume { state.volume = volume; engine.setVolume(volume) }
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }

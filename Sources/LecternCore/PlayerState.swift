@@ -66,6 +66,15 @@ public struct PlayerState: Sendable, Equatable {
 
     public static let minimumRate = 0.5
     public static let maximumRate = 3.0
+    /// Above 1 amplifies; GStreamer's volume element goes no higher.
+    public static let maximumVolume = 10.0
+
+    /// A volume a client asked for, as the player sets it: within 0 ... ``maximumVolume``, and 0 below 0.0001
+    /// (−80 dB, silence to the ear): no state a listener could not have chosen, such as 2.2e-308.
+    public static func volume(_ requested: Double) -> Double {
+        let clamped = min(max(0, requested), maximumVolume)
+        return clamped < 0.0001 ? 0 : clamped
+    }
 
     public init() {}
 

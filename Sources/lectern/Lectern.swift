@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import LecternVersion
 
 /// `lectern`: the command-line client. Everything goes through the daemon's D-Bus API.
 @main
@@ -8,6 +9,7 @@ struct Lectern: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lectern",
         abstract: "Control lecternd, the Lectern audiobook and music player daemon.",
+        version: lecternVersion,
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self,
@@ -155,16 +157,21 @@ struct Position: AsyncParsableCommand {
 struct Volume: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies).")
     @OptionGroup var bus: BusOptions
-    @Argument(help: "The new volume, e.g. 0.5.") var volume: Double?
+    // Passthrough, so that "-1" is a (refused) volume rather than an unknown option.
+    @Argument(parsing: .captureForPassthrough, help: "The new volume, e.g. 0.5.") var volume: [String] = []
 
     func run() async throws {
-        let daemon = try await Daemon.connect(bus)
-        guard let volume else {
+        let values = volume.filter { $0 != "--" }
+        guard values.count <= 1 else { throw ValidationError("volume takes one number, e.g. 0.5") }
+        guard let text = values.first else {
+            let daemon = try await Daemon.connect(bus)
             print(String(format: "%.2f", try await daemon.playerProperty("Volume").double ?? 0))
             return
         }
-        guard volume.isFinite, volume >= 0 else { throw ValidationError("the volume must be a number from 0 up") }
-        try await daemon.setPlayerProperty("Volume", .double(volume))
+        guard let volume = Double(text), volume.isFinite, volume >= 0, volume <= 10 else {
+            throw ValidationError("the volume is a number from 0 (silent) to 10, 1 being full volume; not \(text)")
+        }
+        try await Daemon.connect(bus).setPlayerProperty("Volume", .double(volume))
     }
 }
 

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LecternCore
 import LecternDaemon
+import LecternVersion
 import Logging
 import Synchronization
 
@@ -10,7 +11,8 @@ import Synchronization
 struct Lecternd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lecternd",
-        abstract: "Lectern's daemon: plays audiobooks and music, controlled over D-Bus (MPRIS and Lectern's own API).")
+        abstract: "Lectern's daemon: plays audiobooks and music, controlled over D-Bus (MPRIS and Lectern's own API).",
+        version: lecternVersion)
 
     @Option(help: "GStreamer pipeline description for the audio output, e.g. \"fakesink sync=true\".")
     var audioSink: String?

@@ -20,6 +20,32 @@ extension Integration {
             }
         }
 
+        @Test func bothProgramsSayTheirVersionTheSameWay() async throws {
+            let client = try await Subprocess.run(builtExecutable("lectern").path, ["--version"])
+            let daemon = try await Subprocess.run(builtExecutable("lecternd").path, ["--version"])
+            #expect(client.status == 0 && daemon.status == 0, "\(client) \(daemon)")
+            let version = client.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(version.split(separator: ".").count == 3 && version.allSatisfy { $0.isNumber || $0 == "." }, "\(version)")
+            #expect(daemon.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == version)
+        }
+
+        @Test func refusalsCountFilesAndChaptersFromOneAndNegativeVolumesAreRefused() async throws {
+            try await DaemonFixture.with { d in
+                #expect(try await d.lectern("open", d.media.mp3Book.path).status == 0)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                var r = try await d.lectern("jump", "99", "0")
+                #expect(r.status != 0 && r.stderr.contains("there is no file 99"), "lectern jump 99 0: \(r)")
+                r = try await d.lectern("chapter", "77")
+                #expect(r.status != 0 && r.stderr.contains("there is no chapter 77"), "lectern chapter 77: \(r)")
+                r = try await d.lectern("volume", "-1")
+                #expect(r.status != 0 && r.stderr.contains("the volume is a number from 0"), "lectern volume -1: \(r)")
+                #expect(try await d.lectern("volume").stdout == "1.00", "nothing changed")
+                r = try await d.lectern("volume", "0.5")
+                #expect(r.status == 0, "\(r)")
+                #expect(try await d.lectern("volume").stdout == "0.50")
+            }
+        }
+
         @Test func commandsDriveTheDaemon() async throws {
             try await DaemonFixture.with { d in
                 var r = try await d.lectern("status")

@@ -139,7 +139,7 @@ public final class MediaOpener: Sendable {
     /// The audio files below `folder` (subfolders included), in natural order of their relative paths. Hidden
     /// names (a leading dot) are skipped, and so are symbolic links: a link is neither listed nor followed (no loops,
     /// no escape from the folder). A subfolder that can't be read is skipped; `folder` itself must be readable.
-    static func audioFiles(in folder: URL) throws -> [URL] {
+    static func audioFiles(in folder: URL, limits: FolderLimits = FolderLimits()) throws -> [URL] {
         let base = folder.standardizedFileURL
         do {
             _ = try FileManager.default.contentsOfDirectory(atPath: base.path)
@@ -147,13 +147,25 @@ public final class MediaOpener: Sendable {
             throw BusError.failed("Cannot read the folder \(base.path): \(error.localizedDescription)")
         }
         // The enumerator does not descend into a link to a folder; links to files are left out below.
-        let keys: [URLResourceKey] = [.isRegularFileKey, .isSymbolicLinkKey]
+        let keys: [URLResourceKey] = [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey]
         let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles],
                                                   errorHandler: { _, _ in true })  // an unreadable subfolder: skipped
+        let device = Self.device(of: base.path)
         let prefix = base.path.hasSuffix("/") ? base.path : base.path + "/"
         var files: [(relative: String, path: String)] = []
+        var seen = 0
         while let url = walk?.nextObject() as? URL {
+            seen += 1
+            guard seen <= limits.entries, files.count <= limits.files else {
+                throw BusError.invalidArgs("\(base.path) holds too much to open as one queue (more than "
+                    + "\(limits.entries) entries or \(limits.files) audio files): open a book's own folder")
+            }
             let values = try? url.resourceValues(forKeys: Set(keys))
+            if values?.isDirectory == true {
+                // Not into other file systems (/proc, a mount), nor deeper than a collection of books goes.
+                if (walk?.level ?? 0) >= limits.depth || Self.device(of: url.path) != device { walk?.skipDescendants() }
+                continue
+            }
             guard values?.isSymbolicLink != true, values?.isRegularFile == true,
                   audioExtensions.contains(url.pathExtension.lowercased()) else { continue }
             let path = url.path
@@ -161,6 +173,22 @@ public final class MediaOpener: Sendable {
         }
         return files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }
             .map { URL(fileURLWithPath: $0.path, isDirectory: false) }
+    }
+
+    /// How much of a folder OpenUri walks: a book's folder, or a series of them, is far within these; the root of the
+    /// file system or a home folder is not, and is refused rather than walked.
+    struct FolderLimits {
+        /// Folders below the one opened.
+        var depth = 6
+        /// Files and folders looked at.
+        var entries = 20_000
+        /// Audio files in the queue.
+        var files = 5_000
+    }
+
+    private static func device(of path: String) -> UInt64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_dev) : nil
     }
 
     // MARK: - Covers
