@@ -51,11 +51,13 @@ public struct BookProgress: Sendable, Equatable {
     public var chapterTitle: String
     public var chapterPosition: Duration
     public var chapterLength: Duration?
-    /// Time into the book in play order (the files before this one, then the position in it).
+    /// Time into the book in book order (the files before this one in the book, then the position in it), shuffled
+    /// or not: file 1 at 0:10 is always 0:10 into the book.
     public var bookPosition: Duration
     /// The sum of the durations known so far.
     public var bookLength: Duration
-    /// What is left of the book, in listening time at the current rate.
+    /// What is left to hear, in listening time at the current rate: the rest of this file and the files after it in
+    /// play order (shuffled: those not played yet, whatever their place in the book).
     public var remaining: Duration
     public var rate: Double
 }
@@ -90,13 +92,15 @@ extension PlayerState {
     private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
         let chapter = chapters[index]
         func us(_ duration: Duration?) -> Int64 { duration?.microseconds ?? 0 }
-        let before = playOrder.prefix { $0 != item }.reduce(Int64(0)) { $0 + us(queue[$1].duration) }
+        let before = queue[..<item].reduce(Int64(0)) { $0 + us($1.duration) }
         let length = queue.reduce(Int64(0)) { $0 + us($1.duration) }
         let position = max(0, us(filePosition))
         let bookPosition = before + position
         var chapterPosition = max(0, position - us(chapter.start))
         if let chapterLength = chapter.length { chapterPosition = min(chapterPosition, us(chapterLength)) }
-        let remaining = Double(max(0, length - bookPosition)) / max(rate, PlayerState.minimumRate)
+        let after = playOrder.drop { $0 != item }.dropFirst().reduce(Int64(0)) { $0 + us(queue[$1].duration) }
+        let toHear = max(0, us(queue[item].duration) - position) + after
+        let remaining = Double(toHear) / max(rate, PlayerState.minimumRate)
         return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: .microseconds(position),
                             fileLength: queue[item].duration, chapterIndex: index, chapterCount: chapters.count,
                             chapterTitle: chapter.title, chapterPosition: .microseconds(chapterPosition), chapterLength: chapter.length,

@@ -263,6 +263,26 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             #expect(progress.remaining == .seconds(80))  // 160 s of book at 2x
         }
     }
+
+    /// Shuffled, the book position still counts in book order (a listener can follow it), and the time left is what
+    /// is still to hear in play order.
+    @Test func shuffledTheBookPositionIsInBookOrderAndTheTimeLeftInPlayOrder() async throws {
+        try await withHarness { h in
+            // Files of 100, 200 and 300 s; played in the order 3, 1, 2; now 50 s into file 1 (the second played).
+            let items = [100, 200, 300].enumerated().map { n, seconds in
+                MediaItem(id: 0, url: fileURL(n), duration: .seconds(seconds))
+            }
+            await h.player.open(items, startAt: 0, position: .seconds(50), play: false,
+                                settings: PlaybackSettings(shuffle: true), shuffleOrder: [2, 0, 1])
+            let state = await h.player.snapshot
+            try #require(state.shuffleOrder == [2, 0, 1], "the kept order: \(String(describing: state.shuffleOrder))")
+            let progress = try #require(await h.player.progress)
+            #expect(progress.fileIndex == 0)
+            #expect(progress.bookPosition == .seconds(50), "file 1 at 0:50 is 0:50 into the book")
+            #expect(progress.bookLength == .seconds(600))
+            #expect(progress.remaining == .seconds(250), "the rest of file 1, then file 2; file 3 was played")
+        }
+    }
 }
 
 @Suite struct FinishedTests {
