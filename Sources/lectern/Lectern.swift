@@ -9,11 +9,27 @@ struct Lectern: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lectern",
         abstract: "Control lecternd, the Lectern audiobook and music player daemon.",
+        discussion: examples("lectern open ~/Audiobooks/Dune", "lectern status", "lectern skip -15", "lectern sleep 20m")
+            + "\n\nExit status: 0 done; 1 lecternd refused (e.g. no such file, nothing loaded); 64 a usage error "
+            + "(checked before lecternd is asked); 69 the bus or lecternd cannot be reached.",
         version: lecternVersion,
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, Activate.self])
+
+    /// As ArgumentParser's, with a status of our own for each kind of ``CLIError``.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand { try await command.run() } else { try command.run() }
+        } catch let error as CLIError {
+            FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
+            Foundation.exit(error.status)
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 struct BusOptions: ParsableArguments {
@@ -24,7 +40,8 @@ struct BusOptions: ParsableArguments {
 // MARK: - Commands
 
 struct Open: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Play a file, a folder of audio files, or a file:// URI.")
+    static let configuration = CommandConfiguration(abstract: "Play a file, a folder of audio files, or a file:// URI.",
+        discussion: examples("lectern open ~/Audiobooks/Dune", "lectern open part1.mp3", "lectern open file:///music/song.ogg"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "A path or file:// URI.") var target: String
 
@@ -43,7 +60,8 @@ struct Open: AsyncParsableCommand {
 struct Activate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "What the desktop entry runs: start lecternd if it is not running, and play files if given.",
-        discussion: "Desktops that honour DBusActivatable call the daemon directly; this is for those that run Exec.")
+        discussion: "Desktops that honour DBusActivatable call the daemon directly; this is for those that run Exec.\n\n"
+            + examples("lectern activate", "lectern activate ~/Audiobooks/Dune"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "Paths or file:// URIs to play.") var targets: [String] = []
 
@@ -60,7 +78,8 @@ struct Activate: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show what is playing.")
+    static let configuration = CommandConfiguration(abstract: "Show what is playing.",
+        discussion: examples("lectern status", "lectern status --json"))
     @OptionGroup var bus: BusOptions
     @Flag(help: "Print JSON.") var json = false
 
@@ -73,7 +92,8 @@ struct Status: AsyncParsableCommand {
 }
 
 struct Play: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Play (resumes where it was paused), or play a book of the library, where it was left.")
+    static let configuration = CommandConfiguration(abstract: "Play (resumes where it was paused), or play a book of the library, where it was left.",
+        discussion: examples("lectern play", "lectern play Dune", "lectern play 12"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "A book: its id or (part of) its title.") var book: String?
 
@@ -89,37 +109,43 @@ struct Play: AsyncParsableCommand {
 }
 
 struct Pause: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Pause.")
+    static let configuration = CommandConfiguration(abstract: "Pause.",
+        discussion: examples("lectern pause"))
     @OptionGroup var bus: BusOptions
     func run() async throws { try await Daemon.connect(bus).player("Pause") }
 }
 
 struct Toggle: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Play if paused, pause if playing.")
+    static let configuration = CommandConfiguration(abstract: "Play if paused, pause if playing.",
+        discussion: examples("lectern toggle"))
     @OptionGroup var bus: BusOptions
     func run() async throws { try await Daemon.connect(bus).player("PlayPause") }
 }
 
 struct Stop: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Stop.")
+    static let configuration = CommandConfiguration(abstract: "Stop.",
+        discussion: examples("lectern stop"))
     @OptionGroup var bus: BusOptions
     func run() async throws { try await Daemon.connect(bus).player("Stop") }
 }
 
 struct Next: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Go to the next track.")
+    static let configuration = CommandConfiguration(abstract: "Go to the next track.",
+        discussion: examples("lectern next"))
     @OptionGroup var bus: BusOptions
     func run() async throws { try await Daemon.connect(bus).player("Next") }
 }
 
 struct Previous: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Go to the previous track.")
+    static let configuration = CommandConfiguration(abstract: "Go to the previous track.",
+        discussion: examples("lectern previous"))
     @OptionGroup var bus: BusOptions
     func run() async throws { try await Daemon.connect(bus).player("Previous") }
 }
 
 struct Seek: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move by a number of seconds: +30 or -15.")
+    static let configuration = CommandConfiguration(abstract: "Move by a number of seconds: +30 or -15.",
+        discussion: examples("lectern seek +30", "lectern seek -15"))
     @OptionGroup var bus: BusOptions
     // Passthrough, so that "-15" is taken as a number rather than an option.
     @Argument(parsing: .captureForPassthrough, help: "Seconds, with a sign: +30, -15.") var offset: [String] = []
@@ -134,7 +160,8 @@ struct Seek: AsyncParsableCommand {
 }
 
 struct Position: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Go to a position in the current track, in seconds (or m:ss).")
+    static let configuration = CommandConfiguration(abstract: "Go to a position in the current track, in seconds (or m:ss).",
+        discussion: examples("lectern position 90", "lectern position 1:30"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "Seconds from the start of the track, e.g. 90 or 1:30.") var position: String
 
@@ -155,7 +182,8 @@ struct Position: AsyncParsableCommand {
 }
 
 struct Volume: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies).")
+    static let configuration = CommandConfiguration(abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies).",
+        discussion: examples("lectern volume", "lectern volume 0.5", "lectern volume 1.5"))
     @OptionGroup var bus: BusOptions
     // Passthrough, so that "-1" is a (refused) volume rather than an unknown option.
     @Argument(parsing: .captureForPassthrough, help: "The new volume, e.g. 0.5.") var volume: [String] = []
@@ -177,9 +205,15 @@ struct Volume: AsyncParsableCommand {
 
 // MARK: - Talking to the daemon
 
+/// A failure the user should read, and the exit status it ends with (see `lectern --help`).
 struct CLIError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// 1: lecternd refused or something was not found; 69 (EX_UNAVAILABLE): the bus or lecternd cannot be reached.
+    let status: Int32
+    init(_ description: String, unreachable: Bool = false) {
+        self.description = description
+        status = unreachable ? 69 : 1
+    }
 }
 
 /// lecternd as the CLI sees it: addressed by Lectern's own bus name, whose owner also serves MPRIS.
@@ -194,7 +228,7 @@ struct Daemon {
         do {
             connection = try options.busAddress.map(BusConnection.init(address:)) ?? BusConnection.session()
         } catch {
-            throw CLIError("cannot reach the D-Bus session bus: \(error)")
+            throw CLIError("cannot reach the D-Bus session bus: \(error)", unreachable: true)
         }
         let daemon = Daemon(connection: connection)
         let running = try await daemon.call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
@@ -206,9 +240,10 @@ struct Daemon {
                                           member: "StartServiceByName", [.string(busName), .uint32(0)], timeout: .seconds(30))
             } catch let error as BusError where error.name == "org.freedesktop.DBus.Error.ServiceUnknown" {
                 throw CLIError("lecternd is not running on this bus, and the bus cannot start it (install it with "
-                               + "`make install`, or start it with `make run` or `lecternd`)")
+                               + "`make install`, or start it with `make run` or `lecternd`)", unreachable: true)
             } catch let error as BusError {
-                throw CLIError("lecternd could not be started: \(error.message.isEmpty ? error.name : error.message)")
+                throw CLIError("lecternd could not be started: \(error.message.isEmpty ? error.name : error.message)",
+                               unreachable: true)
             }
         }
         return daemon
@@ -247,7 +282,10 @@ struct Daemon {
                                              timeout: .seconds(10))
         } catch let error as BusError {
             if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-                throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)")
+                throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)", unreachable: true)
+            }
+            if error.name == "org.freedesktop.DBus.Error.NoReply" || error.name == "org.freedesktop.DBus.Error.Disconnected" {
+                throw CLIError("lecternd did not answer: \(error.message.isEmpty ? error.name : error.message)", unreachable: true)
             }
             throw CLIError(error.message.isEmpty ? error.name : error.message)
         }
@@ -369,4 +407,9 @@ struct StatusReport {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
+}
+
+/// A command's examples, as its `--help` shows them.
+func examples(_ lines: String...) -> String {
+    "Examples:\n" + lines.map { "  " + $0 }.joined(separator: "\n")
 }

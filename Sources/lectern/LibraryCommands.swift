@@ -6,7 +6,8 @@ import Foundation
 // org.lectern.Bookmarks1 on /org/lectern/Lectern1 (documented in dbus/org.lectern.Library1.xml).
 
 struct Import: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Import a folder (or file) into the library: one book per album, subfolders walked.")
+    static let configuration = CommandConfiguration(abstract: "Import a folder (or file) into the library: one book per album, subfolders walked.",
+        discussion: examples("lectern import ~/Audiobooks", "lectern import ~/Audiobooks/Dune --shelf Fiction"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "The folder or file.") var path: String
     @Option(help: "The shelf to put the books on, as a path: \"Series/Discworld\" (created as needed).") var shelf: String?
@@ -36,7 +37,7 @@ struct Import: AsyncParsableCommand {
                 return
             }
         }
-        throw CLIError("the daemon went away during the import")
+        throw CLIError("the daemon went away during the import", unreachable: true)
     }
 }
 
@@ -44,12 +45,14 @@ struct Import: AsyncParsableCommand {
 
 struct ShelfCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "shelf", abstract: "List and arrange shelves.",
+        discussion: examples("lectern shelf list", "lectern shelf create Fiction"),
         subcommands: [List.self, Create.self, Rename.self, Move.self, Delete.self])
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the shelves as a tree.")
+        static let configuration = CommandConfiguration(abstract: "Show the shelves as a tree.",
+            discussion: examples("lectern shelf list"))
         @OptionGroup var bus: BusOptions
-        @Flag var json = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let shelves = try await Daemon.connect(bus).allShelves()
             if json { print(JSON.encode(shelves.map(JSON.shelf))); return }
@@ -64,9 +67,10 @@ struct ShelfCommand: AsyncParsableCommand {
     }
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a shelf.")
+        static let configuration = CommandConfiguration(abstract: "Create a shelf.",
+            discussion: examples("lectern shelf create Fiction", "lectern shelf create Discworld --in Fiction"))
         @OptionGroup var bus: BusOptions
-        @Argument var name: String
+        @Argument(help: "The new shelf's name.") var name: String
         @Option(name: .customLong("in"), help: "The parent shelf (id or path); default: the top level.") var parent: String?
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
@@ -77,9 +81,11 @@ struct ShelfCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rename a shelf.",
+            discussion: examples("lectern shelf rename Fiction Novels"))
         @OptionGroup var bus: BusOptions
         @Argument(help: "The shelf (id or path).") var shelf: String
-        @Argument var name: String
+        @Argument(help: "Its new name.") var name: String
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             try await daemon.library("RenameShelf", [.int64(try await daemon.resolveShelf(shelf)), .string(name)])
@@ -87,6 +93,8 @@ struct ShelfCommand: AsyncParsableCommand {
     }
 
     struct Move: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Move a shelf under another one, or to the top level.",
+            discussion: examples("lectern shelf move Discworld --to Fiction", "lectern shelf move Discworld"))
         @OptionGroup var bus: BusOptions
         @Argument(help: "The shelf (id or path).") var shelf: String
         @Option(help: "The new parent (id or path); omit for the top level.") var to: String?
@@ -99,6 +107,8 @@ struct ShelfCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a shelf; with --recursive, the shelves and books on it too.",
+            discussion: examples("lectern shelf delete Empty", "lectern shelf delete Old --recursive"))
         @OptionGroup var bus: BusOptions
         @Argument(help: "The shelf (id or path).") var shelf: String
         @Flag(help: "Also delete its shelves and books.") var recursive = false
@@ -113,13 +123,16 @@ struct ShelfCommand: AsyncParsableCommand {
 
 struct BookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "book", abstract: "List, show and arrange books.",
+        discussion: examples("lectern book list", "lectern book show Dune"),
         subcommands: [List.self, Show.self, Rename.self, Move.self, Delete.self, Order.self])
 
     struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the books: all of them, or one shelf's.",
+            discussion: examples("lectern book list", "lectern book list --shelf Fiction --recursive", "lectern book list --json"))
         @OptionGroup var bus: BusOptions
         @Option(help: "Only this shelf (id or path).") var shelf: String?
         @Flag(help: "Include the shelves below it.") var recursive = false
-        @Flag var json = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             let shelfID = try await daemon.resolveShelf(optional: shelf)
@@ -131,9 +144,11 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a book: its files, chapters, place and settings.",
+            discussion: examples("lectern book show Dune", "lectern book show 12 --json"))
         @OptionGroup var bus: BusOptions
         @Argument(help: "The book (id or title).") var book: String
-        @Flag var json = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             let details = try await daemon.library("GetBook", [.int64(try await daemon.resolveBook(book))]).first?.stringKeyedDictionary ?? [:]
@@ -153,9 +168,11 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rename a book.",
+            discussion: examples("lectern book rename 12 \"Dune Messiah\""))
         @OptionGroup var bus: BusOptions
-        @Argument var book: String
-        @Argument var title: String
+        @Argument(help: "The book (id or title).") var book: String
+        @Argument(help: "Its new title.") var title: String
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             try await daemon.library("RenameBook", [.int64(try await daemon.resolveBook(book)), .string(title)])
@@ -163,8 +180,10 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Move: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Move a book to a shelf, or to the top level.",
+            discussion: examples("lectern book move Dune --to Fiction", "lectern book move Dune"))
         @OptionGroup var bus: BusOptions
-        @Argument var book: String
+        @Argument(help: "The book (id or title).") var book: String
         @Option(help: "The shelf (id or path); omit for the top level.") var to: String?
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
@@ -175,8 +194,10 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a book from the library, with its place and bookmarks (its files stay on disk).",
+            discussion: examples("lectern book delete 12"))
         @OptionGroup var bus: BusOptions
-        @Argument var book: String
+        @Argument(help: "The book (id or title).") var book: String
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             try await daemon.library("DeleteBook", [.int64(try await daemon.resolveBook(book))])
@@ -184,9 +205,10 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Order: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Put a book's files in a new order: every file id, once.")
+        static let configuration = CommandConfiguration(abstract: "Put a book's files in a new order: every file id, once.",
+            discussion: examples("lectern book order 12 5 4 6"))
         @OptionGroup var bus: BusOptions
-        @Argument var book: String
+        @Argument(help: "The book (id or title).") var book: String
         @Argument(help: "File ids in the new order (see `lectern book show`).") var files: [Int64]
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
@@ -199,13 +221,15 @@ struct BookCommand: AsyncParsableCommand {
 
 struct BookmarkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "bookmark", abstract: "Named places in books, with notes.",
+        discussion: examples("lectern bookmark add \"The duel\"", "lectern bookmark list"),
         subcommands: [Add.self, List.self, Rename.self, Note.self, Delete.self, Jump.self])
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Bookmark where the current book is (or another book's saved place).")
+        static let configuration = CommandConfiguration(abstract: "Bookmark where the current book is (or another book's saved place).",
+            discussion: examples("lectern bookmark add", "lectern bookmark add \"The duel\" --note \"Reread this\"", "lectern bookmark add --book Dune"))
         @OptionGroup var bus: BusOptions
-        @Argument var title: String?
-        @Option var note: String?
+        @Argument(help: "The bookmark's title (default: \"Bookmark at\" and the time).") var title: String?
+        @Option(help: "A note to keep with it.") var note: String?
         @Option(help: "The book (id or title); default: the current one.") var book: String?
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
@@ -217,9 +241,11 @@ struct BookmarkCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a book's bookmarks.",
+            discussion: examples("lectern bookmark list", "lectern bookmark list --book Dune --json"))
         @OptionGroup var bus: BusOptions
         @Option(help: "The book (id or title); default: the current one.") var book: String?
-        @Flag var json = false
+        @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             let bookID = try await daemon.resolveBookOrCurrent(book)
@@ -235,34 +261,42 @@ struct BookmarkCommand: AsyncParsableCommand {
     }
 
     struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rename a bookmark.",
+            discussion: examples("lectern bookmark rename 7 \"The duel\""))
         @OptionGroup var bus: BusOptions
-        @Argument var id: Int64
-        @Argument var title: String
+        @Argument(help: "The bookmark's id (see `lectern bookmark list`).") var id: Int64
+        @Argument(help: "Its new title.") var title: String
         func run() async throws {
             try await Daemon.connect(bus).library("RenameBookmark", [.int64(id), .string(title)], interface: "org.lectern.Bookmarks1")
         }
     }
 
     struct Note: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set a bookmark's note.",
+            discussion: examples("lectern bookmark note 7 \"Reread before book 2\""))
         @OptionGroup var bus: BusOptions
-        @Argument var id: Int64
-        @Argument var note: String
+        @Argument(help: "The bookmark's id (see `lectern bookmark list`).") var id: Int64
+        @Argument(help: "The note (\"\" removes it).") var note: String
         func run() async throws {
             try await Daemon.connect(bus).library("SetBookmarkNote", [.int64(id), .string(note)], interface: "org.lectern.Bookmarks1")
         }
     }
 
     struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a bookmark.",
+            discussion: examples("lectern bookmark delete 7"))
         @OptionGroup var bus: BusOptions
-        @Argument var id: Int64
+        @Argument(help: "The bookmark's id (see `lectern bookmark list`).") var id: Int64
         func run() async throws {
             try await Daemon.connect(bus).library("DeleteBookmark", [.int64(id)], interface: "org.lectern.Bookmarks1")
         }
     }
 
     struct Jump: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Go to a bookmark, making its book the current one.",
+            discussion: examples("lectern bookmark jump 7"))
         @OptionGroup var bus: BusOptions
-        @Argument var id: Int64
+        @Argument(help: "The bookmark's id (see `lectern bookmark list`).") var id: Int64
         func run() async throws {
             try await Daemon.connect(bus).library("JumpToBookmark", [.int64(id)], interface: "org.lectern.Bookmarks1")
         }
@@ -272,16 +306,17 @@ struct BookmarkCommand: AsyncParsableCommand {
 // MARK: - Find
 
 struct Find: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Find books: every option given must match (case-insensitive substrings).")
+    static let configuration = CommandConfiguration(abstract: "Find books: every option given must match (case-insensitive substrings).",
+        discussion: examples("lectern find --author Herbert", "lectern find --title dune --json", "lectern find --group-by author"))
     @OptionGroup var bus: BusOptions
-    @Option var title: String?
-    @Option var author: String?
-    @Option var album: String?
-    @Option var composer: String?
-    @Option var genre: String?
+    @Option(help: "Part of the title.") var title: String?
+    @Option(help: "Part of the author's name.") var author: String?
+    @Option(help: "Part of the album.") var album: String?
+    @Option(help: "Part of the composer.") var composer: String?
+    @Option(help: "Part of the genre.") var genre: String?
     @Option(help: "Group the matches by title, author, album, composer or genre.") var groupBy: String?
     @Option(help: "Pick one at random: book or file.") var random: String?
-    @Flag var json = false
+    @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
         let daemon = try await Daemon.connect(bus)

@@ -20,7 +20,8 @@ extension Daemon {
 
 struct Skip: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Skip forward or back through the book, across files: +15, -15 (seconds or m:ss), forward, back.")
+        abstract: "Skip forward or back through the book, across files: +15, -15 (seconds or m:ss), forward, back.",
+        discussion: examples("lectern skip -15", "lectern skip +1:00", "lectern skip forward"))
     @OptionGroup var bus: BusOptions
     @Argument(parsing: .captureForPassthrough, help: "+SECONDS, -SECONDS, forward or back (by the daemon's --skip-step).")
     var offset: [String] = []
@@ -42,7 +43,8 @@ struct Skip: AsyncParsableCommand {
 }
 
 struct Jump: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Go to a file of the book (from 1) at a second of it.")
+    static let configuration = CommandConfiguration(abstract: "Go to a file of the book (from 1) at a second of it.",
+        discussion: examples("lectern jump 3", "lectern jump 3 1:20"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "The file's number in the book, from 1.") var file: Int
     @Argument(help: "Seconds into the file (or m:ss).") var position: String = "0"
@@ -58,7 +60,8 @@ struct Jump: AsyncParsableCommand {
 
 struct ChapterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "chapter",
-        abstract: "Go to the next or previous chapter, or chapter N (from 1); without an argument, show the chapter.")
+        abstract: "Go to the next or previous chapter, or chapter N (from 1); without an argument, show the chapter.",
+        discussion: examples("lectern chapter", "lectern chapter next", "lectern chapter 4"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "next, previous, or a chapter number from 1.") var target: String?
 
@@ -83,7 +86,8 @@ struct ChapterCommand: AsyncParsableCommand {
 }
 
 struct Speed: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show or set the playback speed (0.5 to 3.0, pitch kept); saved with the book.")
+    static let configuration = CommandConfiguration(abstract: "Show or set the playback speed (0.5 to 3.0, pitch kept); saved with the book.",
+        discussion: examples("lectern speed", "lectern speed 1.5"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "The new speed, e.g. 1.5.") var speed: Double?
 
@@ -103,7 +107,8 @@ struct Speed: AsyncParsableCommand {
 
 struct SleepCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sleep",
-        abstract: "Stop playing after a while (20m, 1h30m, 90s), at the end of the chapter (chapter), or cancel (off).")
+        abstract: "Stop playing after a while (20m, 1h30m, 90s), at the end of the chapter (chapter), or cancel (off).",
+        discussion: examples("lectern sleep 20m", "lectern sleep chapter", "lectern sleep off"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "A duration (20m, 1h, 90s, 45 = minutes), chapter or off; without one, show the timer.") var when: String?
 

@@ -11,12 +11,39 @@ extension Integration {
             defer { bus.stop() }
             for command in [["status"], ["status", "--json"], ["pause"], ["volume"], ["open", "/tmp"]] {
                 let result = try await DaemonFixture.runLectern(command, environment: bus.environment)
-                #expect(result.status != 0, "lectern \(command.joined(separator: " ")) exited 0")
+                #expect(result.status == 69, "lectern \(command.joined(separator: " ")): 69, unreachable: \(result.status)")
                 #expect(result.stderr.contains("not running"), "lectern \(command.joined(separator: " ")): \(result.stderr)")
                 for crash in ["Fatal error", "Stack dump", "backtrace", "Segmentation"] {
                     #expect(!result.stderr.contains(crash), "lectern \(command.joined(separator: " ")): \(result.stderr)")
                 }
                 #expect(result.stderr.split(separator: "\n").count <= 3, "a short message, not a trace: \(result.stderr)")
+            }
+        }
+
+        @Test func everyCommandHasAnAbstractAndExamples() async throws {
+            let dump = try await Subprocess.run(builtExecutable("lectern").path, ["--experimental-dump-help"])
+            try #require(dump.status == 0, "\(dump.stderr)")
+            let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+            var commands: [(path: String, info: [String: Any])] = []
+            func walk(_ command: [String: Any], _ path: String) {
+                let name = command["commandName"] as? String ?? "?"
+                guard name != "help" else { return }
+                let full = path.isEmpty ? name : path + " " + name
+                commands.append((full, command))
+                for sub in command["subcommands"] as? [[String: Any]] ?? [] { walk(sub, full) }
+            }
+            walk(try #require(root["command"] as? [String: Any]), "")
+            #expect(commands.count > 35, "\(commands.map(\.path))")
+            for (path, info) in commands {
+                let abstract = info["abstract"] as? String ?? ""
+                #expect(!abstract.isEmpty && !abstract.contains("\n"), "\(path): a one-line abstract")
+                let discussion = info["discussion"] as? String ?? ""
+                #expect(discussion.contains("Examples:\n  \(path)"), "\(path): examples of itself in --help")
+                for argument in info["arguments"] as? [[String: Any]] ?? [] {
+                    let names = (argument["names"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+                    guard !names.contains("help"), !names.contains("version") else { continue }
+                    #expect(!(argument["abstract"] as? String ?? "").isEmpty, "\(path): \(names) has no help")
+                }
             }
         }
 
@@ -34,11 +61,11 @@ extension Integration {
                 #expect(try await d.lectern("open", d.media.mp3Book.path).status == 0)
                 #expect(try await d.waitForStatus("Playing") == "Playing")
                 var r = try await d.lectern("jump", "99", "0")
-                #expect(r.status != 0 && r.stderr.contains("there is no file 99"), "lectern jump 99 0: \(r)")
+                #expect(r.status == 1 && r.stderr.contains("there is no file 99"), "lectern jump 99 0, refused: \(r)")
                 r = try await d.lectern("chapter", "77")
-                #expect(r.status != 0 && r.stderr.contains("there is no chapter 77"), "lectern chapter 77: \(r)")
+                #expect(r.status == 1 && r.stderr.contains("there is no chapter 77"), "lectern chapter 77, refused: \(r)")
                 r = try await d.lectern("volume", "-1")
-                #expect(r.status != 0 && r.stderr.contains("the volume is a number from 0"), "lectern volume -1: \(r)")
+                #expect(r.status == 64 && r.stderr.contains("the volume is a number from 0"), "lectern volume -1, usage: \(r)")
                 #expect(try await d.lectern("volume").stdout == "1.00", "nothing changed")
                 r = try await d.lectern("volume", "0.5")
                 #expect(r.status == 0, "\(r)")
