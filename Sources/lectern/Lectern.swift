@@ -79,14 +79,17 @@ struct Activate: AsyncParsableCommand {
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what is playing.",
-        discussion: examples("lectern status", "lectern status --json"))
+        discussion: examples("lectern status", "lectern status --json", "lectern status --follow",
+                             "lectern status --follow --json | jq .status"))
     @OptionGroup var bus: BusOptions
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Keep showing it as it changes, from the daemon's signals (Ctrl-C ends): a line that redraws on a terminal; with --json, one object per line for each change.")
+    var follow = false
 
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
-        let properties = try await daemon.playerProperties()
-        let report = StatusReport(properties, book: try await daemon.listeningStatus())
+        if follow { return try await StatusFollower(daemon: daemon, json: json).run() }
+        let report = try await StatusReport.fetch(from: daemon)
         print(json ? report.json : report.text)
     }
 }
@@ -348,6 +351,26 @@ struct StatusReport {
         loop = p["LoopStatus"]?.string ?? "None"
         shuffle = p["Shuffle"]?.bool ?? false
         url = metadata["xesam:url"]?.string
+    }
+
+    /// What the daemon says now: MPRIS's Player properties and org.lectern.Player1's GetStatus.
+    static func fetch(from daemon: Daemon) async throws -> StatusReport {
+        StatusReport(try await daemon.playerProperties(), book: try await daemon.listeningStatus())
+    }
+
+    /// One line for a live view: the status, title and author, the position (as given: it moves while playing) and
+    /// the chapter.
+    func line(position: Int64) -> String {
+        guard let title else { return "\(status): nothing loaded" }
+        var parts = ["\(status): \(title)"]
+        if let author = artists.first { parts[0] += " — \(author)" }
+        parts.append("\(Seconds.format(position)) / \(length.map(Seconds.format) ?? "?")")
+        if let chapter = book["chapter"]?.int64, let chapters = book["chapters"]?.int64 {
+            parts.append("chapter \(chapter + 1)/\(chapters)")
+        }
+        if rate != 1 { parts.append(String(format: "%.2gx", rate)) }
+        if let sleep = Self.sleepLine(book) { parts.append(sleep) }
+        return parts.joined(separator: "  ")
     }
 
     var text: String {

@@ -18,12 +18,24 @@ struct Import: AsyncParsableCommand {
         let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
         let signals = try await daemon.connection.signals(MatchRule(interface: "org.lectern.Library1", path: "/org/lectern/Lectern1"))
         let job = try await daemon.library("Import", [.string(absolute), .string(shelf ?? "")]).first?.int64 ?? 0
+        // On a terminal a bar that redraws; otherwise a plain line at each tenth of the files.
         let showProgress = isatty(STDERR_FILENO) != 0
+        let started = ContinuousClock.now
+        var tenthShown = -1
         for await signal in signals where signal.arguments.first?.int64 == job {
-            if signal.member == "ImportProgress", showProgress {
+            if signal.member == "ImportProgress" {
                 let done = signal.arguments[1].int64 ?? 0, total = max(1, signal.arguments[2].int64 ?? 1)
-                let width = 30, filled = Int(done) * width / Int(total)
-                FileHandle.standardError.write(Data("\r[\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] \(done)/\(total)".utf8))
+                let elapsed = ContinuousClock.now - started
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let figures = "\(done)/\(total) files, \(Int((Double(done) / max(seconds, 0.001)).rounded())) files/s"
+                if showProgress {
+                    let width = 30, filled = Int(done) * width / Int(total)
+                    let bar = String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+                    FileHandle.standardError.write(Data("\r\u{1B}[2K[\(bar)] \(figures)".utf8))
+                } else if Int(done * 10 / total) > tenthShown {
+                    tenthShown = Int(done * 10 / total)
+                    FileHandle.standardError.write(Data("importing: \(figures)\n".utf8))
+                }
             } else if signal.member == "ImportFinished" {
                 if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
                 if let error = signal.arguments[2].string, !error.isEmpty { throw CLIError("import failed: \(error)") }

@@ -47,6 +47,47 @@ extension Integration {
             }
         }
 
+        @Test func statusFollowSaysEachChangeAsItHappensAndNothingBetween() async throws {
+            try await DaemonFixture.with { d in
+                #expect(try await d.lectern("open", d.media.mp3Book.path).status == 0)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                let follow = try Subprocess(builtExecutable("lectern").path, ["status", "--follow", "--json"],
+                                            environment: d.environment)
+                defer { follow.kill() }
+                func next(_ timeout: Duration = .seconds(5)) async throws -> [String: Any]? {
+                    guard let line = await follow.readLine(timeout: timeout) else { return nil }
+                    return try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                }
+                #expect(try await next()?["status"] as? String == "Playing", "the status at once")
+                #expect(try await d.lectern("pause").status == 0)
+                #expect(try await next()?["status"] as? String == "Paused", "the pause, as it happens")
+                #expect(await follow.readLine(timeout: .milliseconds(1500)) == nil, "nothing changed, nothing said")
+                #expect(try await d.lectern("position", "5").status == 0)
+                let moved = try await next()
+                #expect((moved?["position"] as? Double).map { abs($0 - 5) < 0.3 } == true, "the seek: \(String(describing: moved))")
+            }
+        }
+
+        @Test func statusFollowRedrawsOneLineOnATerminal() async throws {
+            try await DaemonFixture.with { d in
+                #expect(try await d.lectern("open", d.media.mp3Book.path).status == 0)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                // `script` gives lectern a pseudo-terminal, as a shell would.
+                let command = "\(builtExecutable("lectern").path) status --follow"
+                let terminal = try Subprocess("script", ["-qfec", command, "/dev/null"], environment: d.environment,
+                                              newProcessGroup: true)
+                defer { terminal.kill() }
+                let playing = await terminal.readAll(timeout: .milliseconds(2500))
+                let redraws = playing.components(separatedBy: "\r\u{1B}[2K").dropFirst()
+                #expect(redraws.count >= 2 && redraws.allSatisfy { $0.hasPrefix("Playing: ") }, "\(playing.debugDescription)")
+                #expect(Set(redraws).count >= 2, "the position moves on while playing: \(playing.debugDescription)")
+                #expect(!playing.contains("\n"), "one line, redrawn")
+                #expect(try await d.lectern("pause").status == 0)
+                let paused = await terminal.readAll(timeout: .seconds(2))
+                #expect(paused.contains("\r\u{1B}[2KPaused: "), "\(paused.debugDescription)")
+            }
+        }
+
         @Test func bothProgramsSayTheirVersionTheSameWay() async throws {
             let client = try await Subprocess.run(builtExecutable("lectern").path, ["--version"])
             let daemon = try await Subprocess.run(builtExecutable("lecternd").path, ["--version"])

@@ -14,6 +14,23 @@ extension Integration {
             }
         }
 
+        @Test func importOnATerminalDrawsAProgressBar() async throws {
+            try await DaemonFixture.with { d in
+                let media = try await d.libraryMedia
+                let command = "\(builtExecutable("lectern").path) import '\(media.tree.path)'"
+                let terminal = try Subprocess("script", ["-qfec", command, "/dev/null"], environment: d.environment,
+                                              newProcessGroup: true)
+                defer { terminal.kill() }
+                #expect(await terminal.waitForExit(timeout: .seconds(30)) == 0)
+                let output = await terminal.readAll(timeout: .seconds(2))
+                let bars = output.components(separatedBy: "\r\u{1B}[2K[").dropFirst()
+                #expect(!bars.isEmpty, "\(output.debugDescription)")
+                #expect(bars.last.map { $0.contains("] ") && $0.contains(" files, ") && $0.contains(" files/s") } == true,
+                        "\(output.debugDescription)")
+                #expect(output.contains("imported \(LibraryMedia.treeTitles.count) books"), "\(output.debugDescription)")
+            }
+        }
+
         @Test func libraryCommands() async throws {
             try await DaemonFixture.with { d in
                 let media = try await d.libraryMedia
@@ -24,6 +41,13 @@ extension Integration {
                 #expect(r.stdout.hasPrefix("imported \(LibraryMedia.treeTitles.count) books"), "\(r.stdout)")
                 for title in LibraryMedia.treeTitles { #expect(r.stdout.contains("] \(title)"), "\(title) in:\n\(r.stdout)") }
                 #expect(r.stdout.contains("Mp3 Saga — Ann Author  (3 files, "), "\(r.stdout)")
+                // Not on a terminal, the progress is plain lines on stderr, ending with every file.
+                let progress = r.stderr.split(separator: "\n").filter { $0.hasPrefix("importing: ") }
+                #expect(!progress.isEmpty && progress.allSatisfy { $0.contains(" files, ") && $0.hasSuffix(" files/s") },
+                        "\(r.stderr)")
+                if let last = progress.last?.split(separator: " ")[1].split(separator: "/"), last.count == 2 {
+                    #expect(last[0] == last[1], "the last line counts every file: \(progress)")
+                }
                 let shelves = try await d.allShelves()
                 let a = shelves.first { $0["name"] == .string("A") }?["id"]?.int64 ?? -1
                 let b = shelves.first { $0["name"] == .string("B") }?["id"]?.int64 ?? -1
