@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swiftcsv/SwiftCSV", from: "0.10.0"),
     ],
     targets: [
         // C libraries, as pkg-config finds them.
@@ -61,6 +62,7 @@ let package = Package(
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
         .executableTarget(name: "lectern", dependencies: [
             "DBus", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "SwiftCSV", package: "SwiftCSV"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
 
         // Benchmarks, run on demand (scripts/bench.sh), never by the tests.

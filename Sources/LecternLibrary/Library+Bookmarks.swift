@@ -37,6 +37,35 @@ extension Library {
         }
     }
 
+    /// Adds bookmarks made elsewhere (an export, another player) to a book, in one transaction: all or none. One
+    /// already there, at the same place of the same file with the same title, is skipped, so importing twice adds
+    /// nothing. Returns how many were added and skipped.
+    public func importBookmarks(to book: Int64, _ bookmarks: [Bookmark]) throws -> (added: Int, skipped: Int) {
+        for bookmark in bookmarks {
+            _ = try Self.checkName(bookmark.title, "a bookmark's title")
+            try Self.checkNote(bookmark.note)
+            guard bookmark.offset >= 0 else { throw LibraryError.invalidArgument("a bookmark's offset can't be negative") }
+        }
+        return try write { db in
+            _ = try Self.existingBook(db, book)
+            let files = Set(try Int64.fetchAll(db, sql: "SELECT id FROM bookFile WHERE bookId = ?", arguments: [book]))
+            var added = 0, skipped = 0
+            for var bookmark in bookmarks {
+                guard files.contains(bookmark.fileId) else { throw LibraryError.notFound("book \(book) has no file \(bookmark.fileId)") }
+                let title = try Self.checkName(bookmark.title, "a bookmark's title")
+                let existing = try Bookmark.filter(Column("bookId") == book && Column("fileId") == bookmark.fileId
+                                                   && Column("offset") == bookmark.offset && Column("title") == title).fetchCount(db)
+                if existing > 0 { skipped += 1; continue }
+                bookmark.id = nil
+                bookmark.bookId = book
+                bookmark.title = title
+                try bookmark.insert(db)
+                added += 1
+            }
+            return (added, skipped)
+        }
+    }
+
     public func renameBookmark(_ id: Int64, to title: String) throws {
         let title = try Self.checkName(title, "a bookmark's title")
         try updateBookmark(id) { $0.title = title }

@@ -130,6 +130,18 @@ public struct Bookmark: Codable, Sendable, Equatable, Identifiable, FetchableRec
     public var createdAt: Date
     public var kind: Kind
 
+    public init(id: Int64? = nil, bookId: Int64, fileId: Int64, offset: Int64, title: String, note: String = "",
+                createdAt: Date = Date(), kind: Kind = .user) {
+        self.id = id
+        self.bookId = bookId
+        self.fileId = fileId
+        self.offset = offset
+        self.title = title
+        self.note = note
+        self.createdAt = createdAt
+        self.kind = kind
+    }
+
     public static let databaseTableName = "bookmark"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
     // Dates without ICU (StoredDate).

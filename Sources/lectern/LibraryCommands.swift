@@ -234,7 +234,7 @@ struct BookCommand: AsyncParsableCommand {
 struct BookmarkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "bookmark", abstract: "Named places in books, with notes.",
         discussion: examples("lectern bookmark add \"The duel\"", "lectern bookmark list"),
-        subcommands: [Add.self, List.self, Rename.self, Note.self, Delete.self, Jump.self])
+        subcommands: [Add.self, List.self, Rename.self, Note.self, Delete.self, Jump.self, Export.self, Import.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Bookmark where the current book is (or another book's saved place).",

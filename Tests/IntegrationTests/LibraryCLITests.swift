@@ -31,6 +31,82 @@ extension Integration {
             }
         }
 
+        @Test func bookmarksGoOutToFilesAndComeBackWithoutDuplicates() async throws {
+            try await DaemonFixture.with { d in
+                let media = try await d.libraryMedia
+                #expect(try await d.lectern("import", media.tree.path).status == 0)
+                let saga = try await d.bookID(titled: "Mp3 Saga")
+                let dir = try TemporaryDirectory(prefix: "lectern-marks")
+                defer { dir.remove() }
+                func count() async throws -> Int {
+                    let r = try await d.lectern("bookmark", "list", "--book", "\(saga)", "--json")
+                    return (Self.json(r.stdout) as? [Any])?.count ?? -1
+                }
+                // Two bookmarks as another library exported them.
+                let source = dir.appending("in.json").path
+                try """
+                {"lectern-bookmarks": 1, "books": [{"title": "Mp3 Saga", "author": "Ann Author", "bookmarks": [
+                  {"file": 1, "offset": 500000, "title": "Opening", "note": "a note, with \\"quotes\\"", "kind": "user",
+                   "created": 1700000000000000},
+                  {"file": 3, "offset": 250000, "title": "Last part"}]}]}
+                """.write(toFile: source, atomically: true, encoding: .utf8)
+                var r = try await d.lectern("bookmark", "import", source)
+                #expect(r.status == 0 && r.stdout == "“Mp3 Saga”: 2 added", "\(r)")
+                r = try await d.lectern("bookmark", "import", source)
+                #expect(r.status == 0 && r.stdout == "“Mp3 Saga”: 0 added, 2 already there", "\(r)")
+                #expect(try await count() == 2)
+
+                // JSON out: lossless.
+                let out = dir.appending("out.json").path
+                r = try await d.lectern("bookmark", "export", "--book", "Mp3 Saga", "-o", out)
+                #expect(r.status == 0, "\(r)")
+                let exported = Self.json(try String(contentsOfFile: out, encoding: .utf8)) as? [String: Any]
+                let book = (exported?["books"] as? [[String: Any]])?.first
+                #expect(book?["title"] as? String == "Mp3 Saga" && book?["author"] as? String == "Ann Author")
+                #expect((book?["files"] as? [String])?.count == 3)
+                let first = (book?["bookmarks"] as? [[String: Any]])?.first
+                #expect(first?["file"] as? Int == 1 && first?["offset"] as? Int == 500_000 && first?["title"] as? String == "Opening")
+                #expect(first?["note"] as? String == "a note, with \"quotes\"" && first?["created"] as? Int == 1_700_000_000_000_000)
+
+                // CSV out and back in: nothing new.
+                let csv = dir.appending("out.csv").path
+                #expect(try await d.lectern("bookmark", "export", "--book", "Mp3 Saga", "--format", "csv", "-o", csv).status == 0)
+                let table = try String(contentsOfFile: csv, encoding: .utf8)
+                #expect(table.hasPrefix("book,author,file,position,title,note,kind,created\n"))
+                #expect(table.contains("Mp3 Saga,Ann Author,1,0.500000,Opening,\"a note, with \"\"quotes\"\"\",user,2023-11-14T22:13:20Z"),
+                        "\(table)")
+                r = try await d.lectern("bookmark", "import", csv)
+                #expect(r.stdout == "“Mp3 Saga”: 0 added, 2 already there", "\(r)")
+
+                // Audacity labels at the book's time, and a label added there comes back as a bookmark.
+                let labels = dir.appending("labels.txt").path
+                #expect(try await d.lectern("bookmark", "export", "--book", "Mp3 Saga", "--format", "audacity", "-o", labels).status == 0)
+                var text = try String(contentsOfFile: labels, encoding: .utf8)
+                #expect(text.hasPrefix("0.500000\t0.500000\tOpening\n"), "\(text)")
+                text += "1.000000\t1.000000\tFrom Audacity\n"
+                try text.write(toFile: labels, atomically: true, encoding: .utf8)
+                r = try await d.lectern("bookmark", "import", labels, "--book", "Mp3 Saga")
+                #expect(r.stdout == "book \(saga): 1 added, 2 already there", "\(r)")
+                #expect(try await count() == 3)
+
+                // A bookmark of a file the book doesn't have: refused, and none of the file's added.
+                try """
+                {"lectern-bookmarks": 1, "books": [{"title": "Mp3 Saga", "bookmarks": [
+                  {"file": 1, "offset": 0, "title": "Fine"}, {"file": 9, "offset": 0, "title": "Nowhere"}]}]}
+                """.write(toFile: source, atomically: true, encoding: .utf8)
+                r = try await d.lectern("bookmark", "import", source)
+                #expect(r.status == 1 && r.stderr.contains("the book has no file 9"), "\(r)")
+                #expect(try await count() == 3)
+                // Nor one past the end of its file.
+                try """
+                {"lectern-bookmarks": 1, "books": [{"title": "Mp3 Saga", "bookmarks": [{"file": 2, "offset": 3600000000, "title": "Late"}]}]}
+                """.write(toFile: source, atomically: true, encoding: .utf8)
+                r = try await d.lectern("bookmark", "import", source)
+                #expect(r.status == 1 && r.stderr.contains("1:00:00 is past its end"), "\(r)")
+                #expect(try await count() == 3)
+            }
+        }
+
         @Test func libraryCommands() async throws {
             try await DaemonFixture.with { d in
                 let media = try await d.libraryMedia

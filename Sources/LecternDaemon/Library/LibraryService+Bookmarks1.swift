@@ -36,6 +36,17 @@ extension LibraryService {
                 method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(dict))]) { call in
                     [.array(dict, try self.library.bookmarks(of: call.argument(0)).map(Self.encode))]
                 },
+                method("ImportBookmarks", in: [("book", .int64), ("bookmarks", .array(dict))],
+                       out: [("added", .uint32), ("skipped", .uint32)]) { call in
+                    let (bookId, entries) = try call.arguments(Int64.self, [[String: DBusValue]].self)
+                    let files = try self.library.files(of: bookId)
+                    let bookmarks = try entries.enumerated().map { n, entry in
+                        try Self.importedBookmark(entry, number: n + 1, book: bookId, files: files)
+                    }
+                    let result = try await self.writer.write { try $0.importBookmarks(to: bookId, bookmarks) }
+                    if result.added > 0 { self.bookmarksChanged(bookId) }
+                    return [.uint32(UInt32(result.added)), .uint32(UInt32(result.skipped))]
+                },
                 method("JumpToBookmark", in: [("id", .int64)]) { call in
                     try await rules.jump(toBookmark: call.argument(0))
                     return []

@@ -94,6 +94,39 @@ extension LibraryService {
                   "created": time(bookmark.createdAt), "kind": .string(bookmark.kind.rawValue)])
     }
 
+    /// An entry of ImportBookmarks: `file` (its number in the book, from 0), `offset` (µs), `title`; optional `note`,
+    /// `kind` and `created` (µs since the epoch), as ListBookmarks gives them.
+    static func importedBookmark(_ entry: [String: DBusValue], number: Int, book: Int64, files: [BookFile]) throws -> Bookmark {
+        func field<T: DBusDecodable>(_ key: String, _ type: T.Type) throws -> T? {
+            guard let value = entry[key] else { return nil }
+            guard let typed = T(dbusValue: value) else {
+                throw LibraryError.invalidArgument("bookmark \(number): \(key) is a \(T.dbusType), not \(value)")
+            }
+            return typed
+        }
+        guard let file = try field("file", Int32.self), let offset = try field("offset", Int64.self),
+              let title = try field("title", String.self) else {
+            throw LibraryError.invalidArgument("bookmark \(number): file, offset and title are needed")
+        }
+        guard files.indices.contains(Int(file)), let fileId = files[Int(file)].id else {
+            throw LibraryError.invalidArgument("bookmark \(number): the book has no file \(Int(file) + 1) (\(files.count) files)")
+        }
+        if let duration = files[Int(file)].duration, duration > 0, offset > duration {
+            throw LibraryError.invalidArgument("bookmark \(number): file \(Int(file) + 1) is \(Duration.microseconds(duration).clock) "
+                                               + "long, \(Duration.microseconds(offset).clock) is past its end")
+        }
+        var kind = Bookmark.Kind.user
+        if let name = try field("kind", String.self) {
+            guard let known = Bookmark.Kind(rawValue: name) else {
+                throw LibraryError.invalidArgument("bookmark \(number): kind is user, sleepTimer or unplug, not \(name)")
+            }
+            kind = known
+        }
+        let created = try field("created", Int64.self).map { Date(timeIntervalSince1970: Double($0) / 1_000_000) } ?? Date()
+        return Bookmark(bookId: book, fileId: fileId, offset: offset, title: title, note: try field("note", String.self) ?? "",
+                        createdAt: created, kind: kind)
+    }
+
     func encodeDetails(_ id: Int64) throws -> DBusValue {
         let book = try library.book(id)
         guard case .dictionary(_, _, var entries) = try Self.encode([book], library)[0] else { return .emptyVardict }
