@@ -160,10 +160,6 @@ uint64_t lectern_gst_clock_time_none(void) {
     return GST_CLOCK_TIME_NONE;
 }
 
-bool lectern_gst_object_has_property(void *object, const char *property) {
-    return g_object_class_find_property(G_OBJECT_GET_CLASS(object), property) != NULL;
-}
-
 // What "deep-element-added" gives each pulsesink (user data, freed with the handler): the buffer to hold and the
 // properties of its stream.
 typedef struct {

@@ -63,10 +63,6 @@ bool lectern_gst_post_application(void *element, const char *name, const char *f
 // GST_CLOCK_TIME_NONE is a macro cast (GstClockTime)-1.
 uint64_t lectern_gst_clock_time_none(void);
 
-// G_OBJECT_GET_CLASS is a macro: whether `object` has a property named `property` (asking g_object_get for a
-// property a class doesn't have logs a GLib warning).
-bool lectern_gst_object_has_property(void *object, const char *property);
-
 // A pulsesink added anywhere inside `bin` (a playbin: also the one autoaudiosink picks) whose buffer-time is still
 // its default (200 ms) gets `buffer_microseconds` instead. The sound server then wakes the stream for data a few times
 // a second instead of a hundred: PulseAudio asks clients that don't need low latency for as much as they can take.
