@@ -18,10 +18,11 @@ run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugi
           gstreamer1.0-tools gstreamer1.0-plugins-base-apps)
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
-# its threads' stacks in the failure's message.
+# its threads' stacks in the failure's message. The route suite runs against PulseAudio and against PipeWire
+# (pipewire, wireplumber, pipewire-pulse; pipewire-bin: pw-cli), each started headless by the test.
 # desktop-file-utils: the installed desktop entry is validated; libglib2.0-bin: gapplication activates it.
-test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb desktop-file-utils
-           libglib2.0-bin)
+test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb
+           pipewire pipewire-pulse wireplumber pipewire-bin desktop-file-utils libglib2.0-bin)
 # scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus
 # control module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for
 # the CPU-into-a-sound-server row.

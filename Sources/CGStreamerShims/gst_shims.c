@@ -160,30 +160,79 @@ uint64_t lectern_gst_clock_time_none(void) {
     return GST_CLOCK_TIME_NONE;
 }
 
-bool lectern_gst_object_has_property(void *object, const char *property) {
-    return g_object_class_find_property(G_OBJECT_GET_CLASS(object), property) != NULL;
+// What "deep-element-added" gives each pulsesink (user data, freed with the handler): the buffer to hold and the
+// properties of its stream.
+typedef struct {
+    gint64 buffer_time;
+    GstStructure *stream_properties;
+} SoundServerSinkSettings;
+
+static void sound_server_sink_settings_free(gpointer data, GClosure *closure) {
+    (void)closure;
+    SoundServerSinkSettings *settings = data;
+    gst_structure_free(settings->stream_properties);
+    g_free(settings);
 }
 
-// "deep-element-added": a pulsesink whose buffer-time is still its default gets the one asked for (user data).
+// gst_structure_foreach: copies one field of the sink's own stream-properties over ours (user data).
+static gboolean copy_stream_property(GQuark field, const GValue *value, gpointer user_data) {
+    gst_structure_id_set_value((GstStructure *)user_data, field, value);
+    return TRUE;
+}
+
+// "deep-element-added": a pulsesink whose buffer-time is still its default gets the one asked for; its stream gets
+// the properties asked for, under those its description set itself.
 static void sound_server_sink_added(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer user_data) {
     (void)bin;
     (void)sub_bin;
+    const SoundServerSinkSettings *settings = user_data;
     GstElementFactory *factory = gst_element_get_factory(element);
     if (factory == NULL || strcmp(GST_OBJECT_NAME(factory), "pulsesink") != 0) {
         return;
     }
-    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "buffer-time");
-    if (spec == NULL || G_PARAM_SPEC_VALUE_TYPE(spec) != G_TYPE_INT64) {
+    GObjectClass *object_class = G_OBJECT_GET_CLASS(element);
+    GParamSpec *spec = g_object_class_find_property(object_class, "buffer-time");
+    if (spec != NULL && G_PARAM_SPEC_VALUE_TYPE(spec) == G_TYPE_INT64) {
+        gint64 current = 0;
+        g_object_get(element, "buffer-time", &current, NULL);
+        if (current == G_PARAM_SPEC_INT64(spec)->default_value) {
+            g_object_set(element, "buffer-time", settings->buffer_time, NULL);
+        }
+    }
+    if (gst_structure_n_fields(settings->stream_properties) == 0) {
         return;
     }
-    gint64 current = 0;
-    g_object_get(element, "buffer-time", &current, NULL);
-    if (current == G_PARAM_SPEC_INT64(spec)->default_value) {
-        g_object_set(element, "buffer-time", (gint64)GPOINTER_TO_SIZE(user_data), NULL);
+    spec = g_object_class_find_property(object_class, "stream-properties");
+    if (spec != NULL && G_PARAM_SPEC_VALUE_TYPE(spec) == GST_TYPE_STRUCTURE) {
+        GstStructure *own = NULL;
+        g_object_get(element, "stream-properties", &own, NULL);
+        GstStructure *merged = gst_structure_copy(settings->stream_properties);
+        if (own != NULL) {
+            gst_structure_foreach(own, copy_stream_property, merged);
+            gst_structure_free(own);
+        }
+        g_object_set(element, "stream-properties", merged, NULL);
+        gst_structure_free(merged);
     }
 }
 
-void lectern_gst_set_sound_server_buffer(void *bin, int64_t microseconds) {
-    g_signal_connect(bin, "deep-element-added", G_CALLBACK(sound_server_sink_added),
-                     GSIZE_TO_POINTER((gsize)microseconds));
+void lectern_gst_configure_sound_server_sinks(void *bin, int64_t buffer_microseconds,
+                                              const char *const *property_names, const char *const *property_values,
+                                              size_t property_count) {
+    SoundServerSinkSettings *settings = g_new0(SoundServerSinkSettings, 1);
+    settings->buffer_time = (gint64)buffer_microseconds;
+    settings->stream_properties = gst_structure_new_empty("stream-properties");
+    for (size_t i = 0; i < property_count; i++) {
+        gst_structure_set(settings->stream_properties, property_names[i], G_TYPE_STRING, property_values[i], NULL);
+    }
+    // A pulsesink names its connection to the server after GLib's application name when it is made: make that the
+    // stream's, once per process (GLib warns when it is set twice).
+    const gchar *name = gst_structure_get_string(settings->stream_properties, "application.name");
+    static gsize application_named = 0;
+    if (name != NULL && g_once_init_enter(&application_named)) {
+        g_set_application_name(name);
+        g_once_init_leave(&application_named, 1);
+    }
+    g_signal_connect_data(bin, "deep-element-added", G_CALLBACK(sound_server_sink_added), settings,
+                          sound_server_sink_settings_free, 0);
 }

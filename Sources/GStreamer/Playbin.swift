@@ -29,7 +29,8 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// `scaletempo`, so rate changes keep the pitch. Consecutive files follow without a gap where GStreamer 1.22 alone
 /// would leave one (FFmpeg-written MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
 /// A `pulsesink` (named, or the one `autoaudiosink` picks) keeps ``soundServerBuffer`` of sound, not GStreamer's
-/// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred.
+/// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred; its stream
+/// carries the properties given to `init`, by which the sound server's policies and volume controls know it.
 /// `deinit` stops the bus thread, sets NULL and releases the element.
 public final class Playbin {
     /// How much sound a `pulsesink` holds ahead, unless its description sets `buffer-time` itself: PulseAudio's
@@ -61,8 +62,13 @@ public final class Playbin {
     ///   - audioSink: a pipeline description for the audio output, e.g. `"fakesink sync=true"` or
     ///     `"audioconvert ! wavenc ! filesink location=/tmp/x.wav"` (gst_parse_bin_from_description with ghost
     ///     pads); nil uses `autoaudiosink`.
+    ///   - streamProperties: properties of the stream a `pulsesink` opens (a PulseAudio proplist: e.g.
+    ///     `application.name`, `media.role`), beneath those the sink's description sets. The first
+    ///     `application.name` given in the process also becomes GLib's application name
+    ///     (`g_set_application_name`), after which pulsesink names its connection to the server.
     ///   - onEvent: optional handler called on the bus thread for each event (see ``EventHandler``).
-    public init(audioSink: String? = nil, onEvent: EventHandler? = nil) throws(PipelineError) {
+    public init(audioSink: String? = nil, streamProperties: [String: String] = [:],
+                onEvent: EventHandler? = nil) throws(PipelineError) {
         GStreamer.initialize()
         guard let made = gst_element_factory_make("playbin", nil) else {
             throw .missingElement("playbin")
@@ -70,6 +76,16 @@ public final class Playbin {
         // Sink the floating reference: we own exactly one reference, released in deinit.
         gst_object_ref_sink(UnsafeMutableRawPointer(made))
         let element = made
+        // Before the sink is made: a pulsesink names its connection when it is made, after GLib's application name,
+        // which this sets (once per process) from the stream's application.name.
+        let buffer = Self.soundServerBuffer.components.seconds * 1_000_000
+            + Self.soundServerBuffer.components.attoseconds / 1_000_000_000_000
+        // C copies of the properties for the call, which copies them again into the settings its handler keeps.
+        let names = streamProperties.keys.sorted()
+        let cNames: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup($0)) }
+        let cValues: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup(streamProperties[$0])) }
+        lectern_gst_configure_sound_server_sinks(UnsafeMutableRawPointer(element), buffer, cNames, cValues, names.count)
+        for copy in cNames + cValues { g_free(UnsafeMutableRawPointer(mutating: copy)) }
 
         let filter = gst_element_factory_make("scaletempo", nil)
         var sink: UnsafeMutablePointer<GstElement>?
@@ -96,8 +112,6 @@ public final class Playbin {
         lectern_gst_set_object_arg(raw, "flags", "audio+soft-volume")
         // Encoder delay and padding handled where GStreamer 1.22 does not (FFmpeg MP3s, the end of MP4 audio).
         lectern_gst_enable_gapless_fixes(raw)
-        lectern_gst_set_sound_server_buffer(raw, Self.soundServerBuffer.components.seconds * 1_000_000
-                                                + Self.soundServerBuffer.components.attoseconds / 1_000_000_000_000)
         // The playbin sinks the floating references of the filter and the sink bin.
         lectern_gst_object_set_object(raw, "audio-filter", UnsafeMutableRawPointer(filter))
         if let sink {

@@ -73,7 +73,7 @@ public struct OutputPolicy<Instant: InstantProtocol>: Sendable where Instant.Dur
         switch input {
         case .lost(let output, let reason, let playing):
             guard mode != .off, playing else { return .nothing }
-            // The same loss seen twice (the device monitor and libpulse both report a removal): act once.
+            // The same loss reported twice (the stream moved off a sink, then the sink's removal): act once.
             if let pending, pending.output == output, pending.reason == reason { return .nothing }
             pending = PendingResume(output: output, reason: reason, since: now)
             return .pause

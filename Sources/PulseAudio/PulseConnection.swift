@@ -139,7 +139,8 @@ public final class PulseConnection: @unchecked Sendable {
         }
     }
 
-    /// pa_context_get_sink_info_by_name; nil if there is no such sink (any more).
+    /// pa_context_get_sink_info_by_name; nil if there is no such sink (any more). The server resolves its own
+    /// names too: `@DEFAULT_SINK@` is the default sink, with its real index and name.
     public func sink(named name: String) async throws(PulseError) -> PulseSink? {
         do {
             return try await run(Collect<PulseSink>.self) { context, box in
@@ -162,10 +163,11 @@ public final class PulseConnection: @unchecked Sendable {
         try await sinkInputs().filter { $0.processID == pid }
     }
 
-    /// pa_context_move_sink_input_by_name: moves a stream to another sink.
-    public func moveSinkInput(_ index: UInt32, toSink name: String) async throws(PulseError) {
+    /// pa_context_move_sink_input_by_index: moves a stream to another sink, named by its index (PipeWire lets two
+    /// sinks have one name).
+    public func moveSinkInput(_ index: UInt32, toSinkIndex sink: UInt32) async throws(PulseError) {
         _ = try await run(Collect<Bool>.self) { context, box in
-            pulse.pa_context_move_sink_input_by_name(context, index, name, successCallback, box)
+            pulse.pa_context_move_sink_input_by_index(context, index, sink, successCallback, box)
         }
     }
 

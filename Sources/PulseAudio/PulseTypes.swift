@@ -74,7 +74,8 @@ public struct PulseSinkInput: Sendable, Hashable {
 public struct PulseServerInfo: Sendable, Hashable {
     public var serverName: String
     public var serverVersion: String
-    /// The sink new streams go to, if there is one.
+    /// The sink new streams go to, if there is one, as the server names it: pipewire-pulse may say `@DEFAULT_SINK@`
+    /// just after it starts (ask for the sink by this name to learn which it is).
     public var defaultSinkName: String?
 
     public init(serverName: String, serverVersion: String, defaultSinkName: String?) {

@@ -179,12 +179,12 @@ private func playing(_ harness: Harness) async {
         }
     }
 
-    @Test func theSameLossFromTwoSourcesActsOnceAndSoDoesTheReturn() async {
+    @Test func theSameLossReportedTwiceActsOnceAndSoDoesTheReturn() async {
         await withHarness { h in
             var route = RouteDriver(h)
             await playing(h)
-            #expect(await route.send(.lost("headphones")) == .pause)   // libpulse
-            #expect(await route.send(.lost("headphones")) == .nothing) // the device monitor, a few ms later
+            #expect(await route.send(.lost("headphones")) == .pause)   // the stream moved off the sink
+            #expect(await route.send(.lost("headphones")) == .nothing) // the sink's removal, a few ms later
             #expect(await route.send(.returned("headphones")) == .resume)
             #expect(await route.send(.returned("headphones")) == .nothing)
             #expect(await route.status == .playing)

@@ -13,91 +13,254 @@ struct RouteTestError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-// MARK: - A headless PulseAudio
+// MARK: - A headless sound server
 
-/// A PulseAudio of the test's own: `--daemonize=no`, no default script, the native protocol with anonymous auth
-/// on `$D/xdg/pulse/native`, one null sink "speakers" (the default). XDG_RUNTIME_DIR and HOME are in a temporary
-/// directory; ``environment`` points PULSE_SERVER at it. `stop()` (or deinit) kills it with SIGKILL.
-final class PulseServer: @unchecked Sendable {
+/// Which sound server a route test runs against: PulseAudio 16, or PipeWire with WirePlumber and pipewire-pulse
+/// (Debian 12's desktop default). lecternd speaks to both through libpulse.
+enum SoundServerKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case pulseAudio = "PulseAudio"
+    case pipeWire = "PipeWire"
+
+    var testDescription: String { rawValue }
+}
+
+/// A sink the test plugged in, and how to unplug it.
+struct PluggedSink: Sendable, Hashable {
+    let name: String
+    /// Its index, as libpulse clients (`pactl list sinks`, lecternd) know it.
+    let index: String
+    /// PulseAudio: the null sink's module index (`pactl unload-module`). PipeWire: the node's object id
+    /// (`pw-cli destroy`).
+    let handle: String
+}
+
+/// A sound server of the test's own, headless, with one null sink "speakers" (the default). XDG_RUNTIME_DIR and
+/// HOME are in a temporary directory (with `autospawn = no`, so that no client ever starts a server of its own);
+/// ``environment`` points PULSE_SERVER at its native socket `$D/xdg/pulse/native`.
+///
+/// - PulseAudio: `pulseaudio --daemonize=no`, no default script, the native protocol with anonymous auth, and
+///   "speakers" loaded with it. Sinks are null sinks plugged with `pactl load-module` (they die with the server).
+/// - PipeWire: `pipewire`, then `wireplumber` and `pipewire-pulse`, with a session bus of their own (WirePlumber
+///   needs one). Sinks are null-audio-sink nodes made with `pw-cli create-node` and `object.linger`: like real
+///   devices, they outlive pipewire-pulse, which is the server libpulse clients speak to (``stopPulseServer()``).
+///
+/// `shutdown()` (or deinit) kills everything with SIGKILL.
+final class SoundServer: @unchecked Sendable {
+    let kind: SoundServerKind
     let directory: TemporaryDirectory
+    /// For clients: pactl, lecternd, pw-cli.
     let environment: [String: String]
     let socketPath: String
+    /// PipeWire: WirePlumber's session bus.
+    private let bus: PrivateBus?
+    /// The servers' own environment (PipeWire: with the bus).
+    private let serverEnvironment: [String: String]
     private let lock = NSLock()
-    private var process: Subprocess?  // guarded by lock
+    private var processes: [String: Subprocess] = [:]  // by program; guarded by lock
 
-    init() async throws {
-        directory = try TemporaryDirectory(prefix: "lectern-pulse")
+    init(_ kind: SoundServerKind) async throws {
+        self.kind = kind
+        directory = try TemporaryDirectory(prefix: "lectern-sound")
         let xdg = directory.appending("xdg"), home = directory.appending("home")
         try FileManager.default.createDirectory(at: xdg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: home.appendingPathComponent(".config/pulse"), withIntermediateDirectories: true)
+        try "autospawn = no\n".write(to: home.appendingPathComponent(".config/pulse/client.conf"), atomically: true, encoding: .utf8)
         socketPath = xdg.path + "/pulse/native"
-        environment = Subprocess.environment(adding: ["XDG_RUNTIME_DIR": xdg.path, "HOME": home.path,
-                                                      "PULSE_SERVER": "unix:" + socketPath])
-        try await start()
+        let base = ["XDG_RUNTIME_DIR": xdg.path, "HOME": home.path, "XDG_CONFIG_HOME": home.path + "/.config",
+                    "XDG_STATE_HOME": home.path + "/.local/state", "XDG_DATA_HOME": home.path + "/.local/share"]
+        environment = Subprocess.environment(adding: base.merging(["PULSE_SERVER": "unix:" + socketPath]) { $1 })
+        switch kind {
+        case .pulseAudio:
+            bus = nil
+            serverEnvironment = environment
+        case .pipeWire:
+            let bus = try PrivateBus()
+            self.bus = bus
+            serverEnvironment = Subprocess.environment(
+                adding: base.merging(["DBUS_SESSION_BUS_ADDRESS": bus.address,
+                                      "DBUS_SYSTEM_BUS_ADDRESS": bus.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? ""]) { $1 },
+                removing: ["PULSE_SERVER", "DISPLAY", "WAYLAND_DISPLAY"])
+        }
+        do {
+            try await start()
+        } catch {
+            await shutdown()
+            throw error
+        }
     }
 
     deinit {
-        lock.withLock { process }?.kill()  // Subprocess's own deinit reaps it
+        for process in lock.withLock({ Array(processes.values) }) { process.kill() }  // Subprocess's deinit reaps
+        bus?.stop()
     }
 
-    var pid: pid_t? { lock.withLock { process?.pid } }
+    /// The pid of the server libpulse clients speak to (pulseaudio, pipewire-pulse).
+    var pid: pid_t? { lock.withLock { processes[pulseServerProgram]?.pid } }
 
-    /// Starts the server (again, on the same socket) and waits until `pactl info` answers. Never blocks a thread
-    /// of the cooperative pool (the suites run in parallel on 2 cores).
-    func start() async throws {
-        let process = try Subprocess(
-            "pulseaudio",
-            ["--daemonize=no", "--exit-idle-time=-1", "-n", "--log-target=file:\(directory.path)/pulse.log",
-             "-L", "module-native-protocol-unix auth-anonymous=1", "-L", "module-null-sink sink_name=speakers"],
-            environment: environment, stdout: .null, stderr: .appendingToFile(directory.appending("pulse.stderr")))
-        lock.withLock { self.process = process }
-        // Ready in ~0.1 s; generous because the whole test run starts many suites at once on 2 cores.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            guard process.isRunning else {
-                throw RouteTestError("pulseaudio exited: \(process.termination.map { "\($0)" } ?? "?")\n\(log)")
-            }
-            if let result = try? await Subprocess.run("pactl", ["info"], env: environment, timeout: .seconds(5)),
-               result.status == 0 {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
+    /// Whether the sinks the test plugged in outlive ``stopPulseServer()`` (PipeWire's nodes do).
+    var sinksSurviveRestart: Bool { kind == .pipeWire }
+
+    private var pulseServerProgram: String { kind == .pulseAudio ? "pulseaudio" : "pipewire-pulse" }
+
+    /// Starts everything and waits until `pactl info` answers; PipeWire: with "speakers" made the default sink.
+    /// Never blocks a thread of the cooperative pool (the suites run in parallel on 2 cores).
+    private func start() async throws {
+        let programs = kind == .pulseAudio ? ["pulseaudio", "pactl"] : ["pipewire", "wireplumber", "pipewire-pulse", "pw-cli", "pactl"]
+        let missing = programs.filter { Subprocess.findExecutable($0, environment: environment) == nil }
+        guard missing.isEmpty else {
+            throw RouteTestError("\(missing.joined(separator: ", ")) not installed (scripts/install-deps.sh --test installs the \(kind) packages)")
         }
-        throw RouteTestError("pulseaudio did not answer within 30 s\n\(log)")
+        switch kind {
+        case .pulseAudio:
+            try await startPulseServer()
+        case .pipeWire:
+            try spawn("pipewire", [])
+            try await waitUntil("pipewire", answers: "pw-cli", ["info", "0"])
+            try spawn("wireplumber", [])
+            try await startPulseServer()
+            _ = try await plug("speakers")
+            try await pactl("set-default-sink", "speakers")
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await pactl("info").contains("Default Sink: speakers") == false {
+                guard ContinuousClock.now < deadline else { throw RouteTestError("speakers is not the default sink\n\(log)") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
     }
 
-    /// SIGKILL, and reaps it. Idempotent.
-    func stop() async {
-        guard let process = lock.withLock({ () -> Subprocess? in
-            defer { self.process = nil }
-            return self.process
-        }) else { return }
+    /// Starts the server libpulse clients speak to (again, on the same socket) and waits until `pactl info`
+    /// answers. PulseAudio: with "speakers", and nothing else.
+    func startPulseServer() async throws {
+        switch kind {
+        case .pulseAudio:
+            try spawn("pulseaudio", ["--daemonize=no", "--exit-idle-time=-1", "-n", "--log-target=stderr",
+                                     "-L", "module-native-protocol-unix auth-anonymous=1", "-L", "module-null-sink sink_name=speakers"])
+        case .pipeWire:
+            try spawn("pipewire-pulse", [])
+        }
+        try await waitUntil(pulseServerProgram, answers: "pactl", ["info"])
+    }
+
+    /// SIGKILL to the server libpulse clients speak to, and reaps it (PulseAudio; PipeWire's pipewire-pulse, its
+    /// sinks staying). Idempotent.
+    func stopPulseServer() async {
+        await stop(pulseServerProgram)
+    }
+
+    /// Kills and reaps every process of the server, and its bus. Idempotent.
+    func shutdown() async {
+        for program in ["pipewire-pulse", "pulseaudio", "wireplumber", "pipewire"] { await stop(program) }
+        bus?.stop()
+    }
+
+    private func spawn(_ program: String, _ arguments: [String]) throws {
+        let log = directory.appending("\(program).log")
+        let process = try Subprocess(program, arguments, environment: serverEnvironment, stdout: .appendingToFile(log),
+                                     stderr: .appendingToFile(log))
+        lock.withLock { processes[program] = process }
+    }
+
+    private func stop(_ program: String) async {
+        guard let process = lock.withLock({ processes.removeValue(forKey: program) }) else { return }
         process.kill()
         _ = await process.waitForExit(timeout: .seconds(10))
     }
 
+    /// Waits until `tool arguments` exits 0 (ready in ~0.1 s; generous because the whole test run starts many
+    /// suites at once on 2 cores).
+    private func waitUntil(_ program: String, answers tool: String, _ arguments: [String]) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            guard let process = lock.withLock({ processes[program] }), process.isRunning else {
+                let how = lock.withLock { processes[program] }?.termination.map { "\($0)" } ?? "?"
+                throw RouteTestError("\(program) exited: \(how)\n\(log)")
+            }
+            if let result = try? await Subprocess.run(tool, arguments, env: environment, timeout: .seconds(5)), result.status == 0 {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw RouteTestError("\(program) did not answer \(tool) \(arguments.joined(separator: " ")) within 30 s\n\(log)")
+    }
+
+    /// The servers' logs.
     var log: String {
-        ((try? String(contentsOf: directory.appending("pulse.log"), encoding: .utf8)) ?? "")
-            + ((try? String(contentsOf: directory.appending("pulse.stderr"), encoding: .utf8)) ?? "")
+        ["pulseaudio", "pipewire", "wireplumber", "pipewire-pulse"].compactMap { program in
+            (try? String(contentsOf: directory.appending("\(program).log"), encoding: .utf8)).map { "== \(program)\n\($0)" }
+        }.joined(separator: "\n")
     }
 
     /// Runs pactl against this server; throws unless it exits 0. Returns its trimmed stdout.
     @discardableResult
     func pactl(_ arguments: String...) async throws -> String {
-        let result = try await Subprocess.run("pactl", arguments, env: environment, timeout: .seconds(10))
+        try await run("pactl", arguments)
+    }
+
+    @discardableResult
+    private func run(_ tool: String, _ arguments: [String]) async throws -> String {
+        let result = try await Subprocess.run(tool, arguments, env: environment, timeout: .seconds(10))
         guard result.status == 0 else {
-            throw RouteTestError("pactl \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+            throw RouteTestError("\(tool) \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
         }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Plugs a null sink in; returns its module index (for `unplug`).
-    func plug(_ sinkName: String) async throws -> String {
-        try await pactl("load-module", "module-null-sink", "sink_name=\(sinkName)")
+    /// The indices of the sinks named `name` (`pactl list short sinks`).
+    func sinkIndices(named name: String) async throws -> [String] {
+        try await pactl("list", "short", "sinks").split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: "\t")
+            return fields.count > 1 && fields[1] == name ? String(fields[0]) : nil
+        }
     }
 
-    func unplug(module: String) async throws {
-        try await pactl("unload-module", module)
+    /// The sink index each playback stream plays to (`pactl list short sink-inputs`).
+    func streamSinks() async throws -> [String] {
+        try await pactl("list", "short", "sink-inputs").split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: "\t")
+            return fields.count > 1 ? String(fields[1]) : nil
+        }
+    }
+
+    /// Plugs a null sink named `name` in (PipeWire allows a second of one name) and waits until libpulse clients
+    /// see it.
+    func plug(_ name: String) async throws -> PluggedSink {
+        let before = Set(try await sinkIndices(named: name))
+        let module: String?
+        switch kind {
+        case .pulseAudio:
+            module = try await pactl("load-module", "module-null-sink", "sink_name=\(name)")
+        case .pipeWire:
+            module = nil
+            try await run("pw-cli", ["create-node", "adapter", "{ factory.name=support.null-audio-sink node.name=\(name) "
+                                     + "media.class=Audio/Sink object.linger=true audio.position=[ FL FR ] }"])
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            if let index = try await sinkIndices(named: name).first(where: { !before.contains($0) }) {
+                if let module { return PluggedSink(name: name, index: index, handle: module) }
+                return PluggedSink(name: name, index: index, handle: try await objectID(ofSink: index))
+            }
+            guard ContinuousClock.now < deadline else { throw RouteTestError("no new sink \(name) after plugging it\n\(log)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// PipeWire: the object id of the node behind sink `index` (its `object.id` property).
+    private func objectID(ofSink index: String) async throws -> String {
+        let sinks = try await pactl("list", "sinks")
+        guard let block = sinks.components(separatedBy: "Sink #").first(where: { $0.hasPrefix(index + "\n") }),
+              let line = block.split(separator: "\n").first(where: { $0.contains("object.id = ") }),
+              let id = line.split(separator: "\"").dropFirst().first else {
+            throw RouteTestError("no object.id for sink #\(index):\n\(sinks)")
+        }
+        return String(id)
+    }
+
+    func unplug(_ sink: PluggedSink) async throws {
+        switch kind {
+        case .pulseAudio: try await pactl("unload-module", sink.handle)
+        case .pipeWire: try await run("pw-cli", ["destroy", sink.handle])
+        }
     }
 }
 
@@ -109,7 +272,7 @@ final class SinkRemovals: Sendable {
     private let connection: PulseConnection
     private let times = Times()
 
-    init(server: PulseServer) async throws {
+    init(server: SoundServer) async throws {
         connection = try await PulseConnection.connect(server: "unix:" + server.socketPath, applicationName: "route test")
         let events = connection.events
         let times = self.times
@@ -165,7 +328,7 @@ enum RouteMedia {
     }
 }
 
-// MARK: - lecternd on a private bus, playing through the test's PulseAudio
+// MARK: - lecternd on a private bus, playing through the test's sound server
 
 /// Signals received by the test's client, with their arrival times.
 final class SignalLog: Sendable {
@@ -199,27 +362,28 @@ final class RouteDaemon: Sendable {
     static let lecternPath = "/org/lectern/Lectern1"
     static let output = "org.lectern.Output1"
 
-    let pulse: PulseServer
+    let server: SoundServer
     let bus: PrivateBus
     let directory: TemporaryDirectory
     let daemon: Subprocess
     let client: BusConnection
     let signals = SignalLog()
     let logFile: URL
-    /// The module index of the "headphones" null sink while it is plugged in.
-    let headphonesModule = Mutex<String?>(nil)
+    /// The "headphones" sink while it is plugged in.
+    let headphones = Mutex<PluggedSink?>(nil)
 
-    /// A fresh PulseAudio with "speakers" (default) and "headphones" plugged in, and lecternd playing to
-    /// `pulsesink device=headphones`.
-    init(extraArguments: [String] = []) async throws {
-        pulse = try await PulseServer()
+    /// A fresh sound server of `kind` with "speakers" (default) and "headphones" plugged in, and lecternd playing
+    /// to `audioSink`.
+    init(_ kind: SoundServerKind, audioSink: String = "pulsesink device=headphones",
+         extraArguments: [String] = []) async throws {
+        server = try await SoundServer(kind)
         bus = try PrivateBus()
         directory = try TemporaryDirectory(prefix: "lectern-route")
         logFile = directory.appending("lecternd.log")
-        let module = try await pulse.plug("headphones")
-        headphonesModule.withLock { $0 = module }
+        let sink = try await server.plug("headphones")
+        headphones.withLock { $0 = sink }
         var env = bus.environment
-        for (key, value) in pulse.environment where ["XDG_RUNTIME_DIR", "PULSE_SERVER", "HOME"].contains(key) {
+        for (key, value) in server.environment where ["XDG_RUNTIME_DIR", "PULSE_SERVER", "HOME"].contains(key) {
             env[key] = value
         }
         env["XDG_CACHE_HOME"] = directory.appending("cache").path
@@ -229,7 +393,7 @@ final class RouteDaemon: Sendable {
         let log = signals
         Task.detached { for await message in stream { log.append(message) } }
         daemon = try Subprocess(builtExecutable("lecternd").path,
-                                ["--audio-sink", "pulsesink device=headphones", "--log-level", "debug"] + extraArguments,
+                                ["--audio-sink", audioSink, "--log-level", "debug"] + extraArguments,
                                 environment: env, stdout: .appendingToFile(logFile), stderr: .appendingToFile(logFile))
         let deadline = ContinuousClock.now + .seconds(10)
         while !(try await nameHasOwner("org.mpris.MediaPlayer2.lectern")) {
@@ -243,18 +407,21 @@ final class RouteDaemon: Sendable {
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
-    /// SIGTERM; expects exit 0; tears everything down.
+    /// SIGTERM; expects exit 0 and no GLib criticals in its log; tears everything down.
     func finish(sourceLocation: SourceLocation = #_sourceLocation) async {
-        #expect(daemon.isRunning, "lecternd died during the test:\n\(log)", sourceLocation: sourceLocation)
+        #expect(daemon.isRunning, "lecternd died during the test:\n\(log)\n\(server.log)", sourceLocation: sourceLocation)
         if daemon.isRunning {
             daemon.terminate()
             let status = await daemon.waitForExit(timeout: .seconds(15))
             #expect(status == 0, "lecternd did not exit 0 on SIGTERM:\n\(log)", sourceLocation: sourceLocation)
             if status == nil { daemon.kill() }
         }
+        let criticals = log.split(separator: "\n").filter { $0.contains("-CRITICAL **") }
+        #expect(criticals.isEmpty, "\(criticals.count) criticals in lecternd's log:\n\(criticals.prefix(5).joined(separator: "\n"))",
+                sourceLocation: sourceLocation)
         client.close()
         bus.stop()
-        await pulse.stop()
+        await server.shutdown()
     }
 
     func nameHasOwner(_ name: String) async throws -> Bool {
@@ -306,12 +473,37 @@ final class RouteDaemon: Sendable {
         guard position >= 300_000 else { throw RouteTestError("the position does not move: \(position)\n\(log)") }
     }
 
+    /// Every output name lecternd published so far: CurrentOutput's values and RouteChanged's outputs.
+    var publishedOutputs: [String] {
+        signals.all.compactMap { entry -> String? in
+            let message = entry.message
+            if message.member == "RouteChanged" { return message.arguments.first?.fields?[1].string }
+            guard message.member == "PropertiesChanged", message.arguments.first?.string == Self.output,
+                  message.arguments.count > 1 else { return nil }
+            return message.arguments[1].stringKeyedDictionary?["CurrentOutput"]?.string
+        }
+    }
+
     /// A PropertiesChanged of the MPRIS Player carrying PlaybackStatus = `status`.
     static func isStatusChange(_ message: ReceivedMessage, _ status: String) -> Bool {
         message.interface == "org.freedesktop.DBus.Properties" && message.member == "PropertiesChanged"
             && message.path?.rawValue == mprisPath && message.arguments.first?.string == player
             && message.arguments.count > 1 && message.arguments[1].stringKeyedDictionary?["PlaybackStatus"]?.string == status
     }
+}
+
+/// Runs `body` with a fresh ``RouteDaemon`` (the arguments are its `init`'s), then finishes it, also when `body`
+/// throws.
+func withRouteDaemon(_ kind: SoundServerKind, audioSink: String = "pulsesink device=headphones", extraArguments: [String] = [],
+                     sourceLocation: SourceLocation = #_sourceLocation, _ body: (RouteDaemon) async throws -> Void) async throws {
+    let d = try await RouteDaemon(kind, audioSink: audioSink, extraArguments: extraArguments)
+    do {
+        try await body(d)
+    } catch {
+        await d.finish(sourceLocation: sourceLocation)
+        throw error
+    }
+    await d.finish(sourceLocation: sourceLocation)
 }
 
 extension Duration {

@@ -11,8 +11,9 @@ import Testing
     /// Connected, with both sinks listed, the default sink "speakers" and no stream of ours.
     static func connected() -> SoundServerModel {
         var server = SoundServerModel()
-        server.connect(defaultSink: "speakers")
+        server.connect()
         server.list([speakers, headphones])
+        server.setDefaultSink(speakers)
         server.findStream(nil)
         server.settleCurrentOutput()
         return server
@@ -49,7 +50,7 @@ import Testing
         server.settleCurrentOutput()
         let gone = server.removeSink(2)
         #expect(gone == Self.headphones)
-        #expect(gone?.name == server.currentOutput, "still the output in use: the loss is seen")
+        #expect(gone.map { server.isInUse($0.index) } == true, "still the output in use: the loss is seen")
         let secondRemoval = server.removeSink(2)
         #expect(secondRemoval == nil, "a second removal is not a loss")
         let afterRemoval = server.settleCurrentOutput()
@@ -75,7 +76,7 @@ import Testing
         #expect(before == Self.headphones)
         server.removeSink(2)
         #expect(server.sinks[2] == nil)
-        #expect(server.streamSinkName == "speakers")
+        #expect(server.streamSink == Self.speakers)
     }
 
     @Test func aReturnIsTakenOnceAfterALoss() {
@@ -83,7 +84,7 @@ import Testing
         let firstConnection = server.takeReturn()
         #expect(!firstConnection, "the first connection is no return")
         server.disconnect()
-        server.connect(defaultSink: "speakers")
+        server.connect()
         let afterLoss = server.takeReturn()
         #expect(afterLoss)
         let takenAgain = server.takeReturn()
@@ -92,7 +93,7 @@ import Testing
 
     @Test func unlistedSinksMayHoldAnyOutput() {
         var server = SoundServerModel()
-        server.connect(defaultSink: nil)
+        server.connect()
         #expect(server.mayHaveSink(named: "headphones"), "listing failed: not known to be absent")
         server.list([Self.speakers])
         #expect(!server.mayHaveSink(named: "headphones"))
@@ -101,7 +102,7 @@ import Testing
 
     @Test func theDefaultSinkCountsOnlyWithoutAStreamOnAKnownSink() {
         var server = Self.connected()
-        server.setDefaultSink("headphones")
+        server.setDefaultSink(Self.headphones)
         let newDefault = server.settleCurrentOutput()
         #expect(newDefault == "headphones")
         server.setDefaultSink(nil)
@@ -109,5 +110,37 @@ import Testing
         #expect(noDefault == "")
         server.list([Self.speakers, Self.speakers])  // the first of two with one index
         #expect(server.sinks.count == 1)
+    }
+
+    @Test func ofTwoSinksWithOneNameOnlyTheOneOurStreamPlaysToIsInUse() {
+        // PipeWire lets two sinks have one name.
+        let first = PulseSink(index: 40, name: "headphones"), second = PulseSink(index: 41, name: "headphones")
+        var server = Self.connected()
+        _ = server.updateSink(first)
+        _ = server.updateSink(second)
+        _ = server.updateStream(PulseSinkInput(index: 7, sinkIndex: 41))
+        let inUse = server.settleCurrentOutput()
+        #expect(inUse == "headphones")
+        #expect(!server.isInUse(40) && server.isInUse(41))
+        let unused = server.removeSink(40)
+        #expect(unused.map { server.isInUse($0.index) } == false, "the other sink of that name is no loss")
+        let afterTheOther = server.settleCurrentOutput()
+        #expect(afterTheOther == nil && server.isInUse(41))
+        let used = server.removeSink(41)
+        #expect(used.map { server.isInUse($0.index) } == true, "the one our stream plays to is")
+    }
+
+    @Test func aRemovedDefaultSinkIsForgottenUntilTheServerNamesTheNext() {
+        var server = Self.connected()
+        #expect(server.isInUse(Self.speakers.index))
+        let gone = server.removeSink(Self.speakers.index)
+        #expect(gone == Self.speakers)
+        #expect(server.defaultSink == nil)
+        let none = server.settleCurrentOutput()
+        #expect(none == "", "no sink in use, and no name left over")
+        server.setDefaultSink(Self.headphones)
+        let next = server.settleCurrentOutput()
+        #expect(next == "headphones")
+        #expect(server.isInUse(Self.headphones.index))
     }
 }

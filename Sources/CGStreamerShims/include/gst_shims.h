@@ -63,15 +63,17 @@ bool lectern_gst_post_application(void *element, const char *name, const char *f
 // GST_CLOCK_TIME_NONE is a macro cast (GstClockTime)-1.
 uint64_t lectern_gst_clock_time_none(void);
 
-// G_OBJECT_GET_CLASS is a macro: whether `object` has a property named `property` (asking g_object_get for a
-// property a class doesn't have logs a GLib warning).
-bool lectern_gst_object_has_property(void *object, const char *property);
-
 // A pulsesink added anywhere inside `bin` (a playbin: also the one autoaudiosink picks) whose buffer-time is still
-// its default (200 ms) gets `microseconds` instead. The sound server then wakes the stream for data a few times a
-// second instead of a hundred: PulseAudio asks clients that don't need low latency for as much as they can take.
+// its default (200 ms) gets `buffer_microseconds` instead. The sound server then wakes the stream for data a few times
+// a second instead of a hundred: PulseAudio asks clients that don't need low latency for as much as they can take.
 // Volume stays immediate: playsink sets pulsesink's stream volume, which the server applies at once (rewinding).
-void lectern_gst_set_sound_server_buffer(void *bin, int64_t microseconds);
+// Its stream gets the `property_count` properties named and valued by the two arrays (copied here), beneath any its
+// description sets (g_object_set with a GstStructure is variadic and boxed; g_signal_connect_data frees the copy).
+// The first "application.name" given in the process also becomes GLib's application name, which a pulsesink made
+// after this call names its connection after: call it before making the sink.
+void lectern_gst_configure_sound_server_sinks(void *bin, int64_t buffer_microseconds,
+                                              const char *const *property_names, const char *const *property_values,
+                                              size_t property_count);
 
 // Gapless fixes (gapless.c), connected to `bin`'s "deep-element-added" (a playbin, or any bin that will hold the
 // decoding elements): MP3s written by FFmpeg get the encoder delay and padding trimmed that FFmpeg records in the LAME

@@ -37,6 +37,17 @@ final class GStreamerEngine: AudioEngine {
 
     private let core: EngineCore
 
+    /// What the sound server is told of the stream, so that its volume controls show Lectern by name and icon (the
+    /// desktop entry's) and its policies treat it as a media player. `media.role` "music": PulseAudio and PipeWire
+    /// have no role for speech one listens to at length; "music" is the role of media playback, the one that role
+    /// policies cork or duck for a phone call and that per-role volumes group with other players. ("a11y" is a
+    /// screen reader's, which ducks the others; "video", "game", "event", "phone", "production" are not what this is.)
+    static let streamProperties = [
+        "application.name": "Lectern",
+        "application.icon_name": "lectern",
+        "media.role": "music",
+    ]
+
     /// An engine whose playbin is built before this returns.
     /// - Parameter audioSink: a GStreamer pipeline description for the output (see ``Playbin/init(audioSink:onEvent:)``),
     ///   e.g. `"fakesink sync=true"` in tests; nil for the system's default output (autoaudiosink).

@@ -64,7 +64,7 @@ final class PipelineWorker: @unchecked Sendable {
         let generation = generation
         let host = host
         do throws(PipelineError) {
-            let built = try Playbin(audioSink: audioSink) { event, control in
+            let built = try Playbin(audioSink: audioSink, streamProperties: GStreamerEngine.streamProperties) { event, control in
                 host.handle(event, control: control, generation: generation)
             }
             built.volume = volume

@@ -1,6 +1,5 @@
 import DBus
 import Foundation
-import GStreamer
 import LecternCore
 import Logging
 import PulseAudio
@@ -8,10 +7,13 @@ import PulseAudio
 /// Watches the audio outputs and pauses (and later resumes) the player when the one in use goes away; publishes
 /// `org.lectern.Output1` (dbus/org.lectern.Output1.xml) on Lectern's object.
 ///
-/// Sources: libpulse (sinks new/changed/removed, ports becoming unavailable, the default sink, our own stream's
-/// sink, the server dying) and GStreamer's device monitor (Audio/Sink added/removed), whichever reports first.
-/// The output in use is the sink our stream (sink input with our `application.process.id`) plays to, else the
-/// default sink. The decisions are ``OutputPolicy``'s; this type only feeds it and applies them to the ``Player``.
+/// Its one source is libpulse, on PulseAudio and on PipeWire's pipewire-pulse alike: sinks new, changed and removed,
+/// ports becoming unavailable (a jack), the default sink, our own stream's sink, the server dying. (GStreamer's
+/// device monitor heard sink removals within a millisecond of it, sees no ports, and its PipeWire provider
+/// corrupts the heap when started and stopped: it is not used; docs/decisions/route-sources.md.) Sinks are told
+/// apart by index, as the server does (see ``SoundServerModel``): the output in use is the sink our stream (the
+/// sink input with our `application.process.id`) plays to, else the default sink, resolved by the server to a real
+/// sink. The decisions are ``OutputPolicy``'s; this type only feeds it and applies them to the ``Player``.
 ///
 /// ```swift
 /// let watcher = OutputWatcher(player: player, mode: .pauseAndResume, resumeWindow: .seconds(1800), logger: logger)
@@ -21,11 +23,10 @@ import PulseAudio
 /// ```
 ///
 /// This file: the actor's state, its sources, and the policy's decisions applied to the player. The sound server as
-/// last seen is a ``SoundServerModel``; the device monitor is an ``AudioSinkMonitor``; org.lectern.Output1 is in
-/// OutputWatcher+Output1.swift.
+/// last seen is a ``SoundServerModel``; org.lectern.Output1 is in OutputWatcher+Output1.swift.
 ///
-/// Everything mutable is isolated to the actor. Events are handled one at a time per source; the libpulse events
-/// are taken in the server's order (the next one waits for the queries the previous one needed).
+/// Everything mutable is isolated to the actor. The libpulse events are handled one at a time, in the server's
+/// order (the next one waits for the queries the previous one needed).
 public actor OutputWatcher {
     public static let interfaceName = "org.lectern.Output1"
 
@@ -43,8 +44,6 @@ public actor OutputWatcher {
     /// The sound server as last seen (empty while disconnected).
     var soundServer = SoundServerModel()
     var lastEvent = RouteEvent.initial
-    /// GStreamer's view of the audio sinks, running while the server is connected.
-    private let devices: AudioSinkMonitor
 
     public init(player: Player, mode: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
                 server: String? = nil, logger: Logger, pausedForLoss: @escaping @Sendable () async -> Void = {}) {
@@ -53,7 +52,6 @@ public actor OutputWatcher {
         self.logger = logger
         self.policy = OutputPolicy(mode: mode, resumeWindow: resumeWindow)
         self.client = PulseClient(server: server, applicationName: "lecternd output watcher")
-        devices = AudioSinkMonitor(logger: logger)
     }
 
     // MARK: - Running
@@ -61,17 +59,7 @@ public actor OutputWatcher {
     /// Connects to the sound server (again and again, with backoff, if it isn't there or goes away) and handles
     /// route changes until cancelled.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [client] in
-                await client.run { [weak self] event in await self?.handle(event) }
-            }
-            group.addTask { [devices] in
-                for await change in devices.changes { await self.handle(change) }
-            }
-            await group.next()
-            group.cancelAll()
-        }
-        await devices.stop()
+        await client.run { [weak self] event in await self?.handle(event) }
     }
 
     private func handle(_ event: PulseClient.Event) async {
@@ -92,24 +80,14 @@ public actor OutputWatcher {
         }
     }
 
-    private func handle(_ change: DeviceChange) async {
-        switch change {
-        case .removed(let device):
-            guard let name = device.internalName, soundServer.connected, name == soundServer.currentOutput else { return }
-            await outputLost(name, port: "", reason: .removed, seenBy: "device monitor")
-        case .added(let device):
-            guard let name = device.internalName, soundServer.connected else { return }
-            await outputAppeared(name)
-        }
-    }
-
     // MARK: - The sound server
 
     private func serverConnected(_ info: PulseServerInfo) async {
         guard let connection = client.connection else { return }
-        soundServer.connect(defaultSink: info.defaultSinkName)
+        soundServer.connect()
         do {
             soundServer.list(try await connection.sinks())
+            soundServer.setDefaultSink(try await resolve(defaultSink: info.defaultSinkName, on: connection))
             soundServer.findStream(try await connection.sinkInputs(ofProcess: processID).last)
         } catch {
             logger.warning("cannot list PulseAudio sinks", metadata: ["error": "\(error)"])
@@ -118,7 +96,6 @@ public actor OutputWatcher {
         updateCurrentOutput()
         logger.info("PulseAudio connected", metadata: ["server": "\(info.serverName) \(info.serverVersion)",
                                                        "output": "\(soundServer.currentOutput)"])
-        await devices.start()
         if soundServer.takeReturn() {
             await serverReturned()
         }
@@ -132,9 +109,7 @@ public actor OutputWatcher {
 
         // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
         // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
-        // After a hop to the player: the events it had queued (the engine's "output failed") are in the view then.
-        let pausedForLostOutput = await player.isPausedForLostOutput
-        let snapshot = player.view.state
+        let (snapshot, pausedForLostOutput) = await Self.read(player)
         let pausedByEngine = snapshot.status == .paused && snapshot.lastError != nil && pausedForLostOutput
         let playing = snapshot.status == .playing
         let decision = policy.handle(.lost(output: previous, reason: .serverLost, playing: playing || pausedByEngine),
@@ -143,7 +118,7 @@ public actor OutputWatcher {
         if decision == .pause {
             if pausedByEngine {
                 action = .paused
-            } else if await player.pauseForLostOutput() {
+            } else if await pauseForLoss() {
                 action = .paused
             } else {
                 policy.forget()
@@ -152,7 +127,6 @@ public actor OutputWatcher {
         logger.warning("PulseAudio connection lost; reconnecting in the background",
                        metadata: ["error": "\(reason)", "action": "\(action.rawValue)"])
         record(.serverLost, output: previous, action: action)
-        await devices.stop()
     }
 
     /// The server is back: the player, paused by the loss and untouched since, resumes when the policy says so (it
@@ -180,9 +154,11 @@ public actor OutputWatcher {
             switch (change.facility, change.change) {
             case (.sink, .remove):
                 guard let gone = soundServer.removeSink(change.index) else { return }
-                if gone.name == soundServer.currentOutput {
+                // By index: another sink may have the same name (PipeWire), and removing it loses nothing.
+                if soundServer.isInUse(gone.index) {
                     await outputLost(gone.name, port: gone.activePort ?? "", reason: .removed, seenBy: "sink removed")
                 }
+                await refreshUnknownDefaultSink(on: connection)
                 updateCurrentOutput()
             case (.sink, _):
                 guard let sink = try await connection.sink(index: change.index) else { return }
@@ -190,8 +166,9 @@ public actor OutputWatcher {
                 if let old {
                     await portsChanged(from: old, to: sink)
                 } else {
-                    await outputAppeared(sink.name)
+                    await outputAppeared(sink.name, sink: sink)
                 }
+                await refreshUnknownDefaultSink(on: connection)
                 updateCurrentOutput()
             case (.sinkInput, .remove):
                 guard soundServer.removeStream(change.index) else { return }
@@ -203,13 +180,14 @@ public actor OutputWatcher {
                 if let before, before.index != new.sinkIndex, try await connection.sink(index: before.index) == nil {
                     // The server moved our stream because its sink went away (the removal event may come later).
                     soundServer.removeSink(before.index)
-                    if before.name == soundServer.currentOutput {
+                    if soundServer.isInUse(before.index) {
                         await outputLost(before.name, port: before.activePort ?? "", reason: .removed, seenBy: "stream moved")
                     }
                 }
                 updateCurrentOutput()
             case (.server, _):
-                soundServer.setDefaultSink(try await connection.serverInfo().defaultSinkName)
+                soundServer.setDefaultSink(try await resolve(defaultSink: connection.serverInfo().defaultSinkName,
+                                                             on: connection))
                 updateCurrentOutput()
             }
         } catch {
@@ -217,16 +195,44 @@ public actor OutputWatcher {
         }
     }
 
+    /// The sink the server means by its default sink's name (which may be a placeholder, `@DEFAULT_SINK@`, or a
+    /// name two sinks have): its real index and name; nil when there is no default sink or no such sink now.
+    private func resolve(defaultSink name: String?, on connection: PulseConnection) async throws(PulseError) -> PulseSink? {
+        guard let name, !name.isEmpty else { return nil }
+        return try await connection.sink(named: name)
+    }
+
+    /// Asks for the default sink again when it is not known: after a restart, pipewire-pulse may name none until
+    /// its sinks are there, and a removed default sink is forgotten until the server names the next one. A query
+    /// that fails leaves it unknown (the server going away is an event of its own).
+    private func refreshUnknownDefaultSink(on connection: PulseConnection) async {
+        guard soundServer.defaultSink == nil, let info = try? await connection.serverInfo() else { return }
+        soundServer.setDefaultSink(try? await resolve(defaultSink: info.defaultSinkName, on: connection))
+    }
+
     /// A jack: the active port of the output in use became unavailable, or a port we lost came back.
     private func portsChanged(from old: PulseSink, to new: PulseSink) async {
         let change = new.jackChanges(since: old)
-        if new.name == soundServer.currentOutput, let port = change.unplugged {
+        if soundServer.isInUse(new.index), let port = change.unplugged {
             await outputLost(new.name, port: port, reason: .portUnavailable, seenBy: "port unavailable")
             return
         }
         for port in change.pluggedIn {
-            await outputAppeared(Self.outputID(sink: new.name, port: port), sink: new.name, port: port)
+            await outputAppeared(Self.outputID(sink: new.name, port: port), sink: new, port: port)
         }
+    }
+
+    /// The player's state and whether its pause is the lost output's doing, read in one turn of the player's actor,
+    /// after the events it had queued: the engine's "output failed" may be handled between two separate reads.
+    private static func read(_ player: isolated Player) -> (state: PlayerState, pausedForLostOutput: Bool) {
+        (player.snapshot, player.isPausedForLostOutput)
+    }
+
+    /// Pauses for a lost output; whether the player is paused for it now: by this call, or by the engine's "output
+    /// failed" handled since the player was last read playing (the policy's pause is then the one to undo).
+    private func pauseForLoss() async -> Bool {
+        if await player.pauseForLostOutput() { return true }
+        return await player.isPausedForLostOutput
     }
 
     /// How the policy names an output: the sink, or the sink and port for a jack.
@@ -239,7 +245,7 @@ public actor OutputWatcher {
         let decision = policy.handle(.lost(output: output, reason: reason, playing: playing), at: .now)
         guard decision == .pause else { return }
         var action = RouteEvent.Action.none
-        if await player.pauseForLostOutput() {
+        if await pauseForLoss() {
             action = .paused
         } else {
             policy.forget()
@@ -250,24 +256,24 @@ public actor OutputWatcher {
         if action == .paused { await pausedForLoss() }
     }
 
-    /// An output appeared: if it is the one whose loss paused us, maybe resume (on it).
-    private func outputAppeared(_ output: String, sink: String? = nil, port: String = "") async {
+    /// An output appeared (`sink`, or its port `port`): if it is the one whose loss paused us, maybe resume, on it.
+    private func outputAppeared(_ output: String, sink: PulseSink, port: String = "") async {
         guard let pending = policy.pending, pending.output == output, pending.reason != .serverLost else { return }
-        let sinkName = sink ?? output
         let decision = policy.handle(.returned(output: output, untouched: await player.isPausedForLostOutput), at: .now)
         var action = RouteEvent.Action.none
         if decision == .resume {
-            // The server moved our stream elsewhere when the sink went: send it back before playing.
-            if let stream = soundServer.stream, soundServer.streamSinkName != sinkName, let connection = client.connection {
+            // The server moved our stream elsewhere when the sink went: send it back before playing, to this sink
+            // (by index: another may have its name).
+            if let stream = soundServer.stream, stream.sinkIndex != sink.index, let connection = client.connection {
                 do {
-                    try await connection.moveSinkInput(stream.index, toSink: sinkName)
+                    try await connection.moveSinkInput(stream.index, toSinkIndex: sink.index)
                 } catch {
-                    logger.warning("cannot move the stream back", metadata: ["sink": "\(sinkName)", "error": "\(error)"])
+                    logger.warning("cannot move the stream back", metadata: ["sink": "\(sink.name)", "error": "\(error)"])
                 }
             }
             if await player.resumeForReturnedOutput() { action = .resumed }
         }
-        logger.info("output returned", metadata: ["sink": "\(sinkName)", "port": "\(port)", "action": "\(action.rawValue)"])
-        record(.outputReturned, output: sinkName, port: port, action: action)
+        logger.info("output returned", metadata: ["sink": "\(sink.name)", "port": "\(port)", "action": "\(action.rawValue)"])
+        record(.outputReturned, output: sink.name, port: port, action: action)
     }
 }

@@ -4,16 +4,20 @@ import PulseAudio
 /// playback stream, and from those the output in use. A value type fed what libpulse reported, with no I/O of its
 /// own (like ``OutputPolicy``): the watcher queries the server and tells the model the answers.
 ///
-/// The output in use is the sink our stream plays to, else the default sink; "" while disconnected. It is
-/// recomputed only by ``settleCurrentOutput()``, so that a handler can compare what changed with the output in use
-/// before the change (a removed sink that was the output in use is a loss).
+/// Sinks are told apart as the server does, by index: PipeWire lets two sinks have one name. The output in use is
+/// the sink our stream plays to (the sink index of its sink input), else the default sink as the server resolved
+/// it to a real sink (never a placeholder such as `@DEFAULT_SINK@`); none while disconnected. It is recomputed only
+/// by ``settleCurrentOutput()``, so that a handler can compare what changed with the output in use before the
+/// change (a removed sink that was the output in use is a loss).
 ///
 /// ```swift
 /// var server = SoundServerModel()
-/// server.connect(defaultSink: "speakers")
+/// server.connect()
 /// server.list([PulseSink(index: 1, name: "speakers"), PulseSink(index: 2, name: "headphones")])
+/// server.setDefaultSink(PulseSink(index: 1, name: "speakers"))
 /// server.findStream(PulseSinkInput(index: 7, sinkIndex: 2))
 /// server.settleCurrentOutput()   // "headphones"
+/// server.isInUse(2)              // true
 /// ```
 struct SoundServerModel: Sendable, Equatable {
     /// Whether the server is connected; everything below is empty while it isn't.
@@ -22,20 +26,22 @@ struct SoundServerModel: Sendable, Equatable {
     private(set) var sinks: [UInt32: PulseSink] = [:]
     /// Whether `sinks` holds the server's list (false until it was read on connecting, or when reading it failed).
     private(set) var sinksListed = false
-    private(set) var defaultSink: String?
+    /// The default sink, as the server resolved its name; nil when there is none or it is not known yet.
+    private(set) var defaultSink: PulseSink?
     /// Our playback stream, if we have one.
     private(set) var stream: PulseSinkInput?
-    /// The output in use as of the last ``settleCurrentOutput()``.
+    /// The output in use as of the last ``settleCurrentOutput()``: its name ("" for none) and its index.
     private(set) var currentOutput = ""
+    private(set) var currentIndex: UInt32?
     /// Set when the connection is lost, until ``takeReturn()`` after the next connection.
     private(set) var wasDisconnected = false
 
     // MARK: - The server
 
-    /// The server answered; its sinks and our stream follow (``list(_:)``, ``findStream(_:)``).
-    mutating func connect(defaultSink: String?) {
+    /// The server answered; its sinks, default sink and our stream follow (``list(_:)``, ``setDefaultSink(_:)``,
+    /// ``findStream(_:)``).
+    mutating func connect() {
         connected = true
-        self.defaultSink = defaultSink
     }
 
     /// The server's sinks, as listed on connecting (the first of two with the same index).
@@ -65,23 +71,29 @@ struct SoundServerModel: Sendable, Equatable {
         defaultSink = nil
     }
 
-    /// The default sink changed.
-    mutating func setDefaultSink(_ name: String?) {
-        defaultSink = name
+    /// The default sink changed: the sink the server resolved its default to (nil: none, or not resolved).
+    mutating func setDefaultSink(_ sink: PulseSink?) {
+        defaultSink = sink
     }
 
     // MARK: - Sinks and our stream
 
     /// A sink was removed, or found gone without its removal event (which may come later); returns it, or nil when
-    /// it wasn't known.
+    /// it wasn't known. A removed default sink is forgotten until the server names the next one.
     @discardableResult
     mutating func removeSink(_ index: UInt32) -> PulseSink? {
-        sinks.removeValue(forKey: index)
+        var gone = sinks.removeValue(forKey: index)
+        if defaultSink?.index == index {
+            gone = gone ?? defaultSink
+            defaultSink = nil
+        }
+        return gone
     }
 
     /// A sink appeared or changed; returns what it was before, nil for a new sink.
     mutating func updateSink(_ sink: PulseSink) -> PulseSink? {
-        sinks.updateValue(sink, forKey: sink.index)
+        if defaultSink?.index == sink.index { defaultSink = sink }
+        return sinks.updateValue(sink, forKey: sink.index)
     }
 
     /// A stream was removed: if it was ours, we have none.
@@ -100,18 +112,26 @@ struct SoundServerModel: Sendable, Equatable {
 
     // MARK: - The output in use
 
-    /// The name of the sink our stream plays to, if both are known.
-    var streamSinkName: String? { stream.flatMap { sinks[$0.sinkIndex]?.name } }
+    /// The sink our stream plays to, if both are known.
+    var streamSink: PulseSink? { stream.flatMap { sinks[$0.sinkIndex] } }
+
+    /// The sink in use now: our stream's, else the default sink; nil while disconnected.
+    var sinkInUse: PulseSink? { connected ? streamSink ?? defaultSink : nil }
+
+    /// Whether the sink with this index was the output in use as of the last ``settleCurrentOutput()``.
+    func isInUse(_ index: UInt32) -> Bool { currentIndex == index }
 
     /// Whether `output` is among the sinks; true when the sinks aren't known (listing them failed).
     func mayHaveSink(named output: String) -> Bool {
         !sinksListed || sinks.values.contains { $0.name == output }
     }
 
-    /// Recomputes the output in use; returns it when it changed, nil when it didn't.
+    /// Recomputes the output in use; returns its name when that changed, nil when it didn't.
     @discardableResult
     mutating func settleCurrentOutput() -> String? {
-        let name = connected ? (streamSinkName ?? defaultSink ?? "") : ""
+        let sink = sinkInUse
+        currentIndex = sink?.index
+        let name = sink?.name ?? ""
         guard name != currentOutput else { return nil }
         currentOutput = name
         return name
