@@ -384,7 +384,7 @@ import TestSupport
             try await d.startPlaying()
             let inputs = try await d.server.pactl("list", "sink-inputs")
             #expect(inputs.components(separatedBy: "Sink Input #").count == 2, "one stream:\n\(inputs)")
-            for property in [#"application.name = "Lectern""#, #"application.icon_name = "lectern""#, #"media.role = "music""#] {
+            for property in [#"application.name = "Lectern""#, #"application.icon_name = "org.lectern.Lectern""#, #"media.role = "music""#] {
                 #expect(inputs.contains(property), "no \(property):\n\(inputs)")
             }
             let clients = try await d.server.pactl("list", "clients")

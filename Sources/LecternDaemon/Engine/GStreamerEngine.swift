@@ -44,7 +44,7 @@ final class GStreamerEngine: AudioEngine {
     /// screen reader's, which ducks the others; "video", "game", "event", "phone", "production" are not what this is.)
     static let streamProperties = [
         "application.name": "Lectern",
-        "application.icon_name": "lectern",
+        "application.icon_name": "org.lectern.Lectern",
         "media.role": "music",
     ]
 
