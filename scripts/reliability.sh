@@ -3,7 +3,7 @@
 # issue 6) and prints a table: criterion, pass/fail, key figures.
 #
 #   scripts/reliability.sh [short|full]      default short (what every `swift test` runs); full: 20 SIGKILLs,
-#                                            a 10,000-call flood, a fuzzer of 4,000 calls
+#                                            a 10,000-call flood, a fuzzer of 4,000 calls, 100 stops with the bus
 #
 # Exits non-zero when any criterion fails (or the build does), known issues included: `swift test` passes over
 # a bug marked `withKnownIssue` (CI stays green), this table does not. The whole `swift test` output goes to
@@ -64,6 +64,7 @@ criteria=(
     "32 clients, flood, deaf client: no errors, others < 100 ms, memory back|thirtyTwoClientsAFloodAndADeafClientGetNoErrorsOthersAreAnsweredQuicklyMemoryComesBack|flood"
     "Hostile calls: error or ignore, state unchanged, no file outside opened|hostileCallsGetAnErrorOrAreIgnoredChangeNothingAndOpenNoFileOutsideTheLibrary|hostile"
     "Fuzzer on every exported member: alive and answering|randomCallsToEveryMemberNeverKillOrHangTheDaemon|fuzzer"
+    "Stopped with its bus in any order during calls: exits within the 5 s deadline, place kept; a second signal ends it|stoppedWithItsBusInAnyOrderDuringCallsTheDaemonEndsWithinItsDeadlineAndKeepsThePlace,aBusThatStopsAnsweringCannotKeepTheDaemonPastItsDeadline,aSecondSignalDuringTheShutdownEndsTheDaemonAtOnce|stop with the bus"
     "A second lecternd (same bus or another) refuses, first and database untouched|aSecondDaemonRefusesToStartAndLeavesTheFirstAndItsDatabaseUntouched,aSecondDaemonOnAnotherBusWithTheSameLibraryRefusesAndTheFirstPlaysOn,inAFolderItCannotWriteTheLockLeftStillHoldsAndWithoutOneTheDaemonSaysSo|second instance"
 )
 

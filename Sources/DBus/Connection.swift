@@ -32,6 +32,8 @@ public final class BusConnection: Sendable {
     let replies = ReplyOrder()
     /// The streams of ``signals(_:)``.
     let subscriptions = SignalSubscriptions()
+    /// The client calls waiting for their replies: they end with an error when the connection closes.
+    let pendingCalls = PendingCalls()
 
     private static let threadsInitialised: Bool = { dbus_threads_init_default() != 0 }()
 
@@ -85,10 +87,12 @@ public final class BusConnection: Sendable {
     }
 
     /// The connection is closed, by ``close()`` or by the bus (the I/O thread keeps the objects then): signal
-    /// streams end, calls queued so far are still handled, later ones not.
+    /// streams end, calls queued so far are still handled, later ones not; the client calls still waiting for a
+    /// reply end with ``BusError/disconnected(_:)``, and later ones fail at once.
     func markClosed(removingObjects: Bool) {
         let objects = table.close(removingObjects: removingObjects)
         _ = objects  // released here, outside the table's lock
+        pendingCalls.close()
         subscriptions.finishAll()
         calls.close()
         // Calls already queued are still handled: none may wait for a release that no longer matters.
@@ -119,7 +123,8 @@ public final class BusConnection: Sendable {
         guard dbus_connection_send(raw, message.raw, nil) != 0 else { throw BusError.noMemory() }
     }
 
-    /// Calls a method and waits for its reply (or `timeout`); throws the peer's error as a ``BusError``.
+    /// Calls a method and waits for its reply (or `timeout`); throws the peer's error as a ``BusError``, and
+    /// ``BusError/disconnected(_:)`` when the connection closes (or the bus goes away) before the reply comes.
     public func call(_ destination: String?, path: String, interface: String?, member: String,
                      _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) async throws -> [DBusValue] {
         guard let objectPath = ObjectPath(rawValue: path) else { throw BusError.invalidArgs("invalid object path '\(path)'") }
@@ -138,7 +143,7 @@ public final class BusConnection: Sendable {
         }
         try message.append(arguments)
         guard isConnected else { throw BusError.disconnected("the connection is closed") }
-        let reply = try await PendingReply.send(message, on: raw, timeout: timeout)
+        let reply = try await PendingReply.send(message, on: raw, timeout: timeout, tracking: pendingCalls)
         if reply.kind == .error { throw reply.busError }
         return reply.arguments
     }

@@ -21,9 +21,11 @@ struct Profile: Sendable {
     var floodCalls: Int
     /// Calls and property sets the fuzzer sends.
     var fuzzCalls: Int
+    /// Rounds of the daemon and its bus stopped together during calls.
+    var stops: Int
 
-    static let short = Profile(name: "short", kills: 5, floodCalls: 2_000, fuzzCalls: 300)
-    static let full = Profile(name: "full", kills: 20, floodCalls: 10_000, fuzzCalls: 4_000)
+    static let short = Profile(name: "short", kills: 5, floodCalls: 2_000, fuzzCalls: 300, stops: 30)
+    static let full = Profile(name: "full", kills: 20, floodCalls: 10_000, fuzzCalls: 4_000, stops: 100)
 
     static let current: Profile = ProcessInfo.processInfo.environment["LECTERN_RELIABILITY"] == "full" ? .full : .short
 }
@@ -89,18 +91,19 @@ final class Rig: Sendable {
         let entries = Mutex<[(job: UInt32, books: [Int64], error: String)]>([])
     }
 
-    /// `busLimits`: see `PrivateBus.init(timeout:limits:)`.
-    static func with(busLimits: [String: Int] = [:], _ body: (Rig) async throws -> Void) async throws {
-        let rig = try await Rig(busLimits: busLimits)
+    /// `busLimits`: see `PrivateBus.init(timeout:limits:)`. `databasePath`: a library database that outlives the rig
+    /// (rigs one after another on the same library, each on a bus of its own); nil: one in the rig's directory.
+    static func with(busLimits: [String: Int] = [:], databasePath: String? = nil, _ body: (Rig) async throws -> Void) async throws {
+        let rig = try await Rig(busLimits: busLimits, databasePath: databasePath)
         defer { rig.tearDown() }
         try await body(rig)
     }
 
-    private init(busLimits: [String: Int]) async throws {
+    private init(busLimits: [String: Int], databasePath: String?) async throws {
         bus = try PrivateBus(limits: busLimits)
         directory = try TemporaryDirectory(prefix: "lectern-rel")
         log = directory.appending("lecternd.log")
-        databasePath = directory.appending("db/library.sqlite").path
+        self.databasePath = databasePath ?? directory.appending("db/library.sqlite").path
         var env = bus.environment
         for (variable, dir) in [("XDG_CACHE_HOME", "xdg-cache"), ("XDG_DATA_HOME", "xdg-data"),
                                 ("XDG_CONFIG_HOME", "xdg-config"), ("XDG_STATE_HOME", "xdg-state"), ("", "db")] {

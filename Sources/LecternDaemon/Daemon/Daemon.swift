@@ -64,7 +64,8 @@ public enum DaemonError: Error, CustomStringConvertible {
 }
 
 /// `lecternd`: wires the bus, the engine, the player and the MPRIS face together, and runs until
-/// SIGTERM/SIGINT, a client's Quit, or the bus going away.
+/// SIGTERM/SIGINT, a client's Quit, or the bus going away. Then it saves the position first and stops within
+/// ``Shutdown/deadline`` (see ``Shutdown``).
 public enum Daemon {
     /// Lectern's own name; owning it is what makes an instance the one instance on a bus.
     public static let busName = "org.lectern.Lectern1"
@@ -73,9 +74,14 @@ public enum Daemon {
     public static let objectPath = ObjectPath("/org/lectern/Lectern1")!
 
     public static func run(_ options: DaemonOptions, logger: Logger) async throws {
-        // First, so that a SIGTERM at any time after start-up (e.g. right after the names appear) is a clean stop.
+        // First, so that a SIGTERM at any time after start-up (e.g. right after the names appear) is a clean stop, and
+        // one at any time at all ends the process within the shutdown's deadline (a second one at once).
+        let shutdown = Shutdown(logger: logger)
+        let startingUp = shutdown.enter("starting up")
         let (quitRequests, quit) = AsyncStream.makeStream(of: String.self)
-        let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { quit.yield("signal \($0)") }
+        let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { number in
+            if shutdown.signalled(number) { quit.yield("signal \(number)") }
+        }
         defer { signals.cancel() }
         // Before the bus and the library: a lecternd on another bus using this library stops us touching either.
         let libraryLock = try DatabaseLock(database: options.databasePath, bus: options.busDescription, logger: logger)
@@ -184,24 +190,42 @@ public enum Daemon {
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",
                                                  "sink": "\(options.audioSink ?? "autoaudiosink")"])
 
+        shutdown.leave(startingUp)
+
         await withTaskGroup(of: String.self) { group in
-            group.addTask { await connection.serveCalls(); return "the bus connection closed" }
-            group.addTask { await player.run(); return "the player stopped" }
-            group.addTask { await session.run(); return "the book session stopped" }
-            group.addTask { await outputWatcher.run(); return "the output watcher stopped" }
-            group.addTask { await service.retryUnsavedWrites(); return "the library retry loop stopped" }
+            // Each named (the shutdown's deadline says which did not end), and the reason to stop when it ends.
+            let tasks: [(name: String, ended: String, run: @Sendable () async -> Void)] = [
+                ("serving calls", "the bus connection closed", { await connection.serveCalls() }),
+                ("the player", "the player stopped", { await player.run() }),
+                ("the book session", "the book session stopped", { await session.run() }),
+                ("the output watcher", "the output watcher stopped", { await outputWatcher.run() }),
+                ("the library retry loop", "the library retry loop stopped", { await service.retryUnsavedWrites() }),
+            ]
+            for task in tasks {
+                group.addTask {
+                    await shutdown.activity(task.name, task.run)
+                    return task.ended
+                }
+            }
             group.addTask {
                 for await reason in quitRequests { return reason }
                 return "cancelled"
             }
             let reason = await group.next() ?? "?"
+            shutdown.begin(reason)
             logger.info("lecternd stopping", metadata: ["reason": "\(reason)"])
-            await session.close()
-            await player.stop()
-            try? await connection.releaseName(mprisName)
-            try? await connection.releaseName(busName)
+            // The place first: whatever hangs after this, the deadline or a second signal, it is saved.
+            await shutdown.activity("saving the position") { await session.close() }
+            // No more calls (one in its handler finishes) and no more ticks: nothing restarts the player once stopped.
             group.cancelAll()
+            await shutdown.activity("stopping the player") { await player.stop() }
+            // Fails at once when the bus has gone away (the calls end with the connection).
+            await shutdown.activity("giving the bus names back") {
+                try? await connection.releaseName(mprisName)
+                try? await connection.releaseName(busName)
+            }
         }
+        await shutdown.activity("closing the bus connection") { connection.close() }
     }
 }
 

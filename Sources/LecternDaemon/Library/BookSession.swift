@@ -36,7 +36,9 @@ actor BookSession {
     private var files: [Int64: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
     private var lastSettings: BookSettings?
-    /// The daemon is stopping and the position was saved for the last time: ticks still queued are older.
+    /// The daemon is stopping and the position was saved for the last time: nothing moves it after that, neither a
+    /// tick still queued (older) nor a command a client sent during the shutdown (a PlayPause after the player
+    /// stopped would start the file again from 0).
     private var closed = false
     /// The current book's shuffled order as saved (file ids).
     private var savedShuffleOrder: [Int64] = []
@@ -129,8 +131,7 @@ actor BookSession {
         }
     }
 
-    /// Saves the position for the last time: the daemon is stopping. A tick the player sent before is not
-    /// saved after it.
+    /// Saves the position for the last time: the daemon is stopping. No position is saved after it.
     func close() {
         savePosition()
         closed = true
@@ -189,7 +190,7 @@ actor BookSession {
             break  // the player logged it and went on; the position is saved with the next file's state
         case .playing(let item, let position):
             // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
-            if !closed { savePosition(item, offset: position.microseconds, playedAt: Date()) }
+            savePosition(item, offset: position.microseconds, playedAt: Date())
         case .stopped(let item, let position):
             savePosition(item, offset: position.microseconds)
         case .finished:
@@ -240,7 +241,7 @@ actor BookSession {
     }
 
     private func savePosition(_ item: MediaItem, offset: Int64, playedAt: Date? = nil) {
-        guard let bookId = book?.id, let fileId = file(of: item)?.id else { return }
+        guard !closed, let bookId = book?.id, let fileId = file(of: item)?.id else { return }
         do {
             try library.savePosition(of: bookId, file: fileId, offset: offset, playedAt: playedAt)
         } catch let error as LibraryError where error.isUnavailable {
