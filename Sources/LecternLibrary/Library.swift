@@ -77,6 +77,16 @@ public final class Library: Sendable {
         }
     }
 
+    /// Closes the database, the last thing the daemon does: SQLite copies the write-ahead log into the file and
+    /// removes the -wal and -shm files. Every later call fails. Throws when a connection is still in use (a snapshot
+    /// being read); the files then stay, as after a crash, and SQLite recovers them at the next open.
+    public func close() throws {
+        // The readers first: GRDB's close ends with them, and a read-only connection that is the last can't remove the
+        // log (GRDB issue 739). The writer, then last, checkpoints and removes it.
+        (writer as? DatabasePool)?.invalidateReadOnlyConnections()
+        do { try writer?.close() } catch let error as DatabaseError { throw Self.translate(error) }
+    }
+
     // MARK: - Transactions
 
     /// One write: `body` in a transaction, or with `transaction: false` as it is, for a body whose one statement

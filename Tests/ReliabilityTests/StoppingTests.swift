@@ -214,6 +214,24 @@ extension Reliability {
             }
         }
 
+        /// A clean stop closes the library: no -wal or -shm file is left beside it (SQLite removes them with the last
+        /// connection), and the place is in the database file itself.
+        @Test func aCleanStopLeavesTheLibraryClosed() async throws {
+            try await Rig.with { rig in
+                let book = try await CrashResume.startBook(rig)
+                try await Task.sleep(for: .milliseconds(500))
+                let seen = try await CrashResume.bookPosition(rig)
+                let fm = FileManager.default
+                #expect(fm.fileExists(atPath: rig.databasePath + "-wal"), "while running, SQLite's log is beside the library")
+                #expect(try await rig.stop() == 0, "\(rig.daemonLog)")
+                let folder = (try? fm.contentsOfDirectory(atPath: (rig.databasePath as NSString).deletingLastPathComponent)) ?? []
+                #expect(!fm.fileExists(atPath: rig.databasePath + "-wal") && !fm.fileExists(atPath: rig.databasePath + "-shm"),
+                        "\(folder)\n\(rig.daemonLog)")
+                let saved = try await Self.savedPlace(rig.databasePath, book: book)
+                #expect(abs(saved - seen) <= 1_000_000, "last seen at \(seen) µs, saved at \(saved) µs")
+            }
+        }
+
         /// A second SIGTERM while the daemon stops (here held by a frozen bus) ends it at once, before its deadline; the
         /// place was saved by then.
         @Test func aSecondSignalDuringTheShutdownEndsTheDaemonAtOnce() async throws {

@@ -226,6 +226,12 @@ public enum Daemon {
             }
         }
         await shutdown.activity("closing the bus connection") { connection.close() }
+        // After the writes queued before it, on their thread: the -wal and -shm files go with the last connection.
+        await shutdown.activity("closing the library") {
+            do { try await writer.write { try $0.close() } } catch {
+                logger.warning("the library could not be closed; SQLite recovers it at the next start", metadata: ["error": "\(error)"])
+            }
+        }
     }
 }
 
