@@ -120,6 +120,10 @@ import TestSupport
             // A bad value is refused and changes nothing.
             await #expect(throws: BusError.self) { try await d.set("Policy", .string("sometimes")) }
             #expect(try await d.get("Policy", interface: RouteDaemon.output) == .string("off"))
+            // So is a window no listener would choose (136 years, as an outside fuzzer set it).
+            let refused = await #expect(throws: BusError.self) { try await d.set("ResumeWindow", .uint32(UInt32.max)) }
+            #expect(refused?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(try await d.get("ResumeWindow", interface: RouteDaemon.output) == .uint32(5))
 
             try await d.startPlaying()
             try await d.unplug()
