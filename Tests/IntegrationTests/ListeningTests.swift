@@ -312,7 +312,7 @@ extension Integration {
                 #expect(failed?.arguments[1].string?.hasSuffix("/2.ogg") == true, "\(String(describing: failed))")
                 #expect(try await d.waitForURL(endingWith: "/3.ogg")?.hasSuffix("/3.ogg") == true)
                 #expect(try await d.listenProperty("LastError").string?.contains("/2.ogg: ") == true)
-                #expect(try await d.waitForStatus("Stopped", timeout: .seconds(5)) == "Stopped")  // 3.ogg played to the end
+                #expect(try await d.waitForStatus("Stopped", timeout: .seconds(5)) == "Stopped", "3.ogg played to its end:\n\(d.log)")
             }
         }
 
