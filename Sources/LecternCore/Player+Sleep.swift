@@ -35,14 +35,14 @@ extension Player {
 
     /// Playing time until the timer stops playback: nil without a timer, or at a chapter end still unknown.
     public var sleepTimeLeft: Duration? {
-        guard var timer = sleep else { return nil }
-        if let countedAt = timer.countedAt { timer.remaining -= now() - countedAt }
-        switch timer.mode {
-        case .after:
-            return max(.zero, timer.remaining)
-        case .endOfChapter:
-            guard timer.extraChapters == 0, let end = state.chapter?.end else { return nil }
+        switch sleepCount {
+        case .playingTime(let left)?:
+            return left
+        case .thisChapterEnd?:
+            guard let end = state.chapter?.end else { return nil }
             return max(.zero, end - position) / state.rate
+        case .laterChapterEnd?, nil:
+            return nil
         }
     }
 

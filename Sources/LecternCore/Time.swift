@@ -1,14 +1,12 @@
 import Foundation
 
 extension Duration {
-    /// As a listener reads a time: "1:02:03", "2:03", "0:05", with tenths when it has them ("0:05.5"); a minus sign
+    /// As a listener reads a time, in whole seconds: "1:02:03" from an hour, else "2:03", "0:05"; a minus sign
     /// before a negative one.
     public var clock: String {
-        let tenths = Int64((Double(microseconds.magnitude) / 100_000).rounded())
-        let seconds = tenths / 10, rest = tenths % 10
+        let seconds = microseconds.magnitude / 1_000_000
         let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
-        var text = h > 0 ? String(format: "%lld:%02lld:%02lld", h, m, s) : String(format: "%lld:%02lld", m, s)
-        if rest > 0 { text += ".\(rest)" }
+        let text = h > 0 ? String(format: "%llu:%02llu:%02llu", h, m, s) : String(format: "%llu:%02llu", m, s)
         return (microseconds < 0 ? "-" : "") + text
     }
 

@@ -25,8 +25,7 @@ struct Import: AsyncParsableCommand {
         for await signal in signals where signal.arguments.first?.int64 == job {
             if signal.member == "ImportProgress" {
                 let done = signal.arguments[1].int64 ?? 0, total = max(1, signal.arguments[2].int64 ?? 1)
-                let elapsed = ContinuousClock.now - started
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let seconds = (ContinuousClock.now - started) / .seconds(1)
                 let figures = "\(done)/\(total) files, \(Int((Double(done) / max(seconds, 0.001)).rounded())) files/s"
                 if showProgress {
                     let width = 30, filled = Int(done) * width / Int(total)

@@ -45,9 +45,7 @@ struct StatusFollower {
             guard !json else { return report.json }
             var position = report.position
             if report.status == "Playing" {
-                let elapsed = ContinuousClock.now - fetchedAt
-                position += Int64(Double(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000)
-                                  * report.rate)
+                position += Int64((ContinuousClock.now - fetchedAt) / .microseconds(1) * report.rate)
                 if let length = report.length { position = min(position, length) }
             }
             return report.line(position: position)

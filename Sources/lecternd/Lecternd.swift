@@ -66,7 +66,9 @@ struct Lecternd: ParsableCommand {
         }
         guard rewind != nil else { throw ValidationError("--smart-rewind is off or MIN-MAX in seconds, e.g. 3-30") }
         guard (1...600).contains(skipStep) else { throw ValidationError("--skip-step is between 1 and 600 seconds") }
-        guard resumeWindow <= 86_400 else { throw ValidationError("--resume-window is at most 86400 seconds (a day)") }
+        guard resumeWindow <= DaemonOptions.longestResumeWindow else {
+            throw ValidationError("--resume-window is at most \(DaemonOptions.longestResumeWindow) seconds (a day)")
+        }
     }
 
     /// --smart-rewind and --rewind-after as a SmartRewind; nil when malformed.

@@ -17,8 +17,10 @@ public struct DaemonOptions: Sendable {
     public var databasePath: String
     /// What to do when the output in use goes away (and comes back).
     public var outputPolicy: OutputPolicyMode
-    /// How long after losing its output a returning output still resumes playback.
+    /// How long after losing its output a returning output still resumes playback; at most ``longestResumeWindow``.
     public var resumeWindow: Duration
+    /// A day: an output back after longer than that is not the listener coming back to the same session.
+    public static let longestResumeWindow: UInt32 = 86_400
     /// Smart rewind, the sleep timer's fade, Previous's restart threshold.
     public var listening: ListeningOptions
     /// The step of SkipForward / SkipBackward (`lectern skip forward|back`).

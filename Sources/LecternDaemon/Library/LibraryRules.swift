@@ -1,4 +1,5 @@
 import Foundation
+import LecternCore
 import LecternLibrary
 
 /// What a library call does beyond the library's own rules: the current book's session follows a deletion or a
@@ -42,7 +43,7 @@ struct LibraryRules: Sendable {
     func addBookmark(to bookId: Int64, title: String, note: String) async throws -> Bookmark {
         await session.player.noteActivity()
         let (file, offset) = try await placeInBook(bookId)
-        let title = title.isEmpty ? "Bookmark at " + Self.clock(offset) : title
+        let title = title.isEmpty ? "Bookmark at " + Duration.microseconds(offset).clock : title
         return try await writer.write { try $0.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note) }
     }
 
@@ -62,12 +63,5 @@ struct LibraryRules: Sendable {
         let files = try library.files(of: bookId)
         guard let file = book.positionFileId ?? files.first?.id else { throw LibraryError.invalidArgument("the book has no files") }
         return (file, book.positionFileId == nil ? 0 : book.positionOffset)
-    }
-
-    /// A position as a bookmark's default title shows it: `m:ss`, or `h:mm:ss` from an hour.
-    static func clock(_ microseconds: Int64) -> String {
-        let total = microseconds / 1_000_000
-        return total >= 3600 ? String(format: "%d:%02d:%02d", total / 3600, total / 60 % 60, total % 60)
-            : String(format: "%d:%02d", total / 60, total % 60)
     }
 }

@@ -66,7 +66,7 @@ public final class MediaOpener: Sendable {
     }
 
     /// Reads the tags of `items` in the background and hands each result to the player.
-    public func discoverRemaining(_ items: some Collection<MediaItem>, into player: Player) {
+    private func discoverRemaining(_ items: some Collection<MediaItem>, into player: Player) {
         let pending = Array(items)
         guard !pending.isEmpty else { return }
         Task.detached(priority: .utility) { [self] in

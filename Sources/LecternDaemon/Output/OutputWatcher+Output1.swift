@@ -48,17 +48,14 @@ extension OutputWatcher {
                 }),
                 Property("ResumeWindow", .uint32, access: .readwrite, set: { [weak self] value in
                     let seconds: UInt32 = try value.decoded()
-                    guard seconds <= Self.longestResumeWindow else {
-                        throw BusError.invalidArgs("ResumeWindow is at most \(Self.longestResumeWindow) seconds (a day), not \(seconds)")
+                    guard seconds <= DaemonOptions.longestResumeWindow else {
+                        throw BusError.invalidArgs("ResumeWindow is at most \(DaemonOptions.longestResumeWindow) seconds (a day), not \(seconds)")
                     }
                     await self?.setResumeWindow(.seconds(Int64(seconds)))
                 }),
             ],
             signals: [SignalDecl("RouteChanged", [("event", RouteEvent.type)])])
     }
-
-    /// A day: an output back after longer than that is not the listener coming back to the same session.
-    static let longestResumeWindow: UInt32 = 86_400
 
     /// Stores the initial values on `object` and keeps them up to date from now on.
     public func publish(on object: ExportedObject) {
