@@ -26,6 +26,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/swiftcsv/SwiftCSV", from: "0.10.0"),
+        // The configuration file (YAML), environment and flags, with where each value came from.
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // C libraries, as pkg-config finds them.
@@ -53,6 +57,8 @@ let package = Package(
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
             "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", "LecternLibrary", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),

@@ -20,7 +20,8 @@ public actor Player {
     let observers: [any PlayerObserver]
     let logger: Logger
     let tickClock: any Clock<Duration>
-    let options: ListeningOptions
+    /// Smart rewind, the sleep timer's fade, Previous's restart threshold; a reloaded configuration replaces them.
+    var options: ListeningOptions
     /// Time on `tickClock` since the player was made: for pause lengths and the sleep timer.
     let now: @Sendable () -> Duration
 
@@ -386,6 +387,11 @@ public actor Player {
         publish()
     }
 
+    /// Smart rewind, the sleep timer's fade and Previous's threshold from now on (a reloaded configuration).
+    public func setOptions(_ options: ListeningOptions) {
+        self.options = options
+    }
+
     /// Draws a new shuffled order (the current file first); does nothing unless shuffled.
     public func reshuffle() {
         userCommand()
@@ -500,6 +506,13 @@ public actor Player {
         let previous = published ?? PlayerState()
         published = state
         tell(.stateChanged(state, previous: previous))
+    }
+
+    /// Runs `body` with the state last published, on the player: in turn with the observers' events, so that what
+    /// `body` publishes from it is never older than what they published (e.g. Metadata made again with a new title
+    /// template).
+    public func withPublishedState(_ body: @Sendable (PlayerState) -> Void) {
+        body(published ?? state)
     }
 
     func tell(_ event: PlayerEvent) {

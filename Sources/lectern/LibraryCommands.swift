@@ -7,17 +7,38 @@ import Foundation
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Import a folder (or file) into the library: one book per album, subfolders walked.",
-        discussion: examples("lectern import ~/Audiobooks", "lectern import ~/Audiobooks/Dune --shelf Fiction"))
+        discussion: examples("lectern import ~/Audiobooks", "lectern import ~/Audiobooks/Dune --shelf Fiction",
+                             "lectern import     # the library-folders of the configuration"))
     @OptionGroup var bus: BusOptions
-    @Argument(help: "The folder or file.") var path: String
+    @Argument(help: "The folder or file (default: each of the configuration's library-folders).") var path: String?
     @Option(help: "The shelf to put the books on, as a path: \"Series/Discworld\" (created as needed).") var shelf: String?
     @Flag(help: "Print the imported books as JSON.") var json = false
 
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
-        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path
+        var folders = [String]()
+        if let path {
+            folders = [URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path]
+        } else {
+            let configured = try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                                                   [.string(ConfigCommand.interface), .string("LibraryFolders")])
+            folders = configured.first?.unwrapped.stringArray ?? []
+            guard !folders.isEmpty else {
+                throw ValidationError("give a folder to import, or set library-folders in the configuration (`lectern config` names its file)")
+            }
+        }
+        var books: [[String: DBusValue]] = []
+        for folder in folders { books += try await importBooks(from: folder, daemon: daemon) }
+        if json { print(JSON.encode(books.map(JSON.book))) } else {
+            print("imported \(books.count) book\(books.count == 1 ? "" : "s")")
+            for book in books { print(Format.bookLine(book)) }
+        }
+    }
+
+    /// Imports `folder` (an absolute path), showing the progress on standard error; the books imported.
+    private func importBooks(from folder: String, daemon: Daemon) async throws -> [[String: DBusValue]] {
         let signals = try await daemon.connection.signals(MatchRule(interface: "org.lectern.Library1", path: "/org/lectern/Lectern1"))
-        let job = try await daemon.library("Import", [.string(absolute), .string(shelf ?? "")]).first?.int64 ?? 0
+        let job = try await daemon.library("Import", [.string(folder), .string(shelf ?? "")]).first?.int64 ?? 0
         // On a terminal a bar that redraws; otherwise a plain line at each tenth of the files.
         let showProgress = isatty(STDERR_FILENO) != 0
         let started = ContinuousClock.now
@@ -37,15 +58,11 @@ struct Import: AsyncParsableCommand {
                 }
             } else if signal.member == "ImportFinished" {
                 if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
-                if let error = signal.arguments[2].string, !error.isEmpty { throw CLIError("import failed: \(error)") }
+                if let error = signal.arguments[2].string, !error.isEmpty { throw CLIError("import of \(folder) failed: \(error)") }
                 let ids = signal.arguments[1].elements?.compactMap(\.int64) ?? []
                 var books: [[String: DBusValue]] = []
                 for id in ids { books.append(try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]) }
-                if json { print(JSON.encode(books.map(JSON.book))) } else {
-                    print("imported \(ids.count) book\(ids.count == 1 ? "" : "s")")
-                    for book in books { print(Format.bookLine(book)) }
-                }
-                return
+                return books
             }
         }
         throw CLIError("the daemon went away during the import", unreachable: true)

@@ -14,7 +14,12 @@ struct Lecternd: ParsableCommand {
         abstract: "Lectern's daemon: plays audiobooks and music, controlled over D-Bus (MPRIS and Lectern's own API).",
         version: lecternVersion)
 
-    @Option(help: "GStreamer pipeline description for the audio output, e.g. \"fakesink sync=true\".")
+    // Every setting is also a key of the configuration file ($XDG_CONFIG_HOME/lectern/config.yaml) and an environment
+    // variable (LECTERN_SKIP_STEP); a flag given wins over both (Settings).
+    @Option(name: .customLong("library-folder"), help: ArgumentHelp("A folder books are imported from (repeat for more); library-folders in the configuration.", valueName: "folder"))
+    var libraryFolders: [String] = []
+
+    @Option(help: "GStreamer pipeline description for the audio output, e.g. \"fakesink sync=true\" (default: autoaudiosink).")
     var audioSink: String?
 
     @Option(help: "D-Bus address to connect to instead of the session bus.")
@@ -26,32 +31,38 @@ struct Lecternd: ParsableCommand {
     @Option(help: "The library database (default: $XDG_DATA_HOME/lectern/library.sqlite).")
     var database: String?
 
-    @Option(help: "When the output in use goes away: pause-and-resume (resume when it comes back), pause-only, off.")
-    var outputPolicy: String = OutputPolicyMode.pauseAndResume.rawValue
+    @Option(help: "When the output in use goes away: pause-and-resume (resume when it comes back; the default), pause-only, off.")
+    var outputPolicy: String?
 
-    @Option(help: "Seconds after losing its output during which a returning output resumes playback.")
-    var resumeWindow: UInt32 = 30 * 60
+    @Option(help: "Seconds after losing its output during which a returning output resumes playback (default: 1800).")
+    var resumeWindow: Int?
 
-    @Option(help: "Seconds that `lectern skip forward|back` (SkipForward, SkipBackward) move by.")
-    var skipStep: UInt32 = 15
+    @Option(help: "Seconds that `lectern skip forward|back` (SkipForward, SkipBackward) move by (default: 15).")
+    var skipStep: Int?
 
-    @Option(help: "Smart rewind on resuming after a pause: off, or MIN-MAX seconds (e.g. 3-30): MIN after a pause of --rewind-after seconds, growing to MAX after an hour.")
-    var smartRewind: String = "3-30"
+    @Option(help: "Smart rewind on resuming after a pause: off, or MIN-MAX seconds (default: 3-30): MIN after a pause of --rewind-after seconds, growing to MAX after an hour.")
+    var smartRewind: String?
 
-    @Option(help: "The shortest pause, in seconds, after which resuming rewinds.")
-    var rewindAfter: UInt32 = 30
+    @Option(help: "The shortest pause, in seconds, after which resuming rewinds (default: 30).")
+    var rewindAfter: Int?
 
-    @Option(help: "Seconds over which the sleep timer fades the volume out.")
-    var sleepFade: UInt32 = 10
+    @Option(help: "Seconds over which the sleep timer fades the volume out (default: 10).")
+    var sleepFade: Int?
 
-    @Option(help: "A track's MPRIS title, from {chapter}, {book}, {author}, {file}, {n}, {count}; e.g. \"{chapter} · {book}\".")
-    var titleTemplate: String = "{chapter}"
+    @Option(help: "A track's MPRIS title, from {chapter}, {book}, {author}, {file}, {n}, {count}; e.g. \"{chapter} · {book}\" (default: {chapter}).")
+    var titleTemplate: String?
 
-    @Flag(help: "Leave a bookmark (kind \"unplug\") where playback paused because the output went away.")
-    var unplugBookmark = false
+    @Flag(inversion: .prefixedNo, help: "Leave a bookmark (kind \"unplug\") where playback paused because the output went away (default: no).")
+    var unplugBookmark: Bool?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(help: "Log level: trace, debug, info (the default), notice, warning, error, critical.")
+    var logLevel: String?
+
+    @Option(help: ArgumentHelp("The configuration file (default: $XDG_CONFIG_HOME/lectern/config.yaml).", valueName: "file"))
+    var config: String?
+
+    @Flag(help: "Print every setting's value in effect and where it comes from (flag, environment, file, default), then exit.")
+    var printConfig = false
 
     @Option(help: .hidden)  // the program that reads media files in a child process; "none": the daemon reads them
     var mediaReaderProgram: String?
@@ -59,25 +70,40 @@ struct Lecternd: ParsableCommand {
     @Flag(name: .customLong("media-reader"), help: .hidden)  // be that child (MediaReader.serve)
     var isMediaReader = false
 
-    func validate() throws {
-        guard OutputPolicyMode(rawValue: outputPolicy) != nil else {
-            let modes = OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ValidationError("--output-policy must be one of \(modes)")
-        }
-        guard rewind != nil else { throw ValidationError("--smart-rewind is off or MIN-MAX in seconds, e.g. 3-30") }
-        guard (1...600).contains(skipStep) else { throw ValidationError("--skip-step is between 1 and 600 seconds") }
-        guard resumeWindow <= DaemonOptions.longestResumeWindow else {
-            throw ValidationError("--resume-window is at most \(DaemonOptions.longestResumeWindow) seconds (a day)")
-        }
+    /// The flags given, by setting.
+    var flags: [Setting: Settings.FlagValue] {
+        var flags: [Setting: Settings.FlagValue] = [:]
+        let texts: [(Setting, String?)] = [(.audioSink, audioSink), (.database, database), (.cacheDirectory, cacheDirectory),
+                                           (.outputPolicy, outputPolicy), (.smartRewind, smartRewind),
+                                           (.titleTemplate, titleTemplate), (.logLevel, logLevel)]
+        for case let (setting, text?) in texts { flags[setting] = .text(text) }
+        let numbers: [(Setting, Int?)] = [(.resumeWindow, resumeWindow), (.skipStep, skipStep), (.rewindAfter, rewindAfter),
+                                          (.sleepFade, sleepFade)]
+        for case let (setting, number?) in numbers { flags[setting] = .number(number) }
+        if let unplugBookmark { flags[.unplugBookmark] = .on(unplugBookmark) }
+        if !libraryFolders.isEmpty { flags[.libraryFolders] = .texts(libraryFolders) }
+        return flags
     }
 
-    /// --smart-rewind and --rewind-after as a SmartRewind; nil when malformed.
-    var rewind: SmartRewind? {
-        if smartRewind == "off" { return .off }
-        let bounds = smartRewind.split(separator: "-").compactMap { UInt32($0) }
-        guard bounds.count == 2, bounds[0] <= bounds[1], bounds[1] <= 600 else { return nil }
-        return SmartRewind(threshold: .seconds(Int64(rewindAfter)), minimum: .seconds(Int64(bounds[0])),
-                           maximum: .seconds(Int64(bounds[1])), fullAfter: .seconds(max(3600, Int64(rewindAfter))))
+    /// The exit status of a configuration that cannot be used (sysexits.h's EX_CONFIG); systemd does not restart it.
+    static let badConfiguration: Int32 = 78
+
+    /// The settings from the flags, the environment and the file, read before anything starts (a bad one starts
+    /// nothing).
+    func readSettings() -> Result<Settings, ConfigurationError> {
+        let read = Mutex<Result<Settings, ConfigurationError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task { [flags, config] in
+            do throws(ConfigurationError) {
+                let settings = try await Settings.load(file: config, flags: flags)
+                read.withLock { $0 = .success(settings) }
+            } catch {
+                read.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        done.wait()
+        return read.withLock { $0 } ?? .failure(ConfigurationError("the configuration was not read"))
     }
 
     /// Runs the daemon on Swift's global executor while the main thread waits for it. (An async `run`
@@ -90,28 +116,29 @@ struct Lecternd: ParsableCommand {
         // resident: 1 MB of VmRSS while playing (docs/decisions/memory.md). Nothing here allocates
         // hard enough from two threads at once for the shared lock to show (the per-thread tcache serves most).
         limitMallocArenas(to: 1)
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+        var settings: Settings
+        switch readSettings() {
+        case .success(let read): settings = read
+        case .failure(let error) where error.isFlag: throw ValidationError(error.description)
+        case .failure(let error):
+            FileHandle.standardError.write(Data("lecternd: \(error)\n".utf8))
+            throw ExitCode(Self.badConfiguration)
         }
+        if printConfig {
+            print(settings.table)
+            return
+        }
+        settings.options.busAddress = busAddress
+        settings.options.mediaReader = mediaReaderProgram == "none" ? nil : mediaReaderProgram ?? MediaReader.ownExecutable
+        let level = DaemonLogLevel(settings.logLevel)
+        LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, level: level) }
         let logger = Logger(label: "lecternd")
-        let options = DaemonOptions(audioSink: audioSink, busAddress: busAddress,
-                                    cacheDirectory: cacheDirectory.map { URL(fileURLWithPath: $0) },
-                                    databasePath: database,
-                                    outputPolicy: OutputPolicyMode(rawValue: outputPolicy) ?? .pauseAndResume,
-                                    resumeWindow: .seconds(Int64(resumeWindow)),
-                                    listening: ListeningOptions(smartRewind: rewind ?? SmartRewind(),
-                                                                sleepFade: .seconds(Int64(sleepFade))),
-                                    skipStep: .seconds(Int64(skipStep)),
-                                    titleTemplate: TitleTemplate(titleTemplate), unplugBookmark: unplugBookmark,
-                                    mediaReader: mediaReaderProgram == "none" ? nil : mediaReaderProgram ?? MediaReader.ownExecutable)
+        let configured = settings  // the task below takes it
         let exitCode = Mutex<Int32>(0)
         let finished = DispatchSemaphore(value: 0)
         Task {
             do {
-                try await Daemon.run(options, logger: logger)
+                try await Daemon.run(configured, logLevel: level, logger: logger)
             } catch let error as DaemonError {
                 logger.error("\(error)")
                 exitCode.withLock { $0 = 2 }

@@ -45,6 +45,7 @@ import TestSupport
         }
         let unit = try String(contentsOfFile: prefix + "/share/systemd/user/lecternd.service", encoding: .utf8)
         #expect(unit.contains("\nExecStart=\(lecternd)\n") && unit.contains("\nBusName=org.lectern.Lectern1\n"), "\(unit)")
+        #expect(unit.contains("\nExecReload=/bin/kill -HUP $MAINPID\n") && unit.contains("\nRestartPreventExitStatus=78\n"), "\(unit)")
         let desktopFile = prefix + "/share/applications/org.lectern.Lectern.desktop"
         let desktop = try String(contentsOfFile: desktopFile, encoding: .utf8)
         #expect(desktop.contains("\nDBusActivatable=true\n") && desktop.contains("\nIcon=org.lectern.Lectern\n")

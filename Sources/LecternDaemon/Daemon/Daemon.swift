@@ -75,14 +75,23 @@ public enum Daemon {
     /// Lectern's own object, carrying its own interfaces (org.lectern.*).
     public static let objectPath = ObjectPath("/org/lectern/Lectern1")!
 
-    public static func run(_ options: DaemonOptions, logger: Logger) async throws {
+    /// Runs with `settings` (reloaded on SIGHUP and through org.lectern.Configuration1); `logLevel` is the level every
+    /// logger of the daemon logs at, which a reload may change.
+    public static func run(_ settings: Settings, logLevel: DaemonLogLevel, logger: Logger) async throws {
+        let options = settings.options
         // First, so that a SIGTERM at any time after start-up (e.g. right after the names appear) is a clean stop, and
         // one at any time at all ends the process within the shutdown's deadline (a second one at once).
         let shutdown = Shutdown(logger: logger)
         let startingUp = shutdown.enter("starting up")
         let (quitRequests, quit) = AsyncStream.makeStream(of: String.self)
+        // SIGHUP reloads the configuration, once start-up is done (one waits meanwhile).
+        let (reloadRequests, reloadRequest) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let signals = SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP]) { number in
-            if shutdown.signalled(number) { quit.yield("signal \(number)") }
+            if number == SIGHUP {
+                reloadRequest.yield()
+            } else if shutdown.signalled(number) {
+                quit.yield("signal \(number)")
+            }
         }
         defer { signals.cancel() }
         // Before the bus and the library: a lecternd on another bus using this library stops us touching either.
@@ -159,12 +168,15 @@ public enum Daemon {
         playlistsCalls.release()
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
+        let configuration = ConfigurationService(settings: settings, logger: logger)
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
-                                          logger: logger) { [unplugBookmark = options.unplugBookmark] in
-            if unplugBookmark { await session.addAutomaticBookmark(.unplug, title: "Output unplugged") }
+                                          logger: logger) {
+            if configuration.current.withLock({ $0.options.unplugBookmark }) {
+                await session.addAutomaticBookmark(.unplug, title: "Output unplugged")
+            }
         }
         let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session))
-            + [listening.makeInterface(player: player), outputWatcher.makeInterface()]
+            + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
@@ -174,6 +186,17 @@ public enum Daemon {
         library.observeHealth { service.healthChanged($0) }
         listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)
+        await configuration.publish(on: lecternObject) { settings, changed in
+            let options = settings.options
+            logLevel.value = settings.logLevel
+            if changed.contains(.skipStep) { listening.setSkipStep(options.skipStep) }
+            if !changed.isDisjoint(with: [.smartRewind, .rewindAfter, .sleepFade]) { await player.setOptions(options.listening) }
+            if changed.contains(.titleTemplate) {
+                await player.withPublishedState { mpris.setTitleTemplate(options.titleTemplate, state: $0) }
+            }
+            if changed.contains(.outputPolicy) { await outputWatcher.setMode(options.outputPolicy) }
+            if changed.contains(.resumeWindow) { await outputWatcher.setResumeWindow(options.resumeWindow) }
+        }
         lecternCalls.release()
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
@@ -202,6 +225,9 @@ public enum Daemon {
                 ("the book session", "the book session stopped", { await session.run() }),
                 ("the output watcher", "the output watcher stopped", { await outputWatcher.run() }),
                 ("the library retry loop", "the library retry loop stopped", { await service.retryUnsavedWrites() }),
+                ("reloading the configuration", "the configuration's reloads stopped", {
+                    for await _ in reloadRequests { _ = try? await configuration.reload("SIGHUP") }
+                }),
             ]
             for task in tasks {
                 group.addTask {
@@ -289,4 +315,5 @@ public enum XDG {
     }
     public static var cacheHome: URL { directory("XDG_CACHE_HOME", default: ".cache") }
     public static var dataHome: URL { directory("XDG_DATA_HOME", default: ".local/share") }
+    public static var configHome: URL { directory("XDG_CONFIG_HOME", default: ".config") }
 }

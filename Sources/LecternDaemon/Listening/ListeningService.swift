@@ -47,6 +47,12 @@ final class ListeningService: PlayerObserver {
         object.update(Self.interface, ["LastError": .string("\(last.absoluteString): \(message)")])
     }
 
+    /// The step of SkipForward / SkipBackward, from a client or a reloaded configuration.
+    func setSkipStep(_ step: Duration) {
+        skipStep.withLock { $0 = step }
+        object.withLock { $0 }?.update(Self.interface, ["SkipStep": .int64(step.microseconds)])
+    }
+
     func publish(on object: ExportedObject, player: Player) {
         object.update(Self.interface, properties(player.view.state))
         object.update(Self.interface, ["SkipStep": .int64(skipStep.withLock { $0 }.microseconds), "LastError": .string("")])
@@ -135,8 +141,7 @@ final class ListeningService: PlayerObserver {
                     guard (1_000_000...600_000_000).contains(step) else {
                         throw Self.invalidArgument("SkipStep is between 1 and 600 seconds, in microseconds, not \(value)")
                     }
-                    skipStep.withLock { $0 = .microseconds(step) }
-                    object.withLock { $0 }?.update(Self.interface, ["SkipStep": .int64(step)])
+                    setSkipStep(.microseconds(step))
                 }),
                 Property("FileIndex", .int32),
                 Property("FileCount", .int32),

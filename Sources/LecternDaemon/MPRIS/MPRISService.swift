@@ -23,10 +23,21 @@ public final class MPRISService: PlayerObserver {
 
     /// Set once the object is exported: the player's events before are in the state it is exported with.
     let object = Mutex<ExportedObject?>(nil)
-    let titleTemplate: TitleTemplate
+    private let template: Mutex<TitleTemplate>
+    var titleTemplate: TitleTemplate { template.withLock { $0 } }
 
     public init(titleTemplate: TitleTemplate = TitleTemplate()) {
-        self.titleTemplate = titleTemplate
+        template = Mutex(titleTemplate)
+    }
+
+    /// A new template (a reloaded configuration): the current track's Metadata is published again with it. Called
+    /// on the player (``Player/withPublishedState(_:)``), in turn with its events.
+    func setTitleTemplate(_ titleTemplate: TitleTemplate, state: PlayerState) {
+        guard template.withLock({ old in
+            defer { old = titleTemplate }
+            return old != titleTemplate
+        }) else { return }
+        object.withLock { $0 }?.update(Self.playerInterface, playerProperties(state))
     }
 
     /// The current book changed: it is the active playlist.
