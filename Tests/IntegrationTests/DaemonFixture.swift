@@ -251,12 +251,15 @@ final class DaemonFixture: Sendable {
     /// lecternd's arguments: a fake sink that keeps time, the test's cache folder, and the test's own.
     let daemonArguments: [String]
 
-    var lecterndPath: String { builtExecutable("lecternd").path }
-    var lecternPath: String { builtExecutable("lectern").path }
+    /// The lecternd the fixture runs, and its client: this build's, or those of an ``Installation``.
+    let lecterndPath: String
+    let lecternPath: String
 
-    /// Starts everything with a daemon.
-    static func with(daemonArguments: [String] = [], _ body: (DaemonFixture) async throws -> Void) async throws {
-        let fixture = try await DaemonFixture(daemonArguments: daemonArguments)
+    /// Starts everything with a daemon. With `installation`, the daemon is the installed lecternd and the bus activates
+    /// from the installed activation files, in the fixture's environment.
+    static func with(daemonArguments: [String] = [], installation: Installation? = nil,
+                     _ body: (DaemonFixture) async throws -> Void) async throws {
+        let fixture = try await DaemonFixture(daemonArguments: daemonArguments, installation: installation)
         do {
             try await body(fixture)
         } catch {
@@ -266,9 +269,11 @@ final class DaemonFixture: Sendable {
         await fixture.finish()
     }
 
-    private init(daemonArguments extra: [String]) async throws {
+    private init(daemonArguments extra: [String], installation: Installation?) async throws {
         media = try await MediaLibrary.shared()
-        bus = try PrivateBus()
+        bus = try PrivateBus(serviceDirectories: installation.map { [$0.servicesDirectory] } ?? [])
+        lecterndPath = installation?.lecternd ?? builtExecutable("lecternd").path
+        lecternPath = installation?.lectern ?? builtExecutable("lectern").path
         directory = try TemporaryDirectory(prefix: "lectern-it")
         cacheDirectory = directory.appending("cache")
         daemonLog = directory.appending("lecternd.log")
@@ -283,10 +288,14 @@ final class DaemonFixture: Sendable {
         environment = env
         client = try BusConnection(address: bus.address)
         signals = try await SignalRecorder(connection: client)
+        if installation != nil {
+            // A daemon the bus would activate uses the test's folders too, never the machine's.
+            try await setActivationEnvironment(env.filter { $0.key.hasPrefix("XDG_") || $0.key == "GST_REGISTRY" }, on: client)
+        }
         // A fake sink that keeps time, unless the test names its own.
         let sink = extra.contains("--audio-sink") ? [] : ["--audio-sink", "fakesink sync=true"]
         daemonArguments = sink + ["--cache-directory", cacheDirectory.path] + extra
-        daemon = try Subprocess(builtExecutable("lecternd").path, daemonArguments, environment: env, stdout: .appendingToFile(daemonLog),
+        daemon = try Subprocess(lecterndPath, daemonArguments, environment: env, stdout: .appendingToFile(daemonLog),
                                 stderr: .appendingToFile(daemonLog))
         let deadline = ContinuousClock.now + .seconds(10)
         while !(try await nameHasOwner(MPRIS.busName)) {

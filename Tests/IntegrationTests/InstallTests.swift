@@ -7,18 +7,11 @@ import TestSupport
 /// installed file, D-Bus activation from the installed service files on a private bus, the desktop's activation
 /// reaching the running daemon, and an uninstall that leaves nothing behind.
 @Suite struct InstallTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    static let busNames = ["org.lectern.Lectern1", "org.mpris.MediaPlayer2.lectern", "org.lectern.Lectern"]
-
     @Test func installedLecternIsStartedByTheBusOnceAndUninstallsWithoutATrace() async throws {
         let root = try TemporaryDirectory(prefix: "lectern-install")
         defer { root.remove() }
-        let prefix = root.appending("prefix").path
-        let script = Self.repository.appendingPathComponent("scripts/install.sh").path
-        let install = try await Subprocess.run(script, ["--prefix", prefix, "--binaries", productsDirectory.path],
-                                               workingDirectory: Self.repository, timeout: .seconds(60))
-        try #require(install.status == 0, "install.sh: \(install.stdout)\(install.stderr)")
+        let installation = try await Installation.install(into: root.appending("prefix").path)
+        let prefix = installation.prefix
 
         // Every file, each where systemd, the bus, the desktop and the shells look for it.
         let manifest = try String(contentsOfFile: prefix + "/share/lectern/installed-files", encoding: .utf8)
@@ -37,8 +30,8 @@ import TestSupport
         #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/lecternd"))
 
         // The installed path written into the activation files and the unit, never a fixed one.
-        let lecternd = prefix + "/bin/lecternd"
-        for name in Self.busNames {
+        let lecternd = installation.lecternd
+        for name in Installation.busNames {
             let service = try String(contentsOfFile: "\(prefix)/share/dbus-1/services/\(name).service", encoding: .utf8)
             #expect(service.contains("\nName=\(name)\n") && service.contains("\nExec=\(lecternd)\n")
                     && service.contains("\nSystemdService=lecternd.service"), "\(name).service: \(service)")
@@ -60,19 +53,14 @@ import TestSupport
         #expect(fish.contains("complete -c 'lectern'") && fish.contains("bookmark"), "fish completion")
 
         // No daemon running: the installed client's first call starts one, through the bus's activation.
-        let bus = try PrivateBus(serviceDirectories: [prefix + "/share/dbus-1/services"])
+        let bus = try PrivateBus(serviceDirectories: [installation.servicesDirectory])
         defer { bus.stop() }
         let home = root.appending("home").path
         let connection = try BusConnection(address: bus.address)
         defer { connection.close() }
         // What the activated daemon inherits: a home of its own (its library, its covers), not the machine's.
-        _ = try await connection.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                      member: "UpdateActivationEnvironment", [.dictionary(key: .string, value: .string, [
-                                      .init(.string("HOME"), .string(home)),
-                                      .init(.string("XDG_DATA_HOME"), .string(home + "/data")),
-                                      .init(.string("XDG_CACHE_HOME"), .string(home + "/cache")),
-                                      .init(.string("XDG_CONFIG_HOME"), .string(home + "/config")),
-                                  ])])
+        try await setActivationEnvironment(["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CACHE_HOME": home + "/cache",
+                                            "XDG_CONFIG_HOME": home + "/config"], on: connection)
         let status = try await Subprocess.run(prefix + "/bin/lectern", ["status"], env: bus.environment, timeout: .seconds(30))
         #expect(status.status == 0 && status.stdout.contains("Stopped"), "lectern status: \(status)")
         let owner = try await ownerPID(of: "org.lectern.Lectern1", on: connection)
@@ -101,26 +89,8 @@ import TestSupport
         }
         #expect(runningProcesses(of: lecternd).isEmpty, "lecternd stops on SIGTERM")
 
-        let uninstall = try await Subprocess.run(script, ["--prefix", prefix, "--uninstall"], workingDirectory: Self.repository)
+        let uninstall = try await installation.uninstall()
         #expect(uninstall.status == 0, "install.sh --uninstall: \(uninstall.stdout)\(uninstall.stderr)")
         #expect(!FileManager.default.fileExists(atPath: prefix), "the prefix the install created is gone")
-    }
-
-    private func ownerPID(of name: String, on connection: BusConnection) async throws -> pid_t {
-        let reply = try await connection.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                              interface: "org.freedesktop.DBus", member: "GetConnectionUnixProcessID",
-                                              [.string(name)])
-        guard case .uint32(let pid)? = reply.first else { throw BusError.failed("no pid for \(name): \(reply)") }
-        return pid_t(pid)
-    }
-
-    private func executable(of pid: pid_t) -> String? {
-        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
-    }
-
-    /// The pids of the processes running `path`.
-    private func runningProcesses(of path: String) -> [pid_t] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap(pid_t.init).filter { executable(of: $0) == path }
     }
 }
