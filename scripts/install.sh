@@ -5,12 +5,12 @@
 #   scripts/install.sh                       # release build, into ~/.local     (= make install)
 #   PREFIX=/usr/local scripts/install.sh     # or: scripts/install.sh --prefix /usr/local
 #   scripts/install.sh --uninstall           # removes what the install into that prefix wrote (= make uninstall)
-#   scripts/install.sh --binaries DIR        # installs lecternd and lectern from DIR instead of building them
+#   scripts/install.sh --binaries DIR        # installs lecternd and lectern (and their man pages, made by DIR/generate-manual) from DIR instead of building them
 #
 # What goes where (PREFIX/...): bin/lecternd and bin/lectern; the D-Bus activation files of the three bus names
 # (share/dbus-1/services) and the systemd user unit (share/systemd/user), each with PREFIX/bin/lecternd written in;
 # the desktop entry org.lectern.Lectern.desktop (share/applications) and its icon (share/icons/hicolor); shell
-# completions for bash, zsh and fish; man pages lecternd(1) and lectern(1) when built here. The list of what was
+# completions for bash, zsh and fish; man pages lecternd(1) and lectern(1). The list of what was
 # written, directories it created included, is share/lectern/installed-files: --uninstall removes those and nothing
 # else. Installed into ~/.local with a systemd user instance running, the unit is also enabled (started at login:
 # media keys and playerctl only see a running player), and --uninstall disables it; otherwise nothing outside PREFIX
@@ -59,17 +59,8 @@ fi
 
 if [[ -z "$binaries" ]]; then
     lectern_deps --build --run
-    lectern_release lecternd lectern
+    lectern_release lecternd lectern generate-manual
     binaries="$bin"
-    # Man pages from the argument parser's generator (a SwiftPM plugin), from the release binaries' help.
-    if swift package --allow-writing-to-package-directory generate-manual >&2; then
-        man_out=".build/plugins/GenerateManual/outputs"
-    else
-        echo "install.sh: man pages could not be generated; installing without them" >&2
-        man_out=""
-    fi
-else
-    man_out=""
 fi
 for program in lecternd lectern; do
     [[ -x "$binaries/$program" ]] || { echo "install.sh: no $program in $binaries" >&2; exit 1; }
@@ -112,10 +103,17 @@ place 644 "$prefix/share/icons/hicolor/scalable/apps/org.lectern.Lectern.svg" <d
 "$binaries/lectern" --generate-completion-script bash | place 644 "$prefix/share/bash-completion/completions/lectern"
 "$binaries/lectern" --generate-completion-script zsh | place 644 "$prefix/share/zsh/site-functions/_lectern"
 "$binaries/lectern" --generate-completion-script fish | place 644 "$prefix/share/fish/vendor_completions.d/lectern.fish"
-if [[ -n "$man_out" ]]; then
-    for page in "$man_out"/lecternd/lecternd.1 "$man_out"/lectern/lectern.1; do
-        [[ -f "$page" ]] && place 644 "$prefix/share/man/man1/$(basename "$page")" <"$page"
+# Man pages, each program's --help as a page: made by the argument parser's generator (generate-manual, built beside
+# the binaries), from the binaries installed.
+if [[ -x "$binaries/generate-manual" ]]; then
+    pages="$(mktemp -d)"
+    for program in lecternd lectern; do
+        "$binaries/generate-manual" "$binaries/$program" --output-directory "$pages" >&2
+        place 644 "$prefix/share/man/man1/$program.1" <"$pages/$program.1"
     done
+    rm -rf "$pages"
+else
+    echo "install.sh: no generate-manual in $binaries: installing without man pages" >&2
 fi
 
 # Started at login too, where this user's systemd finds the unit (~/.local): media keys and playerctl see only a

@@ -28,6 +28,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 
 swift build --build-tests ${build_args[@]+"${build_args[@]}"}
+# The man pages' generator, beside the binaries: the install test installs the man pages it makes.
+swift build --product generate-manual ${build_args[@]+"${build_args[@]}"}
 # Suites run side by side (Swift Testing's default); those that share a resource (a daemon fixture, the sound
 # server) are marked .serialized. About 2 minutes on 2 cores, against 3.5 one test at a time (--no-parallel).
 #

@@ -24,7 +24,8 @@ import TestSupport
                         "share/applications/org.lectern.Lectern.desktop",
                         "share/icons/hicolor/scalable/apps/org.lectern.Lectern.svg",
                         "share/bash-completion/completions/lectern", "share/zsh/site-functions/_lectern",
-                        "share/fish/vendor_completions.d/lectern.fish"].map { prefix + "/" + $0 }
+                        "share/fish/vendor_completions.d/lectern.fish",
+                        "share/man/man1/lecternd.1", "share/man/man1/lectern.1"].map { prefix + "/" + $0 }
         #expect(installed.sorted() == expected.sorted())
         for file in expected { #expect(FileManager.default.isReadableFile(atPath: file), "\(file) is missing") }
         #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/lecternd"))
@@ -39,6 +40,14 @@ import TestSupport
         let unit = try String(contentsOfFile: prefix + "/share/systemd/user/lecternd.service", encoding: .utf8)
         #expect(unit.contains("\nExecStart=\(lecternd)\n") && unit.contains("\nBusName=org.lectern.Lectern1\n"), "\(unit)")
         #expect(unit.contains("\nExecReload=/bin/kill -HUP $MAINPID\n") && unit.contains("\nRestartPreventExitStatus=78\n"), "\(unit)")
+        // As systemd reads it (no systemd user manager runs here: its own check of the unit, keys and commands).
+        let runtime = root.appending("runtime")
+        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let verified = try await Subprocess.run("/usr/bin/systemd-analyze",
+                                                ["--user", "verify", prefix + "/share/systemd/user/lecternd.service"],
+                                                env: ["XDG_RUNTIME_DIR": runtime.path, "PATH": "/usr/bin:/bin"])
+        #expect(verified.status == 0 && verified.stderr.isEmpty, "systemd-analyze verify: \(verified)")
         let desktopFile = prefix + "/share/applications/org.lectern.Lectern.desktop"
         let desktop = try String(contentsOfFile: desktopFile, encoding: .utf8)
         #expect(desktop.contains("\nDBusActivatable=true\n") && desktop.contains("\nIcon=org.lectern.Lectern\n")
@@ -51,6 +60,13 @@ import TestSupport
         #expect(bash.contains("-F _lectern lectern") && bash.contains("bookmark"), "bash completion")
         #expect(zsh.hasPrefix("#compdef lectern") && zsh.contains("bookmark"), "zsh completion")
         #expect(fish.contains("complete -c 'lectern'") && fish.contains("bookmark"), "fish completion")
+        // The man pages: each program's whole --help, its subcommands and options, as mdoc.
+        let lecterndPage = try String(contentsOfFile: prefix + "/share/man/man1/lecternd.1", encoding: .utf8)
+        let lecternPage = try String(contentsOfFile: prefix + "/share/man/man1/lectern.1", encoding: .utf8)
+        #expect(lecterndPage.contains("\n.Dt LECTERND 1\n") && lecterndPage.contains("\n.Nm lecternd\n")
+                && lecterndPage.contains("print-config") && lecterndPage.contains("skip-step"), "lecternd.1")
+        #expect(lecternPage.contains("\n.Dt LECTERN 1\n") && lecternPage.contains("\n.Nm lectern\n")
+                && lecternPage.contains("lectern bookmark export") && lecternPage.contains("lectern config reload"), "lectern.1")
 
         // No daemon running: the installed client's first call starts one, through the bus's activation.
         let bus = try PrivateBus(serviceDirectories: [installation.servicesDirectory])
