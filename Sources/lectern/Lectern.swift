@@ -248,6 +248,9 @@ struct Daemon {
                 throw CLIError("lecternd could not be started: \(error.message.isEmpty ? error.name : error.message)",
                                unreachable: true)
             }
+            // Lectern's own object answers once the daemon has restored its book: what follows reads that book.
+            _ = try await daemon.call(busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                                      [.string("org.lectern.Library1"), .string("CurrentBook")])
         }
         return daemon
     }

@@ -76,7 +76,9 @@ import TestSupport
         defer { connection.close() }
         // What the activated daemon inherits: a home of its own (its library, its covers), not the machine's.
         try await setActivationEnvironment(["HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CACHE_HOME": home + "/cache",
-                                            "XDG_CONFIG_HOME": home + "/config"], on: connection)
+                                            "XDG_CONFIG_HOME": home + "/config",
+                                            // Its output, as a user would set it (no sound server here).
+                                            "LECTERN_AUDIO_SINK": "fakesink sync=true"], on: connection)
         let status = try await Subprocess.run(prefix + "/bin/lectern", ["status"], env: bus.environment, timeout: .seconds(30))
         #expect(status.status == 0 && status.stdout.contains("Stopped"), "lectern status: \(status)")
         let owner = try await ownerPID(of: "org.lectern.Lectern1", on: connection)
@@ -98,15 +100,34 @@ import TestSupport
         #expect(try await ownerPID(of: "org.lectern.Lectern1", on: connection) == owner, "still the same daemon")
         #expect(runningProcesses(of: lecternd) == [owner], "one daemon, never a second")
 
-        kill(owner, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !runningProcesses(of: lecternd).isEmpty && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        // A book listened to, the daemon stopped: the next first call starts it again, paused where it was.
+        let book = root.appending("Evening Tales")
+        try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
+        try AudioFiles.ogg(book.appendingPathComponent("1.ogg"), seconds: 8)
+        for command in [["import", book.path], ["play", "Evening Tales"], ["pause"], ["position", "0:05"]] {
+            let result = try await Subprocess.run(prefix + "/bin/lectern", command, env: bus.environment)
+            #expect(result.status == 0, "lectern \(command): \(result)")
         }
-        #expect(runningProcesses(of: lecternd).isEmpty, "lecternd stops on SIGTERM")
+        try await stop(owner, lecternd)
+        let restored = try await Subprocess.run(prefix + "/bin/lectern", ["status"], env: bus.environment, timeout: .seconds(30))
+        #expect(restored.status == 0 && restored.stdout.hasPrefix("Paused") && restored.stdout.contains("0:05 / 0:08"),
+                "lectern status after a restart by activation: \(restored)")
+        let again = try await ownerPID(of: "org.lectern.Lectern1", on: connection)
+        #expect(again != owner && executable(of: again) == lecternd)
+        try await stop(again, lecternd)
 
         let uninstall = try await installation.uninstall()
         #expect(uninstall.status == 0, "install.sh --uninstall: \(uninstall.stdout)\(uninstall.stderr)")
         #expect(!FileManager.default.fileExists(atPath: prefix), "the prefix the install created is gone")
+    }
+
+    /// SIGTERM to `pid`, and waits (up to 10 s) until no process runs `executable`.
+    private func stop(_ pid: pid_t, _ executable: String) async throws {
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !runningProcesses(of: executable).isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(runningProcesses(of: executable).isEmpty, "lecternd stops on SIGTERM")
     }
 }

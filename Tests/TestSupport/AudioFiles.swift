@@ -74,25 +74,24 @@ public enum AudioFiles {
     /// Vorbis in Ogg, a sine at `frequency` Hz.
     public static func ogg(_ url: URL, seconds: Double, frequency: Int = 440) throws {
         try gst("audiotestsrc num-buffers=\(buffers(forSeconds: seconds)) freq=\(frequency) ! audioconvert"
-                + " ! vorbisenc ! oggmux ! filesink location=\(url.path)")
+                + " ! vorbisenc ! oggmux", to: url)
     }
 
     /// PCM WAV (S16LE, mono).
     public static func wav(_ url: URL, seconds: Double, frequency: Int = 440) throws {
         try gst("audiotestsrc num-buffers=\(buffers(forSeconds: seconds)) freq=\(frequency) ! audioconvert"
-                + " ! audio/x-raw,format=S16LE,channels=1 ! wavenc ! filesink location=\(url.path)")
+                + " ! audio/x-raw,format=S16LE,channels=1 ! wavenc", to: url)
     }
 
     /// FLAC.
     public static func flac(_ url: URL, seconds: Double, frequency: Int = 440) throws {
         try gst("audiotestsrc num-buffers=\(buffers(forSeconds: seconds)) freq=\(frequency) ! audioconvert"
-                + " ! flacenc ! filesink location=\(url.path)")
+                + " ! flacenc", to: url)
     }
 
     /// A PNG of `width`×`height` (one videotestsrc frame), e.g. a cover.
     public static func png(_ url: URL, width: Int = 64, height: Int = 64) throws {
-        try gst("videotestsrc num-buffers=1 ! video/x-raw,width=\(width),height=\(height) ! pngenc"
-                + " ! filesink location=\(url.path)")
+        try gst("videotestsrc num-buffers=1 ! video/x-raw,width=\(width),height=\(height) ! pngenc", to: url)
     }
 
     // MARK: - ffmpeg-made files (tagged)
@@ -120,6 +119,11 @@ public enum AudioFiles {
     /// Runs `gst-launch-1.0 -q` on a pipeline description (split on spaces: no spaces inside values).
     public static func gst(_ pipeline: String) throws {
         try run("gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init))
+    }
+
+    /// `pipeline` ending in a file sink writing `url` (its path one argument: it may hold spaces).
+    public static func gst(_ pipeline: String, to url: URL) throws {
+        try run("gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init) + ["!", "filesink", "location=" + url.path])
     }
 
     /// Runs `ffmpeg` quietly, overwriting its output.

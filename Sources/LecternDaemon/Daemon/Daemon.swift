@@ -197,7 +197,6 @@ public enum Daemon {
             if changed.contains(.outputPolicy) { await outputWatcher.setMode(options.outputPolicy) }
             if changed.contains(.resumeWindow) { await outputWatcher.setResumeWindow(options.resumeWindow) }
         }
-        lecternCalls.release()
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
         _ = try connection.export(ApplicationService.path, interfaces: [
@@ -212,6 +211,9 @@ public enum Daemon {
         try await engineReadiness.wait()
         // After the names: clients see the player at once, then the book it resumes (a PropertiesChanged).
         await session.restore()
+        // Lectern's own API answers once the book is back: a client that started the daemon (D-Bus activation) and
+        // asks it something first reads the book it resumed, never "nothing loaded" (its later calls wait behind).
+        lecternCalls.release()
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",
                                                  "sink": "\(options.audioSink ?? "autoaudiosink")"])
 
