@@ -130,4 +130,43 @@ import TestSupport
         }
         #expect(runningProcesses(of: executable).isEmpty, "lecternd stops on SIGTERM")
     }
+
+    /// Into the user's own prefix (~/.local), with a systemd user manager running, the unit is enabled (started at
+    /// login: media keys and playerctl only reach a running player) and the uninstall disables it; with no user
+    /// manager, or into another prefix, systemd is not touched. No user manager can run here (`systemd --user` stays
+    /// "offline"), so `systemctl` is a stand-in that answers as one would and writes down what it was asked.
+    @Test(arguments: [(true, true), (true, false), (false, true)])
+    func theUnitIsEnabledAtLoginOnlyInTheUsersOwnPrefix(ownPrefix: Bool, managerRunning: Bool) async throws {
+        let root = try TemporaryDirectory(prefix: "lectern-install")
+        defer { root.remove() }
+        let home = root.appending("home").path
+        let tools = root.appending("tools")
+        try FileManager.default.createDirectory(at: tools, withIntermediateDirectories: true)
+        let asked = root.appending("systemctl.log").path
+        let stub = tools.appendingPathComponent("systemctl").path
+        try """
+            #!/bin/sh
+            echo "$*" >>'\(asked)'
+            [ "$2" = show-environment ] && exit \(managerRunning ? 0 : 1)
+            exit 0
+
+            """.write(toFile: stub, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: stub)
+        let environment = ["HOME": home, "PATH": tools.path + ":/usr/bin:/bin"]
+        let prefix = ownPrefix ? home + "/.local" : root.appending("elsewhere").path
+        let install = try await Subprocess.run(Installation.script, ["--prefix", prefix, "--binaries", productsDirectory.path],
+                                               env: environment, workingDirectory: Installation.repository)
+        #expect(install.status == 0, "\(install)")
+        let uninstall = try await Subprocess.run(Installation.script, ["--prefix", prefix, "--uninstall"], env: environment,
+                                                 workingDirectory: Installation.repository)
+        #expect(uninstall.status == 0, "\(uninstall)")
+        let calls = ((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        if ownPrefix && managerRunning {
+            #expect(calls == ["--user show-environment", "--user daemon-reload", "--user enable lecternd.service",
+                              "--user disable --now lecternd.service", "--user daemon-reload"], "\(calls)")
+        } else {
+            #expect(!calls.contains { $0.contains("enable") }, "\(calls)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: prefix + "/share/lectern"), "uninstalled")
+    }
 }
