@@ -165,7 +165,8 @@ import TestSupport
             }
             #expect(fromPactl.count == 50)
             summarize("\(kind): sink-removal event (as a libpulse client sees it) → Paused signal", latencies)
-            summarize("\(kind): unplug command start → Paused signal", fromPactl)
+            let summary = summarize("\(kind): unplug command start → Paused signal", fromPactl)
+            Figures.record("route unplug \(kind.rawValue)", "unplug command start → Paused signal", summary)
             let log = d.log
             let sources = ["sink removed", "stream moved"].map { source in
                 "\(source): \(log.components(separatedBy: "seen-by=\(source)").count - 1)"
@@ -438,6 +439,7 @@ extension RouteDaemon {
     func playsOnWhereItWas(after cycles: Int, restartsOf what: String, kill: () async -> Void,
                            restart: () async throws -> Void) async throws {
         let started = ContinuousClock.now
+        var offsets: [Int64] = []  // where it resumed, from where it was (µs)
         for cycle in 1...cycles {
             let before = try await position()
             await kill()
@@ -452,6 +454,7 @@ extension RouteDaemon {
                 break
             }
             let resumedAt = try await position()
+            offsets.append(resumedAt - before)
             #expect(resumedAt >= before - 500_000 && resumedAt <= before + 1_500_000,
                     "cycle \(cycle): resumed at \(resumedAt) µs, playing at \(before) µs before \(what) died")
             guard try await waitFor(position, { $0 > resumedAt + 200_000 }) > resumedAt + 200_000 else {
@@ -469,15 +472,20 @@ extension RouteDaemon {
             }
         }
         #expect(try await ownerPID(of: "org.mpris.MediaPlayer2.lectern") == daemon.pid, "not the lecternd the test started")
-        print(String(format: "route, %@ killed and restarted %d times while playing: %.1f s", what, cycles,
-                     (ContinuousClock.now - started).milliseconds / 1000))
+        Figures.record("route restarts \(what)", "killed and restarted while playing",
+                       String(format: "%d of %d cycles in %.1f s, resumed %+.0f to %+.0f ms from where it was", offsets.count,
+                              cycles, (ContinuousClock.now - started).milliseconds / 1000,
+                              Double(offsets.min() ?? 0) / 1000, Double(offsets.max() ?? 0) / 1000))
     }
 }
 
-/// Prints min / median / p90 / max of `values` (ms).
-func summarize(_ what: String, _ values: [Double]) {
+/// Prints min / median / p90 / max of `values` (ms); returns them.
+@discardableResult
+func summarize(_ what: String, _ values: [Double]) -> String {
     let sorted = values.sorted()
-    guard !sorted.isEmpty else { return print("route latency, \(what): no samples") }
-    print(String(format: "route latency, %@, %d cycles: min %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms", what,
-                 sorted.count, sorted[0], sorted[sorted.count / 2], sorted[sorted.count * 9 / 10], sorted[sorted.count - 1]))
+    let summary = sorted.isEmpty ? "no samples"
+        : String(format: "%d cycles: min %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms", sorted.count, sorted[0],
+                 sorted[sorted.count / 2], sorted[sorted.count * 9 / 10], sorted[sorted.count - 1])
+    print("route latency, \(what), \(summary)")
+    return summary
 }
