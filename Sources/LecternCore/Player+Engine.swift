@@ -41,18 +41,8 @@ extension Player {
         case .endOfStream:
             if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
         case .outputFailed(let message):
-            // Not the stream's fault: keep the place, pause (as the output's doing), load again on Play.
             logger.error("the output failed", metadata: ["error": "\(message)"])
-            let at = engine.position ?? view.position()
-            engineLoad = .lost
-            if state.status == .playing {
-                setStatus(.paused)
-                pausedForLostOutput = true
-                // Says the pause is the engine's, should the route watcher hear of the lost server only now.
-                state.lastError = message
-            }
-            view.set(PositionClock(anchor: at))
-            publish()
+            loseOutput(message)
         case .nextFailed(let url, let message):
             guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
                 handle(.failed(message))
@@ -71,7 +61,7 @@ extension Player {
         case .failed(let message):
             // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
             // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
-            pausedForLostOutput = false
+            outputPause = nil
             engineLoad = .idle
             consecutiveFailures += 1
             if let index = state.currentIndex {
@@ -91,6 +81,21 @@ extension Player {
                 publish()
             }
         }
+    }
+
+    /// The output failed under the current item (the engine's `.outputFailed`, or the sound server gone): not the
+    /// stream's fault. The engine holds nothing playable; playing, the player pauses as the output's doing; the
+    /// place is kept, and the next Play loads the item again there.
+    func loseOutput(_ message: String) {
+        let at = engine.position ?? view.position()
+        engineLoad = .lost
+        if state.status == .playing {
+            setStatus(.paused)
+            outputPause = .failed
+            state.lastError = message
+        }
+        view.set(PositionClock(anchor: at))
+        publish()
     }
 
     /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,

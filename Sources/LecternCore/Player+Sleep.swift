@@ -17,7 +17,7 @@ extension Player {
 
     /// Starts, replaces or (nil) cancels the sleep timer. `.after` needs a positive duration.
     public func setSleepTimer(_ mode: SleepMode?) throws(PlayerError) {
-        pausedForLostOutput = false
+        outputPause = nil
         if case .after(let duration) = mode, duration <= .zero {
             throw .invalidValue("the sleep timer needs a positive duration, not \(duration)")
         }

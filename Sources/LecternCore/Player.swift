@@ -40,8 +40,9 @@ public actor Player {
     var advanceAtEndOfFile = false
     var nextItemID = 1
     var nextQueueNumber = 1
-    /// Set when the output went away while playing; any command since clears it (see `resumeForReturnedOutput`).
-    var pausedForLostOutput = false
+    /// Why the player is paused for its output, when the output went away or failed while playing; any command
+    /// since clears it (see `resumeForReturnedOutput`).
+    var outputPause: OutputPause?
     /// When the current pause began (on `now`), for the smart rewind.
     var pausedAt: Duration?
     var sleep: SleepState?
@@ -413,7 +414,7 @@ public actor Player {
     public func pauseForLostOutput() -> Bool {
         guard state.status == .playing else { return false }
         pauseNow()
-        pausedForLostOutput = true
+        outputPause = .lost
         return true
     }
 
@@ -421,19 +422,36 @@ public actor Player {
     /// came since; returns whether it resumed.
     @discardableResult
     public func resumeForReturnedOutput() -> Bool {
-        guard pausedForLostOutput, state.status == .paused else { return false }
+        guard outputPause != nil, state.status == .paused else { return false }
         play()
         return true
     }
 
-    /// Whether the current pause is the lost output's doing (and nothing happened since).
-    public var isPausedForLostOutput: Bool { pausedForLostOutput }
+    /// Whether the current pause is the lost or failed output's doing (and nothing happened since).
+    public var isPausedForLostOutput: Bool { outputPause != nil }
+
+    /// The sound server went away (`reason`: how). The stream the engine holds played to it and is dead, whether
+    /// or not the engine has said so yet: pulsesink notices when it next writes or changes state, at times only
+    /// once playback has resumed, and would then fail under a resume. So the player does now what the engine's
+    /// `.outputFailed` does (``loseOutput(_:)``) and releases the stream: playing, it pauses as the output's doing;
+    /// the place is kept, and the next Play, the route's or a listener's, loads the item again there. An engine
+    /// failure heard before or after this changes nothing more. Returns whether the player is paused because its
+    /// output failed: by this call, or by the engine's failure before it, with no command since (not by an earlier
+    /// loss of the output, whose return is still the one to wait for).
+    @discardableResult
+    public func soundServerLost(_ reason: String) -> Bool {
+        if engineLoad != .idle, engineLoad != .lost {
+            loseOutput("the sound server went away: \(reason)")
+            engine.stop()
+        }
+        return outputPause == .failed
+    }
 
     // MARK: - Internals
 
     /// What every command does first.
     func userCommand() {
-        pausedForLostOutput = false
+        outputPause = nil
         extendSleepTimerIfFading()
     }
 
@@ -518,6 +536,14 @@ public actor Player {
     func tell(_ event: PlayerEvent) {
         for observer in observers { observer.handle(event) }
     }
+}
+
+/// Why the player paused for its output.
+enum OutputPause {
+    /// The output in use went away: the route's pause (``Player/pauseForLostOutput()``).
+    case lost
+    /// The output failed under the stream: the engine's `.outputFailed`, or the sound server gone.
+    case failed
 }
 
 /// Where the engine is with the player's current item.

@@ -583,7 +583,6 @@ func withHarness(options: ListeningOptions, _ body: (Harness) async throws -> Vo
             #expect(state.currentIndex == 1)
             #expect(await h.player.position == .seconds(42))
             #expect(await h.player.isPausedForLostOutput)
-            // What tells the route watcher, hearing of a lost server after this, that the pause is the engine's.
             #expect(state.lastError == "Connection terminated")
 
             // The output is back: the file is loaded again at the same place, and plays once ready.

@@ -13,8 +13,8 @@ enum FakeRoute: Sendable {
 }
 
 /// Feeds a ``FakeRoute`` source into the policy the way the daemon does (the player says whether it plays and
-/// whether its pause is still the route's), applies the decisions to a real ``Player`` on the fake engine, and
-/// keeps time on a manual clock.
+/// whether its pause is still the route's; a lost server is first the player's, `soundServerLost`), applies the
+/// decisions to a real ``Player`` on the fake engine, and keeps time on a manual clock.
 struct RouteDriver {
     var policy: OutputPolicy<ManualClock.Instant>
     let harness: Harness
@@ -30,12 +30,17 @@ struct RouteDriver {
     /// Delivers one route event; returns what the policy decided (and what the player did about it).
     @discardableResult
     mutating func send(_ event: FakeRoute) async -> OutputPolicy<ManualClock.Instant>.Decision {
+        if case .serverLost = event {
+            // The player lets the dead server's stream go, pausing if it played, before the policy hears of it.
+            let paused = await player.soundServerLost("Connection terminated")
+            return policy.handle(.lost(output: "speakers", reason: .serverLost, playing: paused), at: clock.now)
+        }
         let playing = await player.snapshot.status == .playing
         let untouched = await player.isPausedForLostOutput
         let input: OutputPolicy<ManualClock.Instant>.Input = switch event {
         case .lost(let output, let reason): .lost(output: output, reason: reason, playing: playing)
         case .returned(let output): .returned(output: output, untouched: untouched)
-        case .serverLost: .lost(output: "speakers", reason: .serverLost, playing: playing)
+        case .serverLost: .other  // above
         case .serverReturned(let withOutput): .serverReturned(outputPresent: withOutput, untouched: untouched)
         case .other: .other
         }
@@ -160,10 +165,14 @@ private func playing(_ harness: Harness) async {
             var route = RouteDriver(h, mode: .off)
             await playing(h)
             #expect(await route.send(.lost("headphones")) == .nothing)
-            #expect(await route.status == .playing)
-            #expect(await route.send(.serverLost) == .nothing)
             #expect(await route.send(.returned("headphones")) == .nothing)
             #expect(await route.status == .playing)
+            // A dead server is no route change to ignore: the stream died with it, and the player pauses as for a
+            // failed output. Off, nothing resumes it.
+            #expect(await route.send(.serverLost) == .nothing)
+            #expect(await route.status == .paused)
+            #expect(await route.send(.serverReturned()) == .nothing)
+            #expect(await route.status == .paused)
         }
     }
 
@@ -287,6 +296,80 @@ private func playing(_ harness: Harness) async {
     }
 
     // MARK: - The value alone
+
+    // MARK: - The server lost, and the engine's own failure, in either order
+
+    /// What a `pipewire` restart did one time in ten: the server's loss heard (and the player paused) before
+    /// pulsesink noticed its dead connection. The resume must not play that stream on: it would fail ("Disconnected:
+    /// Connection terminated") and leave the player paused after a "resumed".
+    @Test func theServerLostBeforeTheEngineNoticedResumesByLoadingAgainWhereItWas() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            h.engine.advance(by: .seconds(2))
+            h.reset()
+            #expect(await route.send(.serverLost) == .pause)
+            #expect(await route.status == .paused)
+            #expect(h.engine.calls == [.stop], "the dead stream is let go")
+            #expect(await h.player.position == .seconds(44))
+            // pulsesink's error, queued before the stream was let go, changes nothing.
+            await h.send(.outputFailed("Disconnected: Connection terminated"))
+            #expect(await route.status == .paused)
+            #expect(await h.player.position == .seconds(44))
+
+            #expect(await route.send(.serverReturned()) == .resume)
+            #expect(Array(h.engine.calls.prefix(2)) == [.stop, .load(fileURL(0), at: .seconds(44))], "\(h.engine.calls)")
+            await h.ready()
+            #expect(h.engine.isPlaying)
+            #expect(await route.status == .playing)
+        }
+    }
+
+    @Test func theEngineFailingBeforeTheServerIsHeardLostIsTheSamePauseAndResume() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            h.engine.advance(by: .seconds(2))
+            await h.send(.outputFailed("pa_stream_writable_size() failed: Connection terminated"))
+            #expect(await route.status == .paused)
+            h.reset()
+            #expect(await route.send(.serverLost) == .pause, "the engine's pause is the server's loss")
+            #expect(h.engine.calls.isEmpty)
+            #expect(await route.send(.serverReturned()) == .resume)
+            #expect(h.engine.calls.first == .load(fileURL(0), at: .seconds(44)))
+            await h.ready()
+            #expect(h.engine.isPlaying)
+        }
+    }
+
+    @Test func theServerLostWhilePausedByTheListenerLoadsAgainAtTheirPlay() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await h.player.pause()
+            h.reset()
+            #expect(await route.send(.serverLost) == .nothing)
+            #expect(await route.send(.serverReturned()) == .nothing)
+            #expect(await route.status == .paused)
+            await h.player.play()
+            #expect(Array(h.engine.calls.prefix(2)) == [.stop, .load(fileURL(0), at: .seconds(42))], "\(h.engine.calls)")
+        }
+    }
+
+    @Test func anUnplugsPauseOutlastsTheServersLossAndOnlyItsReturnResumes() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            #expect(await route.send(.lost("headphones")) == .pause)
+            h.reset()
+            #expect(await route.send(.serverLost) == .nothing)
+            #expect(await route.send(.serverReturned()) == .nothing)
+            #expect(await route.status == .paused)
+            #expect(await route.send(.returned("headphones")) == .resume)
+            #expect(await route.status == .playing)
+            #expect(Array(h.engine.calls.prefix(2)) == [.stop, .load(fileURL(0), at: .seconds(42))], "\(h.engine.calls)")
+        }
+    }
 
     @Test func modesHaveTheirCommandLineNames() {
         #expect(OutputPolicyMode.allCases.map(\.rawValue) == ["pause-and-resume", "pause-only", "off"])

@@ -114,18 +114,52 @@ final class SoundServer: @unchecked Sendable {
         case .pulseAudio:
             try await startPulseServer()
         case .pipeWire:
-            try spawn("pipewire", [])
-            try await waitUntil("pipewire", answers: "pw-cli", ["info", "0"])
-            try spawn("wireplumber", [])
+            try await startPipeWireAndWirePlumber()
             try await startPulseServer()
             _ = try await plug("speakers")
             try await pactl("set-default-sink", "speakers")
-            let deadline = ContinuousClock.now + .seconds(30)
-            while try await pactl("info").contains("Default Sink: speakers") == false {
-                guard ContinuousClock.now < deadline else { throw RouteTestError("speakers is not the default sink\n\(log)") }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await waitUntilSpeakersAreTheDefaultSink()
         }
+    }
+
+    private func startPipeWireAndWirePlumber() async throws {
+        try spawn("pipewire", [])
+        try await waitUntil("pipewire", answers: "pw-cli", ["info", "0"])
+        try spawn("wireplumber", [])
+    }
+
+    /// WirePlumber makes "speakers" the default sink: the one chosen with `pactl set-default-sink`, kept in its
+    /// state file (`$XDG_STATE_HOME/wireplumber/default-nodes`) and restored when a sink of that name appears.
+    private func waitUntilSpeakersAreTheDefaultSink() async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await pactl("info").contains("Default Sink: speakers") == false {
+            guard ContinuousClock.now < deadline else { throw RouteTestError("speakers is not the default sink\n\(log)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// PipeWire: SIGKILL to `pipewire` alone, as a crash would, and what a desktop session does next. Debian 12's
+    /// user units (/usr/lib/systemd/user) bind wireplumber.service to pipewire.service (`BindsTo=`), so it goes
+    /// with it (it also exits by itself, "disconnected from pipewire"); pipewire-pulse.service only `Wants=` it,
+    /// so it keeps running: its clients lose their connections ("Connection terminated") and new ones are refused
+    /// until pipewire is back. The sinks were nodes of pipewire's and are gone, as a device's are until it is
+    /// found again. Idempotent.
+    func stopPipeWire() async {
+        precondition(kind == .pipeWire)
+        await stop("pipewire")
+        await stop("wireplumber")
+    }
+
+    /// What systemd does after ``stopPipeWire()`` (`Restart=on-failure`; wireplumber.service is `WantedBy=`
+    /// pipewire.service): pipewire and WirePlumber start again, and pipewire-pulse, still running, serves libpulse
+    /// clients again. "speakers" is plugged in again and becomes the default sink by WirePlumber's doing (a
+    /// real device is found again by WirePlumber itself; these null sinks are the test's to make).
+    func startPipeWire() async throws {
+        precondition(kind == .pipeWire)
+        try await startPipeWireAndWirePlumber()
+        try await waitUntil(pulseServerProgram, answers: "pactl", ["info"])
+        _ = try await plug("speakers")
+        try await waitUntilSpeakersAreTheDefaultSink()
     }
 
     /// Starts the server libpulse clients speak to (again, on the same socket) and waits until `pactl info`

@@ -165,7 +165,8 @@ import TestSupport
             }
             #expect(fromPactl.count == 50)
             summarize("\(kind): sink-removal event (as a libpulse client sees it) → Paused signal", latencies)
-            summarize("\(kind): unplug command start → Paused signal", fromPactl)
+            let summary = summarize("\(kind): unplug command start → Paused signal", fromPactl)
+            Figures.record("route unplug \(kind.rawValue)", "unplug command start → Paused signal", summary)
             let log = d.log
             let sources = ["sink removed", "stream moved"].map { source in
                 "\(source): \(log.components(separatedBy: "seen-by=\(source)").count - 1)"
@@ -223,33 +224,21 @@ import TestSupport
     func theServerRestartedAgainAndAgainEachTimePlaysOnWhereItWas(_ kind: SoundServerKind, cycles: Int) async throws {
         try await withRouteDaemon(kind) { d in
             try await d.startPlaying()
-            for cycle in 1...cycles {
-                let before = try await d.position()
-                await d.killServer()
-                guard try await d.waitFor(d.status, { $0 == "Paused" }) == "Paused" else {
-                    Issue.record("cycle \(cycle): not Paused after the server died:\n\(d.log)")
-                    break
-                }
-                try await d.restartServer()
-                guard try await d.waitFor(d.status, timeout: .seconds(15), { $0 == "Playing" }) == "Playing" else {
-                    Issue.record("cycle \(cycle): not Playing after the restart:\n\(d.log)\n\(d.server.log)")
-                    break
-                }
-                let resumedAt = try await d.position()
-                #expect(resumedAt >= before - 500_000 && resumedAt <= before + 1_500_000,
-                        "cycle \(cycle): resumed at \(resumedAt) µs, playing at \(before) µs before the kill")
-                guard try await d.waitFor(d.position, { $0 > resumedAt + 200_000 }) > resumedAt + 200_000 else {
-                    Issue.record("cycle \(cycle): does not play after the restart:\n\(d.log)")
-                    break
-                }
-                #expect(try await d.waitFor(d.currentOutput) { $0 == "headphones" } == "headphones", "cycle \(cycle)")
-                guard d.daemon.isRunning else {
-                    Issue.record("cycle \(cycle): lecternd died:\n\(d.log)")
-                    break
-                }
-            }
+            try await d.playsOnWhereItWas(after: cycles, restartsOf: kind == .pulseAudio ? "pulseaudio" : "pipewire-pulse",
+                                          kill: d.killServer, restart: d.restartServer)
             let placeholders = d.publishedOutputs.filter { $0.hasPrefix("@") }
             #expect(placeholders.isEmpty, "published as an output: \(placeholders)")
+        }
+    }
+
+    /// PipeWire itself (the `pipewire` process) killed and started again, as its systemd user units would have it
+    /// (``SoundServer/stopPipeWire()``): pipewire-pulse stays and drops its clients, lecternd's pulsesink among them,
+    /// each at its own moment; WirePlumber goes and comes back with pipewire, and the sinks with it. Whichever
+    /// lecternd hears first (the watcher's connection, or its stream's), it ends Playing where it was.
+    @Test func pipeWireRestartedAgainAndAgainEachTimePlaysOnWhereItWas() async throws {
+        try await withRouteDaemon(.pipeWire) { d in
+            try await d.startPlaying()
+            try await d.playsOnWhereItWas(after: 30, restartsOf: "pipewire", kill: d.killPipeWire, restart: d.restartPipeWire)
         }
     }
 
@@ -422,12 +411,81 @@ extension RouteDaemon {
         try await server.startPulseServer()
         if headphones.withLock({ $0 }) == nil { try await plug() }
     }
+
+    /// Kills PipeWire's `pipewire` process, and WirePlumber with it; pipewire-pulse stays (``SoundServer/stopPipeWire()``).
+    func killPipeWire() async {
+        await server.stopPipeWire()
+        headphones.withLock { $0 = nil }
+    }
+
+    /// Starts pipewire and WirePlumber again, with "speakers" (the default) and "headphones" plugged in as before.
+    func restartPipeWire() async throws {
+        try await server.startPipeWire()
+        try await plug()
+    }
+
+    /// The pid of the process that owns `name` on the test's bus.
+    func ownerPID(of name: String) async throws -> pid_t? {
+        let reply = try await client.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                          member: "GetConnectionUnixProcessID", [.string(name)], timeout: .seconds(5))
+        guard case .uint32(let pid)? = reply.first else { return nil }
+        return pid_t(pid)
+    }
+
+    /// Kills (`kill`) and restarts (`restart`) a part of the sound server `cycles` times while playing: each time
+    /// lecternd pauses, reconnects, and plays on where it was (what the dead server still held in its buffer, its
+    /// latency, a few hundred ms, is played again rather than skipped), says it resumed, and is the same process
+    /// throughout.
+    func playsOnWhereItWas(after cycles: Int, restartsOf what: String, kill: () async -> Void,
+                           restart: () async throws -> Void) async throws {
+        let started = ContinuousClock.now
+        var offsets: [Int64] = []  // where it resumed, from where it was (µs)
+        for cycle in 1...cycles {
+            let before = try await position()
+            await kill()
+            guard try await waitFor(status, { $0 == "Paused" }) == "Paused" else {
+                Issue.record("cycle \(cycle): not Paused after \(what) died:\n\(log)")
+                break
+            }
+            try await restart()
+            guard try await waitFor(status, timeout: .seconds(15), { $0 == "Playing" }) == "Playing" else {
+                let event = try await lastRouteEvent()
+                Issue.record("cycle \(cycle): not Playing after \(what) restarted, last route event \(event):\n\(log)\n\(server.log)")
+                break
+            }
+            let resumedAt = try await position()
+            offsets.append(resumedAt - before)
+            #expect(resumedAt >= before - 500_000 && resumedAt <= before + 1_500_000,
+                    "cycle \(cycle): resumed at \(resumedAt) µs, playing at \(before) µs before \(what) died")
+            guard try await waitFor(position, { $0 > resumedAt + 200_000 }) > resumedAt + 200_000 else {
+                let now = try await status()
+                Issue.record("cycle \(cycle): does not play after \(what) restarted, status \(now):\n\(log)")
+                break
+            }
+            #expect(try await waitFor(currentOutput) { $0 == "headphones" } == "headphones", "cycle \(cycle)")
+            let (event, now) = (try await lastRouteEvent(), try await status())
+            #expect(event.count == 5 && event[3].string == "resumed" && now == "Playing",
+                    "cycle \(cycle): last route event \(event), status \(now)\n\(log)")
+            guard daemon.isRunning else {
+                Issue.record("cycle \(cycle): lecternd died:\n\(log)")
+                break
+            }
+        }
+        #expect(try await ownerPID(of: "org.mpris.MediaPlayer2.lectern") == daemon.pid, "not the lecternd the test started")
+        Figures.record("route restarts \(what)", "killed and restarted while playing",
+                       String(format: "%d of %d cycles in %.1f s, resumed %+.0f to %+.0f ms from where it was", offsets.count,
+                              cycles, (ContinuousClock.now - started).milliseconds / 1000,
+                              Double(offsets.min() ?? 0) / 1000, Double(offsets.max() ?? 0) / 1000))
+    }
 }
 
-/// Prints min / median / p90 / max of `values` (ms).
-func summarize(_ what: String, _ values: [Double]) {
+/// Prints min / median / p90 / max of `values` (ms); returns them.
+@discardableResult
+func summarize(_ what: String, _ values: [Double]) -> String {
     let sorted = values.sorted()
-    guard !sorted.isEmpty else { return print("route latency, \(what): no samples") }
-    print(String(format: "route latency, %@, %d cycles: min %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms", what,
-                 sorted.count, sorted[0], sorted[sorted.count / 2], sorted[sorted.count * 9 / 10], sorted[sorted.count - 1]))
+    let summary = sorted.isEmpty ? "no samples"
+        : String(format: "%d cycles: min %.1f ms, median %.1f ms, p90 %.1f ms, max %.1f ms", sorted.count, sorted[0],
+                 sorted[sorted.count / 2], sorted[sorted.count * 9 / 10], sorted[sorted.count - 1])
+    print("route latency, \(what), \(summary)")
+    return summary
 }

@@ -107,23 +107,13 @@ public actor OutputWatcher {
         updateCurrentOutput()
         publishServerConnected()
 
-        // pulsesink may have failed with the server before we heard of it: the player paused itself then, keeping
-        // its place, as for an unplug (lastError says it was the engine, not an earlier unplug of ours).
-        let (snapshot, pausedForLostOutput) = await Self.read(player)
-        let pausedByEngine = snapshot.status == .paused && snapshot.lastError != nil && pausedForLostOutput
-        let playing = snapshot.status == .playing
-        let decision = policy.handle(.lost(output: previous, reason: .serverLost, playing: playing || pausedByEngine),
-                                     at: .now)
-        var action = RouteEvent.Action.none
-        if decision == .pause {
-            if pausedByEngine {
-                action = .paused
-            } else if await pauseForLoss() {
-                action = .paused
-            } else {
-                policy.forget()
-            }
-        }
+        // Our stream played to the dead server: the player lets it go and pauses as for a failed output, in one
+        // turn of its actor, whether pulsesink's own error came before (it paused then, keeping its place), comes
+        // later (it changes nothing more), or would only have come once playback resumed.
+        let paused = await player.soundServerLost(reason)
+        // The policy remembers that pause, to be undone when the server is back (in the modes that resume).
+        _ = policy.handle(.lost(output: previous, reason: .serverLost, playing: paused), at: .now)
+        let action: RouteEvent.Action = paused ? .paused : .none
         logger.warning("PulseAudio connection lost; reconnecting in the background",
                        metadata: ["error": "\(reason)", "action": "\(action.rawValue)"])
         record(.serverLost, output: previous, action: action)
@@ -220,12 +210,6 @@ public actor OutputWatcher {
         for port in change.pluggedIn {
             await outputAppeared(Self.outputID(sink: new.name, port: port), sink: new, port: port)
         }
-    }
-
-    /// The player's state and whether its pause is the lost output's doing, read in one turn of the player's actor,
-    /// after the events it had queued: the engine's "output failed" may be handled between two separate reads.
-    private static func read(_ player: isolated Player) -> (state: PlayerState, pausedForLostOutput: Bool) {
-        (player.snapshot, player.isPausedForLostOutput)
     }
 
     /// Pauses for a lost output; whether the player is paused for it now: by this call, or by the engine's "output
