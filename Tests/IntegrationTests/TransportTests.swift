@@ -18,8 +18,9 @@ extension Integration {
                 #expect(try await d.playerctl("play-pause").status == 0)
                 #expect(try await d.playerctl("status").stdout == "Playing")
 
-                // Play while playing: still playing, nothing announced.
-                var mark = d.signals.mark
+                // Play while playing: still playing, nothing announced. (The mark after a barrier: the signals of the
+                // change just read back reach the recorder's connection before it, not after the mark.)
+                var mark = try await d.signals.barrier()
                 try await d.call("Play")
                 #expect(try await d.playerctl("play").status == 0)
                 try await d.signals.barrier()
@@ -31,7 +32,7 @@ extension Integration {
                 try await d.call("Pause")
                 #expect(try await d.waitForStatus("Paused") == "Paused")
                 let pausedAt = try await d.position()
-                mark = d.signals.mark
+                mark = try await d.signals.barrier()
                 try await d.call("Pause")
                 #expect(try await d.playerctl("pause").status == 0)
                 try await d.signals.barrier()
