@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // PulseAudio's sinks, ports and default sink as Swift events, from libpulse's threaded main loop.
         .target(name: "PulseAudio", dependencies: ["CPulse"]),
+        // Folder trees watched with inotify: which folders changed, once quiet; roots that go and come back.
+        .target(name: "FolderWatch"),
         // Chapters of MP4/M4B files (Nero `chpl` atom, QuickTime chapter track), read from the file itself.
         .target(name: "MP4"),
         // Typed GStreamer: a playbin wrapper, its bus as Swift events, media discovery. Knows no books.
@@ -56,7 +58,8 @@ let package = Package(
         .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "LecternCore", "LecternLibrary", .product(name: "Logging", package: "swift-log"),
+            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternLibrary",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
@@ -81,7 +84,7 @@ let package = Package(
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternLibrary", "TestSupport"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternLibrary", "FolderWatch", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

@@ -37,6 +37,14 @@ struct MediaReaderTests {
         kill(pid, 0) == 0
     }
 
+    /// Whether `pid` has died and waits to be reaped (state Z in /proc), or is gone already.
+    func isZombie(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        // "pid (comm) S ...": the state follows the last ')'.
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     @Test("the child reads what the discoverer reads in this process: tags, cover bytes, duration, chapters",
           arguments: [AudioFixtures.File.mp3WithCover, .m4bTagged, .ogg10s, .flac3s, .wav2s])
     func sameAsInProcess(file: AudioFixtures.File) async throws {
@@ -103,7 +111,10 @@ struct MediaReaderTests {
         _ = try await reader.read(files.url(.ogg2sA))
         let first = try #require(reader.processID)
         kill(first, SIGKILL)
-        try await Task.sleep(for: .milliseconds(50))
+        // Dead (a zombie until the reader reaps it), as between two reads, before the next one: under load the kill
+        // takes more than a moment.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !isZombie(first) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let info = try await reader.read(files.url(.flac3s))
         #expect(info.duration.map { abs(($0 - .seconds(3)).components.seconds) } == 0)
         let second = try #require(reader.processID)

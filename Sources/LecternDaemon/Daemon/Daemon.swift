@@ -169,6 +169,7 @@ public enum Daemon {
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
         let configuration = ConfigurationService(settings: settings, logger: logger)
+        let libraryFolders = LibraryFolders(service: service, logger: logger)
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
                                           logger: logger) {
             if configuration.current.withLock({ $0.options.unplugBookmark }) {
@@ -196,6 +197,7 @@ public enum Daemon {
             }
             if changed.contains(.outputPolicy) { await outputWatcher.setMode(options.outputPolicy) }
             if changed.contains(.resumeWindow) { await outputWatcher.setResumeWindow(options.resumeWindow) }
+            if changed.contains(.libraryFolders) { await libraryFolders.watch(settings.libraryFolders) }
         }
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
@@ -213,6 +215,8 @@ public enum Daemon {
         await session.restore()
         // Lectern's own API answers once the book is back: a client that started the daemon (D-Bus activation) and
         // asks it something first reads the book it resumed, never "nothing loaded" (its later calls wait behind).
+        // Watched before Lectern's API answers: a client that reads it may count on changes from now on being seen.
+        await libraryFolders.watch(settings.libraryFolders)
         lecternCalls.release()
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",
                                                  "sink": "\(options.audioSink ?? "autoaudiosink")"])
@@ -227,6 +231,7 @@ public enum Daemon {
                 ("the book session", "the book session stopped", { await session.run() }),
                 ("the output watcher", "the output watcher stopped", { await outputWatcher.run() }),
                 ("the library retry loop", "the library retry loop stopped", { await service.retryUnsavedWrites() }),
+                ("watching the library folders", "the library folders' watch stopped", { await libraryFolders.run() }),
                 ("reloading the configuration", "the configuration's reloads stopped", {
                     for await _ in reloadRequests { _ = try? await configuration.reload("SIGHUP") }
                 }),

@@ -32,28 +32,41 @@ final class ImportJobs: Sendable {
     /// the top level) and returns the job's number; `events` hears of it from the job's task. Throws at once for a
     /// relative or missing path, or a library that can't be written.
     func start(path: String, shelfPath: String, events: @escaping @Sendable (Event) -> Void) throws -> UInt32 {
+        let (job, folder) = try prepare(path)
+        // The import runs on its own, off the call queue: the daemon keeps answering and playing.
+        Task.detached(priority: .utility) { [self] in
+            await run(job, folder, shelfPath: shelfPath, events: events)
+        }
+        return job
+    }
+
+    /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done.
+    func importNow(path: String, shelfPath: String, events: @escaping @Sendable (Event) -> Void) async throws {
+        let (job, folder) = try prepare(path)
+        await run(job, folder, shelfPath: shelfPath, events: events)
+    }
+
+    private func prepare(_ path: String) throws -> (job: UInt32, folder: URL) {
         guard path.hasPrefix("/") else { throw LibraryError.invalidArgument("the path to import must be absolute, not '\(path)'") }
         try library.checkWritable()
         let folder = URL(fileURLWithPath: path).standardizedFileURL
         guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
-        let job = nextJob.wrappingAdd(1, ordering: .relaxed).oldValue
-        let importer = self.importer
-        // The import runs on its own, off the call queue: the daemon keeps answering and playing.
-        Task.detached(priority: .utility) { [logger] in
-            var lastReport = ContinuousClock.now - .seconds(1)
-            do {
-                let books = try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath) { progress in
-                    let now = ContinuousClock.now
-                    guard now - lastReport >= .milliseconds(100) || progress.done == progress.total else { return }
-                    lastReport = now
-                    events(.progress(job: job, progress))
-                }
-                events(.finished(job: job, .success(books)))
-            } catch {
-                logger.warning("import failed", metadata: ["path": "\(folder.path)", "error": "\(error)"])
-                events(.finished(job: job, .failure(error)))
+        return (nextJob.wrappingAdd(1, ordering: .relaxed).oldValue, folder)
+    }
+
+    private func run(_ job: UInt32, _ folder: URL, shelfPath: String, events: @escaping @Sendable (Event) -> Void) async {
+        var lastReport = ContinuousClock.now - .seconds(1)
+        do {
+            let books = try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath) { progress in
+                let now = ContinuousClock.now
+                guard now - lastReport >= .milliseconds(100) || progress.done == progress.total else { return }
+                lastReport = now
+                events(.progress(job: job, progress))
             }
+            events(.finished(job: job, .success(books)))
+        } catch {
+            logger.warning("import failed", metadata: ["path": "\(folder.path)", "error": "\(error)"])
+            events(.finished(job: job, .failure(error)))
         }
-        return job
     }
 }

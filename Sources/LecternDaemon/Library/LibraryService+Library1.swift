@@ -155,22 +155,31 @@ extension LibraryService {
             ])
     }
 
-    /// Starts an import job; its progress and end are announced as ImportProgress and ImportFinished, and the books
-    /// it made as BookChanged, BookCount and ShelvesChanged.
+    /// Starts an import job (announced: ``announce(_:)``).
     private func startImport(path: String, shelfPath: String) throws -> UInt32 {
-        try imports.start(path: path, shelfPath: shelfPath) { [self] event in
-            switch event {
-            case .progress(let job, let progress):
-                emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
-                                                               .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
-            case .finished(let job, .success(let books)):
-                for book in books { bookChanged(book) }
-                refreshBookCount()
-                emit(Self.libraryInterface, "ShelvesChanged")
-                emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string("")])
-            case .finished(let job, .failure(let error)):
-                emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string("\(error)")])
-            }
+        try imports.start(path: path, shelfPath: shelfPath) { [self] event in announce(event) }
+    }
+
+    /// Imports `folder` again (a watched library folder that changed), announced as a client's import is; returns
+    /// when it is done.
+    func importChanged(_ folder: String) async throws {
+        try await imports.importNow(path: folder, shelfPath: "") { [self] event in announce(event) }
+    }
+
+    /// An import's progress and end as ImportProgress and ImportFinished, and the books it made as BookChanged,
+    /// BookCount and ShelvesChanged.
+    private func announce(_ event: ImportJobs.Event) {
+        switch event {
+        case .progress(let job, let progress):
+            emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
+                                                           .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
+        case .finished(let job, .success(let books)):
+            for book in books { bookChanged(book) }
+            refreshBookCount()
+            emit(Self.libraryInterface, "ShelvesChanged")
+            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string("")])
+        case .finished(let job, .failure(let error)):
+            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string("\(error)")])
         }
     }
 }
