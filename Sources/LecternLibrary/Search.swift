@@ -14,6 +14,17 @@ public enum BookSort: String, Sendable, CaseIterable {
     case added
     /// The furthest through first (finished books count as read to the end); unstarted books last.
     case progress
+
+    /// The listing's ORDER BY on `book`, each read in an index (Schema v2 and v7).
+    public var orderBy: String {
+        switch self {
+        case .title: "title COLLATE NOCASE, id"
+        case .author: "author IS NULL, author COLLATE NOCASE, title COLLATE NOCASE, id"
+        case .played: "lastPlayedAt IS NOT NULL DESC, lastPlayedAt DESC, id DESC"
+        case .added: "addedAt DESC, id DESC"
+        case .progress: "progress DESC, id DESC"
+        }
+    }
 }
 
 /// One page of a listing or search, and how many books there are in all.
@@ -53,14 +64,7 @@ extension Library {
             } else if !recursive {
                 condition = "shelfId IS NULL"
             }
-            let key: String = switch order {
-            case .title: "title COLLATE NOCASE, id"
-            case .author: "author IS NULL, author COLLATE NOCASE, title COLLATE NOCASE, id"
-            case .played: "lastPlayedAt IS NOT NULL DESC, lastPlayedAt DESC, id DESC"
-            case .added: "addedAt DESC, id DESC"
-            case .progress: "progress DESC, id DESC"
-            }
-            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(key) LIMIT ? OFFSET ?",
+            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy) LIMIT ? OFFSET ?",
                                           arguments: arguments + [limit, offset])
             let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
             return BookPage(books: books, total: total)
