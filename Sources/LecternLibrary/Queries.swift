@@ -55,18 +55,23 @@ extension Library {
     /// The condition for one searched column: `column` contains `text`, both case-folded (``Folding``).
     static func contains(_ column: String) -> String { "instr(lectern_fold(\(column)), ?) > 0" }
 
-    /// Books with their row of `bookSearch`.
-    static let booksWithSearchText = "book b JOIN bookSearch ON bookSearch.rowid = b.id"
-
-    /// The books of `query`: the tables to read (`b` the book, with its row of `bookSearch` when a predicate needs it:
-    /// the book's and its files' values side by side, see Schema v7) and the condition.
-    static func matching(_ query: LibraryQuery) -> (from: String, condition: String, arguments: StatementArguments) {
+    /// The books of `query` (and of a full-text search's `MATCH` when `searched`): the tables to read, `b` the book,
+    /// after its row of `bookTags` when a predicate needs one (the book's and its files' values side by side, narrow to
+    /// scan: Schema v7) and after its row of `bookSearch` when searched; and the condition.
+    static func matching(_ query: LibraryQuery, searched: Bool = false) -> (from: String, condition: String, arguments: StatementArguments) {
         let predicates: [(String, LibraryQuery.Property)] = LibraryQuery.Property.allCases.compactMap { property in
             query[property].map { ($0, property) }
         }
-        guard !predicates.isEmpty else { return ("book b", "1", []) }
-        let condition = predicates.map { contains("bookSearch.\($0.1.rawValue)") }.joined(separator: " AND ")
-        return (booksWithSearchText, condition, StatementArguments(predicates.map { Folding.fold($0.0) }))
+        let condition = predicates.isEmpty ? "1"
+            : predicates.map { contains($0.1 == .title ? "b.title" : "t.\($0.1.rawValue)") }.joined(separator: " AND ")
+        // The narrowest rows read first (CROSS JOIN keeps the order), each one's book looked up by its id.
+        let from = switch (searched, predicates.isEmpty) {
+        case (false, true): "book b"
+        case (false, false): "bookTags t CROSS JOIN book b ON b.id = t.bookId"
+        case (true, true): "bookSearch CROSS JOIN book b ON b.id = bookSearch.rowid"
+        case (true, false): "bookSearch CROSS JOIN bookTags t ON t.bookId = bookSearch.rowid CROSS JOIN book b ON b.id = t.bookId"
+        }
+        return (from, condition, StatementArguments(predicates.map { Folding.fold($0.0) }))
     }
 
     /// The books matching every predicate, by title.

@@ -222,8 +222,10 @@ enum Schema {
             // One row of `bookSearch` per book (its rowid the book's id): what a search looks in, folded by the
             // tokenizer (case and accents: "bronte" finds "Brontë"), with prefixes of 2 and 3 characters indexed.
             // Several values of a column (a book's files' artists) are joined with U+001F, which no search crosses.
-            // Find's substring filters read the same columns, so they need no look into the files.
+            // `bookTags` holds the columns Find's substring filters read, narrow to scan, so that they need no look
+            // into the files.
             try db.execute(sql: """
+                CREATE TABLE bookTags(bookId INTEGER PRIMARY KEY, author TEXT, album TEXT, composer TEXT, genre TEXT);
                 CREATE VIRTUAL TABLE bookSearch USING fts5(
                   title, author, narrator, series, album, composer, genre, files, notes,
                   tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
@@ -245,14 +247,17 @@ enum Schema {
                 FROM book b;
                 INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
                 SELECT * FROM bookSearchText;
+                INSERT INTO bookTags SELECT rowid, author, album, composer, genre FROM bookSearch;
                 """)
             // Every write that changes what a book's row says makes the row again: a book, its files, its
             // bookmarks, its shelf or one above it. A deleted book's row goes (the view has none to make again).
             func remake(_ books: String) -> String {
                 """
                 DELETE FROM bookSearch WHERE rowid IN (\(books));
+                DELETE FROM bookTags WHERE bookId IN (\(books));
                 INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
                 SELECT * FROM bookSearchText WHERE id IN (\(books));
+                INSERT INTO bookTags SELECT id, author, album, composer, genre FROM bookSearchText WHERE id IN (\(books));
                 """
             }
             // The shelves at and below each shelf, for the trigger of a shelf (a trigger can't hold a WITH).

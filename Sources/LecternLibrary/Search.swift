@@ -66,8 +66,9 @@ extension Library {
             }
             let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy) LIMIT ? OFFSET ?",
                                           arguments: arguments + [limit, offset])
-            let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
-            return BookPage(books: books, total: total)
+            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
+            })
         }
     }
 
@@ -80,23 +81,35 @@ extension Library {
         guard text.unicodeScalars.count <= Limits.name else {
             throw LibraryError.invalidArgument("the search text is longer than \(Limits.name) characters")
         }
-        var (from, condition, arguments) = Self.matching(query)
+        let pattern = Self.searchPattern(text)
+        if pattern == nil, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw LibraryError.invalidArgument("the search text has no letters or digits to look for")
+        }
+        let (from, matches, filterArguments) = Self.matching(query, searched: pattern != nil)
+        var (condition, arguments) = (matches, filterArguments)
         var rank = ""
-        if let pattern = Self.searchPattern(text) {
-            from = Self.booksWithSearchText
+        if let pattern {
             condition = "bookSearch MATCH ? AND " + condition
             arguments = [pattern] + arguments
             rank = "bm25(bookSearch, \(Self.searchWeights.map { "\($0)" }.joined(separator: ", "))), "
-        } else if !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw LibraryError.invalidArgument("the search text has no letters or digits to look for")
         }
+        // Counted without the books when no predicate needs them (the index's matches alone, or every book).
+        let counted = query != LibraryQuery() ? from : pattern == nil ? "book b" : "bookSearch"
         return try read { db in
             let books = try Book.fetchAll(db, sql: """
                 SELECT b.* FROM \(from) WHERE \(condition) ORDER BY \(rank)b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
                 """, arguments: arguments + [limit, offset])
-            let total = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from) WHERE \(condition)", arguments: arguments) ?? 0
-            return BookPage(books: books, total: total)
+            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(counted) WHERE \(condition)", arguments: arguments) ?? 0
+            })
         }
+    }
+
+    /// How many books a listing has, given its page: known without counting them when the page is neither full nor
+    /// past the end.
+    static func total(of page: [Book], offset: Int, limit: Int, counting: () throws -> Int) rethrows -> Int {
+        guard page.count == limit || page.isEmpty && offset > 0 else { return offset + page.count }
+        return try counting()
     }
 
     /// The FTS5 query for `text`: each word (split at white space) quoted, as a prefix, all of them required; nil when

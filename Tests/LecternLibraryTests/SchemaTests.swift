@@ -21,7 +21,7 @@ struct SchemaTests {
             return
         }
         #expect(tables == ["book", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
-                           "bookSearch_docsize", "bookSearch_idx", "bookmark", "chapter", "currentBook", "grdb_migrations",
+                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "grdb_migrations",
                            "setting", "shelf", "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
         #expect(named == ["index bookFile_order", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",

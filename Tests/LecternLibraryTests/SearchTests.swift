@@ -40,17 +40,20 @@ struct SearchLibrary {
     /// The books found, in any order.
     func found(_ text: String) throws -> Set<Int64> { Set(try search(text)) }
 
-    /// The rows of the search index that differ from what the book's values make now (none when it is in step), and
-    /// how many rows it has.
-    func indexDrift() throws -> (differing: Int, rows: Int) {
+    /// The rows of the search index and of Find's tags that differ from what the book's values make now (none when
+    /// they are in step), and how many rows each has.
+    func indexDrift() throws -> (differing: Int, rows: Int, tagRows: Int) {
         let reader = try DatabaseQueue(path: t.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
         return try reader.read { db in
             let columns = ["title", "author", "narrator", "series", "album", "composer", "genre", "files", "notes"]
+            let tags = ["author", "album", "composer", "genre"]
             let differing = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM bookSearchText v LEFT JOIN bookSearch s ON s.rowid = v.id
-                WHERE s.rowid IS NULL OR \(columns.map { "s.\($0) IS NOT v.\($0)" }.joined(separator: " OR "))
+                SELECT count(*) FROM bookSearchText v LEFT JOIN bookSearch s ON s.rowid = v.id LEFT JOIN bookTags t ON t.bookId = v.id
+                WHERE s.rowid IS NULL OR t.bookId IS NULL OR \(columns.map { "s.\($0) IS NOT v.\($0)" }.joined(separator: " OR "))
+                   OR \(tags.map { "t.\($0) IS NOT v.\($0)" }.joined(separator: " OR "))
                 """) ?? -1
-            return (differing, try Int.fetchOne(db, sql: "SELECT count(*) FROM bookSearch") ?? -1)
+            return (differing, try Int.fetchOne(db, sql: "SELECT count(*) FROM bookSearch") ?? -1,
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM bookTags") ?? -1)
         }
     }
 }
@@ -170,6 +173,7 @@ struct SearchTests {
         let drift = try s.indexDrift()
         #expect(drift.differing == 0)
         #expect(drift.rows == 2, "one row per book left: Jane Eyre and Mort")
+        #expect(drift.tagRows == 2)
     }
 
     @Test("Find's filters combine with the words")
