@@ -267,6 +267,10 @@ enum Schema {
                                                   UNION ALL SELECT below.top, shelf.id FROM shelf JOIN below ON shelf.parentId = below.id)
                 SELECT top, id FROM below;
                 """)
+            // A book whose row of `bookDeferred` exists (a write of many of its files: an import) is skipped by the
+            // triggers of its files; deleting the row makes its index rows and progress once.
+            try db.execute(sql: "CREATE TABLE bookDeferred(bookId INTEGER PRIMARY KEY)")
+            func undeferred(_ book: String) -> String { "NOT EXISTS (SELECT 1 FROM bookDeferred WHERE bookId = \(book))" }
             let fileTags = ["title", "artist", "album", "albumArtist", "composer", "genre"]
             try db.execute(sql: """
                 CREATE TRIGGER bookSearch_bookInserted AFTER INSERT ON book BEGIN \(remake("NEW.id")) END;
@@ -275,10 +279,13 @@ enum Schema {
                 WHEN NEW.title IS NOT OLD.title OR NEW.author IS NOT OLD.author OR NEW.narrator IS NOT OLD.narrator
                   OR NEW.note IS NOT OLD.note OR NEW.shelfId IS NOT OLD.shelfId
                 BEGIN \(remake("OLD.id, NEW.id")) END;
-                CREATE TRIGGER bookSearch_fileInserted AFTER INSERT ON bookFile BEGIN \(remake("NEW.bookId")) END;
-                CREATE TRIGGER bookSearch_fileDeleted AFTER DELETE ON bookFile BEGIN \(remake("OLD.bookId")) END;
+                CREATE TRIGGER bookSearch_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
+                BEGIN \(remake("NEW.bookId")) END;
+                CREATE TRIGGER bookSearch_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+                BEGIN \(remake("OLD.bookId")) END;
                 CREATE TRIGGER bookSearch_fileUpdated AFTER UPDATE OF bookId, \(fileTags.joined(separator: ", ")) ON bookFile
-                WHEN NEW.bookId IS NOT OLD.bookId OR \(fileTags.map { "NEW.\($0) IS NOT OLD.\($0)" }.joined(separator: " OR "))
+                WHEN (NEW.bookId IS NOT OLD.bookId OR \(fileTags.map { "NEW.\($0) IS NOT OLD.\($0)" }.joined(separator: " OR ")))
+                  AND \(undeferred("NEW.bookId"))
                 BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
                 CREATE TRIGGER bookSearch_bookmarkInserted AFTER INSERT ON bookmark BEGIN \(remake("NEW.bookId")) END;
                 CREATE TRIGGER bookSearch_bookmarkDeleted AFTER DELETE ON bookmark BEGIN \(remake("OLD.bookId")) END;
@@ -310,11 +317,15 @@ enum Schema {
                 WHEN NEW.positionFileId IS NOT OLD.positionFileId OR NEW.positionOffset <> OLD.positionOffset
                   OR NEW.finished <> OLD.finished
                 BEGIN \(measure("NEW.id")) END;
-                CREATE TRIGGER bookProgress_fileInserted AFTER INSERT ON bookFile BEGIN \(measure("NEW.bookId")) END;
-                CREATE TRIGGER bookProgress_fileDeleted AFTER DELETE ON bookFile BEGIN \(measure("OLD.bookId")) END;
-                CREATE TRIGGER bookProgress_fileUpdated AFTER UPDATE OF duration, position ON bookFile
-                WHEN NEW.duration IS NOT OLD.duration OR NEW.position <> OLD.position
+                CREATE TRIGGER bookProgress_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
                 BEGIN \(measure("NEW.bookId")) END;
+                CREATE TRIGGER bookProgress_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+                BEGIN \(measure("OLD.bookId")) END;
+                CREATE TRIGGER bookProgress_fileUpdated AFTER UPDATE OF duration, position ON bookFile
+                WHEN (NEW.duration IS NOT OLD.duration OR NEW.position <> OLD.position) AND \(undeferred("NEW.bookId"))
+                BEGIN \(measure("NEW.bookId")) END;
+                CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred
+                BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
                 """)
 
             // Orders of listings the database reads in an index instead of sorting every book: by author (books

@@ -42,7 +42,7 @@ public struct BookPage: Sendable, Equatable {
 // Listings and searches a page at a time, sorted (or ranked) and cut by the database: no call reads every book.
 extension Library {
     /// The most books a page may have.
-    public static let maximumPageSize = 500
+    public static let maximumPageSize = 200
     /// The page of the calls that take no size (Library1's ListBooks and Find).
     public static let defaultPageSize = 100
     /// Ranks of a search's columns (bm25 weights, in the order of Schema v7's `bookSearch` columns): a word in the

@@ -398,7 +398,7 @@ extension Daemon {
     func pages(_ method: String, _ arguments: [DBusValue], upTo limit: Int = .max) async throws -> (books: [[String: DBusValue]], total: Int) {
         var books: [[String: DBusValue]] = []
         while true {
-            let size = min(500, limit - books.count)
+            let size = min(200, limit - books.count)
             let reply = try await library(method, arguments + [.uint32(UInt32(clamping: books.count)), .uint32(UInt32(size))])
             let page = reply.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
             let total = Int(reply.dropFirst().first?.int64 ?? 0)

@@ -223,7 +223,7 @@ extension DaemonFixture {
     func allBooks() async throws -> [[String: DBusValue]] {
         var books: [[String: DBusValue]] = []
         while true {
-            let page = try await lib("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(UInt32(books.count)), .uint32(500)])
+            let page = try await lib("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(UInt32(books.count)), .uint32(200)])
             let more = page.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
             books += more
             if more.isEmpty || books.count >= Int(page.dropFirst().first?.int64 ?? 0) { return books }

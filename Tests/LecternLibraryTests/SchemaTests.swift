@@ -20,11 +20,11 @@ struct SchemaTests {
             Issue.record("sqlite3 is not installed: the schema was only checked through the API")
             return
         }
-        #expect(tables == ["book", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
+        #expect(tables == ["book", "bookDeferred", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
                            "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "grdb_migrations",
                            "setting", "shelf", "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
-        #expect(named == ["index bookFile_order", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
+        #expect(named == ["trigger bookDeferred_done", "index bookFile_order", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
                           "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
                           "trigger bookSearch_bookInserted", "trigger bookSearch_bookUpdated", "trigger bookSearch_bookmarkDeleted",
                           "trigger bookSearch_bookmarkInserted", "trigger bookSearch_bookmarkUpdated", "trigger bookSearch_fileDeleted",
