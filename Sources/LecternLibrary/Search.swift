@@ -39,7 +39,7 @@ public struct BookPage: Sendable, Equatable {
     }
 }
 
-// Listings and searches a page at a time, sorted (or ranked) and cut by the database: no call reads every book.
+// Listings and searches a page at a time, sorted (or ranked) and cut by the database: no reply holds more than a page.
 extension Library {
     /// The most books a page may have.
     public static let maximumPageSize = 200
