@@ -14,8 +14,9 @@ import Glibc
 //    over D-Bus into a fresh database; Import → ImportFinished, the daemon's memory and CPU meanwhile, and
 //    MPRIS Gets issued during the import (against Gets on the idle daemon).
 // 2. A big library (`books` books of `filesPerBook` files on 100 shelves in 10 parent shelves), written
-//    directly through LecternLibrary; then lecternd on it: ListBooks, ListShelves, Find, GetPlaylists, each
-//    against the same query run in this process through LecternLibrary and as raw SQL (GRDB rows).
+//    directly through LecternLibrary; then lecternd on it: ListBooks, ListBooksPage, Search, ListShelves, Find,
+//    Group, GetPlaylists, each against the same query run in this process through LecternLibrary and as raw SQL
+//    (GRDB rows); and MPRIS Gets while another client loops on the largest page of a listing or a search.
 
 struct LibrarySettings {
     var calls = 200
@@ -484,39 +485,107 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
 
     let shelf = leaves[0]
     let perShelf = settings.books / leaves.count + (settings.books % leaves.count > 0 ? 1 : 0)
-    let listShelf = "SELECT * FROM \"book\" WHERE \"shelfId\" IN (?) ORDER BY \"title\" COLLATE \(localized)"
-    result.series.append(try series("ListBooks(shelf, false), a shelf of \(perShelf) books", expect: perShelf, {
+    let firstPage = min(Library.defaultPageSize, settings.books)
+    // A page's SQL as Library.books(in:recursive:sortedBy:offset:limit:) runs it: the page, its totals, the count.
+    func pageSQL(_ db: Database, _ condition: String, _ arguments: StatementArguments, order: String, offset: Int,
+                 limit: Int) throws -> Int {
+        let n = try booksThenTotals(db, "SELECT * FROM book WHERE \(condition) ORDER BY \(order) LIMIT ? OFFSET ?",
+                                    arguments + [limit, offset])
+        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments)
+        return n
+    }
+    result.series.append(try series("ListBooks(shelf, false), a shelf of \(perShelf) books", expect: min(perShelf, firstPage), {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(shelf), .bool(false)])
     }, library: {
-        let books = try library.books(in: shelf, recursive: false)
-        _ = try library.totals(of: books.compactMap(\.id))
-        return books.count
+        let page = try library.books(in: shelf, recursive: false, sortedBy: .title, offset: 0, limit: Library.defaultPageSize)
+        _ = try library.totals(of: page.books.compactMap(\.id))
+        return page.books.count
     }, raw: { db in
         _ = try Row.fetchOne(db, sql: "SELECT * FROM \"shelf\" WHERE \"id\" = ?", arguments: [shelf])
-        return try booksThenTotals(db, listShelf, [shelf])
+        return try pageSQL(db, "shelfId IN (?)", [shelf], order: BookSort.title.orderBy, offset: 0, limit: Library.defaultPageSize)
     }))
 
-    result.series.append(try series("ListBooks(0, true), every book", expect: settings.books, {
+    result.series.append(try series("ListBooks(0, true), the first \(firstPage) of every book", expect: firstPage, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(0), .bool(true)])
     }, library: {
-        let books = try library.books(in: nil, recursive: true)
-        _ = try library.totals(of: books.compactMap(\.id))
-        return books.count
+        let page = try library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: Library.defaultPageSize)
+        _ = try library.totals(of: page.books.compactMap(\.id))
+        return page.books.count
     }, raw: { db in
-        try booksThenTotals(db, "SELECT * FROM \"book\" ORDER BY \"title\" COLLATE \(localized)", [])
+        try pageSQL(db, "1", [], order: BookSort.title.orderBy, offset: 0, limit: Library.defaultPageSize)
     }))
 
-    // Other callers while one client lists every book: a second connection calls ListBooks(0, true) in a loop
-    // and this one times MPRIS Get(PlaybackStatus) and ListShelves(0), paced like the Gets during the import.
-    func whileListing(_ name: String, _ make: () -> OpaquePointer) -> CallSeries {
+    // Pages sorted by the database, at the start and 90 % of the way into the listing; the largest page last.
+    let deep = max(0, settings.books * 9 / 10)
+    @Sendable func listPage(_ order: BookSort, _ index: Int, _ size: Int) -> OpaquePointer {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooksPage",
+                             [.int64(0), .bool(true), .string(order.rawValue), .uint32(UInt32(index)), .uint32(UInt32(size))])
+    }
+    let pages = BookSort.allCases.flatMap { order in [(order, 0, 50), (order, deep, 50)] } + [(BookSort.title, 0, Library.maximumPageSize)]
+    for (order, index, size) in pages {
+        result.series.append(try series("ListBooksPage(0, true, \(order.rawValue), \(index), \(size))",
+                                        expect: min(size, max(0, settings.books - index)), {
+            listPage(order, index, size)
+        }, library: {
+            let page = try library.books(in: nil, recursive: true, sortedBy: order, offset: index, limit: size)
+            _ = try library.totals(of: page.books.compactMap(\.id))
+            return page.books.count
+        }, raw: { db in
+            try pageSQL(db, "1", [], order: order.orderBy, offset: index, limit: size)
+        }))
+    }
+
+    // Full-text search: title words, an author, a word with a filter, and a word of every book (pages of 50 at the
+    // start and deep, and the largest page).
+    let author = authorName(42 % settings.authors)
+    let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
+    let weights = "10.0, 6.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0"
+    let searches: [(text: String, byAuthor: Bool, offset: Int, size: Int, expect: Int?)] = [
+        ("silent riv", false, 0, 50, nil),
+        (author.lowercased(), false, 0, 50, booksPerAuthor),
+        ("silent", true, 0, 50, nil),
+        ("part", false, 0, 50, min(50, settings.books)),
+        ("part", false, deep, 50, min(50, max(0, settings.books - deep))),
+        ("part", false, 0, Library.maximumPageSize, min(Library.maximumPageSize, settings.books)),
+    ]
+    @Sendable func searchCall(_ text: String, byAuthor: Bool, _ offset: Int, _ size: Int) -> OpaquePointer {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Search",
+                             [.string(text), .stringVardict(byAuthor ? [("author", author)] : []), .uint32(UInt32(offset)),
+                              .uint32(UInt32(size))])
+    }
+    for search in searches {
+        let pattern = search.text.split(separator: " ").map { "\"\($0)\"*" }.joined(separator: " AND ")
+        let filter = search.byAuthor ? " AND bookSearch.author LIKE ?" : ""
+        let filterArguments: StatementArguments = search.byAuthor ? ["%" + author + "%"] : []
+        let described = search.byAuthor ? "{author: \"\(author)\"}" : "{}"
+        result.series.append(try series("Search(\"\(search.text)\", \(described), \(search.offset), \(search.size))", expect: search.expect, {
+            searchCall(search.text, byAuthor: search.byAuthor, search.offset, search.size)
+        }, library: {
+            let page = try library.search(search.text, search.byAuthor ? LibraryQuery(author: author) : LibraryQuery(),
+                                          offset: search.offset, limit: search.size)
+            _ = try library.totals(of: page.books.compactMap(\.id))
+            return page.books.count
+        }, raw: { db in
+            let from = "book b JOIN bookSearch ON bookSearch.rowid = b.id WHERE bookSearch MATCH ?\(filter)"
+            let n = try booksThenTotals(db, """
+                SELECT b.* FROM \(from) ORDER BY bm25(bookSearch, \(weights)), b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
+                """, [pattern] + filterArguments + [search.size, search.offset])
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from)", arguments: [pattern] + filterArguments)
+            return n
+        }))
+    }
+
+    // Other callers while one client loops on a heavy call (the largest page of a listing or of a search): a second
+    // connection makes it again and again, and this one times MPRIS Get(PlaybackStatus) and ListShelves(0), paced
+    // like the Gets during the import.
+    func whileLooping(_ name: String, on loop: @escaping @Sendable () -> OpaquePointer, _ make: () -> OpaquePointer) -> CallSeries {
         progress("library: \(name)")
         let listings = ListingCount()
         let address = bus.address
         let lister = Thread {
             guard let other = try? BusClient(address: address) else { return }
             while !listings.state.withLock({ $0.stop }) {
-                _ = other.timedCall(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks",
-                                                         [.int64(0), .bool(true)]), timeoutMs: 60_000)
+                _ = other.timedCall(loop(), timeoutMs: 60_000)
                 listings.state.withLock { $0.done += 1 }
             }
         }
@@ -525,9 +594,10 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         var s = CallSeries(name: name)
         var values: [UInt64] = []
         var errors = 0
-        // Until the other client has listed every book 5 times (at least 20 calls, at most the series budget).
+        // Until the other client has made its call 5 times and this one `calls` (at least 20, at most the series budget).
         let deadline = ContinuousClock.now + settings.seriesBudget
-        while values.count < 20 || listings.state.withLock({ $0.done }) < 5 && ContinuousClock.now < deadline {
+        while values.count < 20
+                || (listings.state.withLock({ $0.done }) < 5 || values.count < settings.calls) && ContinuousClock.now < deadline {
             sleepFor(settings.getPace)
             let (ns, ok) = client.timedCall(make(), timeoutMs: 60_000)
             values.append(ns)
@@ -539,21 +609,20 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         s.errors = errors
         return s
     }
-    result.series.append(whileListing("MPRIS Get(PlaybackStatus) while another client calls ListBooks(0, true) in a loop") {
+    let getStatus = {
         BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
                              [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
-    })
-    result.series.append(whileListing("ListShelves(0) while another client calls ListBooks(0, true) in a loop") {
+    }
+    let largest = Library.maximumPageSize
+    let loopedList = "ListBooksPage(0, true, title, 0, \(largest))"
+    result.series.append(whileLooping("MPRIS Get(PlaybackStatus) while another client calls \(loopedList) in a loop",
+                                      on: { listPage(.title, 0, largest) }, getStatus))
+    result.series.append(whileLooping("MPRIS Get(PlaybackStatus) while another client calls Search(\"part\", {}, 0, \(largest)) in a loop",
+                                      on: { searchCall("part", byAuthor: false, 0, largest) }, getStatus))
+    result.series.append(whileLooping("ListShelves(0) while another client calls \(loopedList) in a loop",
+                                      on: { listPage(.title, 0, largest) }) {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
     })
-
-    // What the localized collation costs: the same query sorted by SQLite's own NOCASE.
-    var nocase = CallSeries(name: "(reference) the ListBooks(0, true) SQL with ORDER BY title COLLATE NOCASE instead")
-    progress("library: \(nocase.name)")
-    nocase.raw = try timeSeries {
-        _ = try raw.read { db in try booksThenTotals(db, "SELECT * FROM \"book\" ORDER BY \"title\" COLLATE NOCASE", []) }
-    }
-    result.series.append(nocase)
 
     result.series.append(try series("ListShelves(0), \(settings.parentShelves) shelves", expect: settings.parentShelves, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
@@ -564,30 +633,40 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
             .count
     }))
 
-    let author = authorName(42 % settings.authors)
-    let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
-    let pattern = "%" + author + "%"
+    // Find: a substring of the search table's authors (the book's and its files' artists), the first page.
     result.series.append(try series("Find({author: \"\(author)\"}), \(booksPerAuthor) books", expect: booksPerAuthor, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Find", [.stringVardict([("author", author)])])
     }, library: {
-        let books = try library.find(LibraryQuery(author: author))
-        _ = try library.totals(of: books.compactMap(\.id))
-        return books.count
+        let page = try library.search("", LibraryQuery(author: author), offset: 0, limit: Library.defaultPageSize)
+        _ = try library.totals(of: page.books.compactMap(\.id))
+        return page.books.count
     }, raw: { db in
-        try booksThenTotals(db, """
-            SELECT b.* FROM book b WHERE (b.author LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM bookFile f \
-            WHERE f.bookId = b.id AND (f.artist LIKE ? ESCAPE '\\' OR f.albumArtist LIKE ? ESCAPE '\\'))) \
-            ORDER BY b.title COLLATE NOCASE, b.id
-            """, [pattern, pattern, pattern])
+        let from = "book b JOIN bookSearch ON bookSearch.rowid = b.id WHERE bookSearch.author LIKE ?"
+        let n = try booksThenTotals(db, "SELECT b.* FROM \(from) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ?",
+                                    ["%" + author + "%", Library.defaultPageSize])
+        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from)", arguments: ["%" + author + "%"])
+        return n
     }))
 
-    let deep = max(0, settings.books * 9 / 10)
+    result.series.append(try series("Group({}, author), \(settings.authors) authors", expect: settings.authors, {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Group", [.stringVardict([]), .string("author")])
+    }, library: {
+        try library.group(LibraryQuery(), by: .author).count
+    }, raw: { db in
+        try Row.fetchAll(db, sql: """
+            SELECT coalesce(b.author, (SELECT coalesce(f.albumArtist, f.artist) FROM bookFile f
+                                       WHERE f.bookId = b.id AND coalesce(f.albumArtist, f.artist) IS NOT NULL
+                                       ORDER BY f.position LIMIT 1)) AS v, count(*)
+            FROM book b WHERE v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
+            """).count
+    }))
+
     for order in BookOrder.allCases {
         let key: String = switch order {
         case .alphabetical: "title COLLATE NOCASE ASC, id ASC"
         case .created: "addedAt ASC, id ASC"
         case .modified: "modifiedAt ASC, id ASC"
-        case .played: "lastPlayedAt IS NULL DESC, lastPlayedAt ASC, id ASC"
+        case .played: "lastPlayedAt IS NOT NULL ASC, lastPlayedAt ASC, id ASC"
         case .user: "userOrder ASC, id ASC"
         }
         let ordering: String = switch order {

@@ -84,6 +84,8 @@ extension Library {
                 created = true
             }
             let bookId = book.id!
+            // The search index and progress made once, after every file (Schema v7's bookDeferred).
+            try db.execute(sql: "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", arguments: [bookId])
             var existing = Dictionary(uniqueKeysWithValues: try BookFile.filter(Column("bookId") == bookId).fetchAll(db).map { ($0.path, $0) })
             var nextPosition = (existing.values.map(\.position).max() ?? -1) + 1
             for file in imported.files {
@@ -119,6 +121,7 @@ extension Library {
                 gone.available = false
                 try gone.update(db)
             }
+            try db.execute(sql: "DELETE FROM bookDeferred WHERE bookId = ?", arguments: [bookId])
             return (bookId, created)
         }
     }

@@ -18,6 +18,17 @@ public struct LibraryQuery: Sendable, Equatable {
     }
 
     public enum Property: String, Sendable, CaseIterable { case title, author, album, composer, genre }
+
+    /// The predicate on `property`, nil when there is none.
+    public subscript(property: Property) -> String? {
+        switch property {
+        case .title: title
+        case .author: author
+        case .album: album
+        case .composer: composer
+        case .genre: genre
+        }
+    }
 }
 
 /// The orderings of books in pages (MPRIS Playlists' orderings): by title, when added, modified or last played,
@@ -44,44 +55,41 @@ extension Library {
     /// The condition for one searched column: `column` contains `text`, both case-folded (``Folding``).
     static func contains(_ column: String) -> String { "instr(lectern_fold(\(column)), ?) > 0" }
 
-    static func whereClause(_ query: LibraryQuery) -> (String, StatementArguments) {
-        var clauses: [String] = []
-        var arguments: StatementArguments = []
-        func fileHas(_ condition: String, _ values: [String]) {
-            clauses.append("EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (\(condition)))")
-            for value in values { _ = arguments.append(contentsOf: [value]) }
+    /// The books of `query` (and of a full-text search's `MATCH` when `searched`): the tables to read, `b` the book,
+    /// after its row of `bookTags` when a predicate needs one (the book's and its files' values side by side, narrow to
+    /// scan: Schema v7) and after its row of `bookSearch` when searched; and the condition.
+    static func matching(_ query: LibraryQuery, searched: Bool = false) -> (from: String, condition: String, arguments: StatementArguments) {
+        let predicates: [(String, LibraryQuery.Property)] = LibraryQuery.Property.allCases.compactMap { property in
+            query[property].map { ($0, property) }
         }
-        if let title = query.title {
-            clauses.append(contains("b.title"))
-            _ = arguments.append(contentsOf: [Folding.fold(title)])
+        let condition = predicates.isEmpty ? "1"
+            : predicates.map { contains($0.1 == .title ? "b.title" : "t.\($0.1.rawValue)") }.joined(separator: " AND ")
+        // The narrowest rows read first (CROSS JOIN keeps the order), each one's book looked up by its id.
+        let from = switch (searched, predicates.isEmpty) {
+        case (false, true): "book b"
+        case (false, false): "bookTags t CROSS JOIN book b ON b.id = t.bookId"
+        case (true, true): "bookSearch CROSS JOIN book b ON b.id = bookSearch.rowid"
+        case (true, false): "bookSearch CROSS JOIN bookTags t ON t.bookId = bookSearch.rowid CROSS JOIN book b ON b.id = t.bookId"
         }
-        if let author = query.author {
-            let needle = Folding.fold(author)
-            clauses.append("(\(contains("b.author")) OR EXISTS (SELECT 1 FROM bookFile f WHERE f.bookId = b.id AND (\(contains("f.artist")) OR \(contains("f.albumArtist")))))")
-            _ = arguments.append(contentsOf: [needle, needle, needle])
-        }
-        if let album = query.album { fileHas(contains("f.album"), [Folding.fold(album)]) }
-        if let composer = query.composer { fileHas(contains("f.composer"), [Folding.fold(composer)]) }
-        if let genre = query.genre { fileHas(contains("f.genre"), [Folding.fold(genre)]) }
-        return (clauses.isEmpty ? "1" : clauses.joined(separator: " AND "), arguments)
+        return (from, condition, StatementArguments(predicates.map { Folding.fold($0.0) }))
     }
 
     /// The books matching every predicate, by title.
     public func find(_ query: LibraryQuery) throws -> [Book] {
-        let (condition, arguments) = Self.whereClause(query)
+        let (from, condition, arguments) = Self.matching(query)
         return try read { db in
-            try Book.fetchAll(db, sql: "SELECT b.* FROM book b WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id",
+            try Book.fetchAll(db, sql: "SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id",
                               arguments: arguments)
         }
     }
 
     /// The values of `property` among the matching books, each with how many books have it.
     public func group(_ query: LibraryQuery, by property: LibraryQuery.Property) throws -> [(value: String, books: Int)] {
-        let (condition, arguments) = Self.whereClause(query)
+        let (from, condition, arguments) = Self.matching(query)
         let sql: String
         switch property {
         case .title:
-            sql = "SELECT b.title AS v, count(*) FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE"
+            sql = "SELECT b.title AS v, count(*) FROM \(from) WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE"
         case .author:
             // A book without an author of its own counts under its first file's album artist or artist, by which
             // find(author:) matches it.
@@ -89,11 +97,11 @@ extension Library {
                 SELECT coalesce(b.author, (SELECT coalesce(f.albumArtist, f.artist) FROM bookFile f
                                            WHERE f.bookId = b.id AND coalesce(f.albumArtist, f.artist) IS NOT NULL
                                            ORDER BY f.position LIMIT 1)) AS v, count(*)
-                FROM book b WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
+                FROM \(from) WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
                 """
         case .album, .composer, .genre:
             sql = """
-                SELECT f.\(property.rawValue) AS v, count(DISTINCT b.id) FROM book b JOIN bookFile f ON f.bookId = b.id
+                SELECT f.\(property.rawValue) AS v, count(DISTINCT b.id) FROM \(from) JOIN bookFile f ON f.bookId = b.id
                 WHERE \(condition) AND v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
                 """
         }
@@ -103,18 +111,18 @@ extension Library {
     }
 
     public func randomBook(_ query: LibraryQuery) throws -> Book? {
-        let (condition, arguments) = Self.whereClause(query)
+        let (from, condition, arguments) = Self.matching(query)
         return try read { db in
-            try Book.fetchOne(db, sql: "SELECT b.* FROM book b WHERE \(condition) ORDER BY random() LIMIT 1", arguments: arguments)
+            try Book.fetchOne(db, sql: "SELECT b.* FROM \(from) WHERE \(condition) ORDER BY random() LIMIT 1", arguments: arguments)
         }
     }
 
     /// A random available file of the matching books.
     public func randomFile(_ query: LibraryQuery) throws -> BookFile? {
-        let (condition, arguments) = Self.whereClause(query)
+        let (from, condition, arguments) = Self.matching(query)
         return try read { db in
             try BookFile.fetchOne(db, sql: """
-                SELECT f.* FROM bookFile f JOIN book b ON b.id = f.bookId WHERE \(condition) AND f.available
+                SELECT f.* FROM \(from) JOIN bookFile f ON f.bookId = b.id WHERE \(condition) AND f.available
                 ORDER BY random() LIMIT 1
                 """, arguments: arguments)
         }
@@ -133,7 +141,7 @@ extension Library {
         case .alphabetical: "title COLLATE NOCASE \(direction), id \(direction)"
         case .created: "addedAt \(direction), id \(direction)"
         case .modified: "modifiedAt \(direction), id \(direction)"
-        case .played: "lastPlayedAt IS NULL \(reversed ? "ASC" : "DESC"), lastPlayedAt \(direction), id \(direction)"
+        case .played: "lastPlayedAt IS NOT NULL \(direction), lastPlayedAt \(direction), id \(direction)"
         case .user: "userOrder \(direction), id \(direction)"
         }
         return try read { db in

@@ -218,6 +218,125 @@ enum Schema {
                 BEGIN SELECT RAISE(ABORT, 'the position names a file of another book'); END;
                 """)
         }
+        migrator.registerMigration("v7: full-text search") { db in
+            // One row of `bookSearch` per book (its rowid the book's id): what a search looks in, folded by the
+            // tokenizer (case and accents: "bronte" finds "Brontë"), with prefixes of 2 and 3 characters indexed.
+            // Several values of a column (a book's files' artists) are joined with U+001F, which no search crosses.
+            // `bookTags` holds the columns Find's substring filters read, narrow to scan, so that they need no look
+            // into the files.
+            try db.execute(sql: """
+                CREATE TABLE bookTags(bookId INTEGER PRIMARY KEY, author TEXT, album TEXT, composer TEXT, genre TEXT);
+                CREATE VIRTUAL TABLE bookSearch USING fts5(
+                  title, author, narrator, series, album, composer, genre, files, notes,
+                  tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3');
+                CREATE VIEW bookSearchText AS
+                SELECT b.id, b.title,
+                  (SELECT group_concat(v, char(31)) FROM (SELECT b.author AS v UNION SELECT artist FROM bookFile WHERE bookId = b.id
+                                                          UNION SELECT albumArtist FROM bookFile WHERE bookId = b.id)) AS author,
+                  b.narrator,
+                  (WITH RECURSIVE up(id, parentId, name) AS (
+                     SELECT id, parentId, name FROM shelf WHERE id = b.shelfId
+                     UNION ALL SELECT s.id, s.parentId, s.name FROM shelf s JOIN up ON s.id = up.parentId)
+                   SELECT group_concat(name, char(31)) FROM up) AS series,
+                  (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT album AS v FROM bookFile WHERE bookId = b.id)) AS album,
+                  (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT composer AS v FROM bookFile WHERE bookId = b.id)) AS composer,
+                  (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT genre AS v FROM bookFile WHERE bookId = b.id)) AS genre,
+                  (SELECT group_concat(title, char(31)) FROM bookFile WHERE bookId = b.id) AS files,
+                  (SELECT group_concat(v, char(31)) FROM (SELECT b.note AS v UNION ALL SELECT title FROM bookmark WHERE bookId = b.id
+                                                          UNION ALL SELECT note FROM bookmark WHERE bookId = b.id)) AS notes
+                FROM book b;
+                INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
+                SELECT * FROM bookSearchText;
+                INSERT INTO bookTags SELECT rowid, author, album, composer, genre FROM bookSearch;
+                """)
+            // Every write that changes what a book's row says makes the row again: a book, its files, its
+            // bookmarks, its shelf or one above it. A deleted book's row goes (the view has none to make again).
+            func remake(_ books: String) -> String {
+                """
+                DELETE FROM bookSearch WHERE rowid IN (\(books));
+                DELETE FROM bookTags WHERE bookId IN (\(books));
+                INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
+                SELECT * FROM bookSearchText WHERE id IN (\(books));
+                INSERT INTO bookTags SELECT id, author, album, composer, genre FROM bookSearchText WHERE id IN (\(books));
+                """
+            }
+            // The shelves at and below each shelf, for the trigger of a shelf (a trigger can't hold a WITH).
+            try db.execute(sql: """
+                CREATE VIEW shelfTree AS
+                WITH RECURSIVE below(top, id) AS (SELECT id, id FROM shelf
+                                                  UNION ALL SELECT below.top, shelf.id FROM shelf JOIN below ON shelf.parentId = below.id)
+                SELECT top, id FROM below;
+                """)
+            // A book whose row of `bookDeferred` exists (a write of many of its files: an import) is skipped by the
+            // triggers of its files; deleting the row makes its index rows and progress once.
+            try db.execute(sql: "CREATE TABLE bookDeferred(bookId INTEGER PRIMARY KEY)")
+            func undeferred(_ book: String) -> String { "NOT EXISTS (SELECT 1 FROM bookDeferred WHERE bookId = \(book))" }
+            let fileTags = ["title", "artist", "album", "albumArtist", "composer", "genre"]
+            try db.execute(sql: """
+                CREATE TRIGGER bookSearch_bookInserted AFTER INSERT ON book BEGIN \(remake("NEW.id")) END;
+                CREATE TRIGGER bookSearch_bookDeleted AFTER DELETE ON book BEGIN \(remake("OLD.id")) END;
+                CREATE TRIGGER bookSearch_bookUpdated AFTER UPDATE OF title, author, narrator, note, shelfId ON book
+                WHEN NEW.title IS NOT OLD.title OR NEW.author IS NOT OLD.author OR NEW.narrator IS NOT OLD.narrator
+                  OR NEW.note IS NOT OLD.note OR NEW.shelfId IS NOT OLD.shelfId
+                BEGIN \(remake("OLD.id, NEW.id")) END;
+                CREATE TRIGGER bookSearch_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
+                BEGIN \(remake("NEW.bookId")) END;
+                CREATE TRIGGER bookSearch_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+                BEGIN \(remake("OLD.bookId")) END;
+                CREATE TRIGGER bookSearch_fileUpdated AFTER UPDATE OF bookId, \(fileTags.joined(separator: ", ")) ON bookFile
+                WHEN (NEW.bookId IS NOT OLD.bookId OR \(fileTags.map { "NEW.\($0) IS NOT OLD.\($0)" }.joined(separator: " OR ")))
+                  AND \(undeferred("NEW.bookId"))
+                BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
+                CREATE TRIGGER bookSearch_bookmarkInserted AFTER INSERT ON bookmark BEGIN \(remake("NEW.bookId")) END;
+                CREATE TRIGGER bookSearch_bookmarkDeleted AFTER DELETE ON bookmark BEGIN \(remake("OLD.bookId")) END;
+                CREATE TRIGGER bookSearch_bookmarkUpdated AFTER UPDATE OF bookId, title, note ON bookmark
+                WHEN NEW.bookId IS NOT OLD.bookId OR NEW.title IS NOT OLD.title OR NEW.note IS NOT OLD.note
+                BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
+                CREATE TRIGGER bookSearch_shelfUpdated AFTER UPDATE OF name, parentId ON shelf
+                WHEN NEW.name IS NOT OLD.name OR NEW.parentId IS NOT OLD.parentId
+                BEGIN \(remake("SELECT id FROM book WHERE shelfId IN (SELECT id FROM shelfTree WHERE top = NEW.id)")) END;
+                """)
+
+            // How far through each book its place is (0 to 1; 1 once finished), kept in the row to sort by it: the
+            // files' durations before the place's file, plus its offset, over the whole duration.
+            try db.execute(sql: """
+                ALTER TABLE book ADD COLUMN progress DOUBLE NOT NULL DEFAULT 0;
+                CREATE VIEW bookProgress AS
+                SELECT b.id, CASE WHEN b.finished THEN 1.0 ELSE ifnull(min(1.0,
+                         (ifnull((SELECT sum(f.duration) FROM bookFile f JOIN bookFile p ON p.id = b.positionFileId
+                                  WHERE f.bookId = b.id AND f.position < p.position), 0) + b.positionOffset) * 1.0
+                         / (SELECT sum(duration) FROM bookFile WHERE bookId = b.id)), 0) END AS progress
+                FROM book b;
+                UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id);
+                """)
+            func measure(_ books: String) -> String {
+                "UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id) WHERE id IN (\(books));"
+            }
+            try db.execute(sql: """
+                CREATE TRIGGER bookProgress_placeChanged AFTER UPDATE OF positionFileId, positionOffset, finished ON book
+                WHEN NEW.positionFileId IS NOT OLD.positionFileId OR NEW.positionOffset <> OLD.positionOffset
+                  OR NEW.finished <> OLD.finished
+                BEGIN \(measure("NEW.id")) END;
+                CREATE TRIGGER bookProgress_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
+                BEGIN \(measure("NEW.bookId")) END;
+                CREATE TRIGGER bookProgress_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+                BEGIN \(measure("OLD.bookId")) END;
+                CREATE TRIGGER bookProgress_fileUpdated AFTER UPDATE OF duration, position ON bookFile
+                WHEN (NEW.duration IS NOT OLD.duration OR NEW.position <> OLD.position) AND \(undeferred("NEW.bookId"))
+                BEGIN \(measure("NEW.bookId")) END;
+                CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred
+                BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
+                """)
+
+            // Orders of listings the database reads in an index instead of sorting every book: by author (books
+            // without one last), by when played (never-played ones together at one end), by progress.
+            try db.execute(sql: """
+                DROP INDEX book_played;
+                CREATE INDEX book_played ON book(lastPlayedAt IS NOT NULL, lastPlayedAt, id);
+                CREATE INDEX book_author ON book(author IS NULL, author COLLATE NOCASE, title COLLATE NOCASE, id);
+                CREATE INDEX book_progress ON book(progress, id);
+                """)
+        }
         return migrator
     }
 }

@@ -309,7 +309,7 @@ extension BookmarkCommand {
 extension Daemon {
     /// The library's one book with this title (and author, when given); an error naming the book otherwise.
     func libraryBook(titled title: String, author: String?) async throws -> Int64 {
-        let matches = try await books(shelf: 0, recursive: true).filter { book in
+        let matches = try await books(titled: title).filter { book in
             book["title"]?.string == title && (author == nil || book["author"]?.string == author)
         }
         guard matches.count == 1, let id = matches[0]["id"]?.int64 else {

@@ -156,15 +156,17 @@ struct BookCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the books: all of them, or one shelf's.",
-            discussion: examples("lectern book list", "lectern book list --shelf Fiction --recursive", "lectern book list --json"))
+            discussion: examples("lectern book list", "lectern book list --shelf Fiction --recursive", "lectern book list --sort played",
+                                 "lectern book list --json"))
         @OptionGroup var bus: BusOptions
         @Option(help: "Only this shelf (id or path).") var shelf: String?
         @Flag(help: "Include the shelves below it.") var recursive = false
+        @Option(help: "title, author, played (recent first), added (recent first) or progress (furthest first).") var sort = "title"
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
             let shelfID = try await daemon.resolveShelf(optional: shelf)
-            let books = try await daemon.books(shelf: shelfID, recursive: shelf == nil ? true : recursive)
+            let books = try await daemon.books(shelf: shelfID, recursive: shelf == nil ? true : recursive, order: sort)
             if json { print(JSON.encode(books.map(JSON.book))) } else if books.isEmpty { print("no books") } else {
                 for book in books { print(Format.bookLine(book)) }
             }
@@ -334,17 +336,26 @@ struct BookmarkCommand: AsyncParsableCommand {
 // MARK: - Find
 
 struct Find: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Find books: every option given must match (case-insensitive substrings).",
-        discussion: examples("lectern find --author Herbert", "lectern find --title dune --json", "lectern find --group-by author"))
+    static let configuration = CommandConfiguration(
+        abstract: "Find books: by words anywhere (titles, authors, narrators, series, albums, tags, notes), and options that must match.",
+        discussion: examples("lectern find bronte", "lectern find pratch guards --limit 5", "lectern find --author Herbert",
+                             "lectern find dune --genre fiction --json", "lectern find --group-by author"))
     @OptionGroup var bus: BusOptions
+    @Argument(help: "Words to look for, each the start of a word, case and accents ignored; the best matches first.") var text: [String] = []
     @Option(help: "Part of the title.") var title: String?
     @Option(help: "Part of the author's name.") var author: String?
     @Option(help: "Part of the album.") var album: String?
     @Option(help: "Part of the composer.") var composer: String?
     @Option(help: "Part of the genre.") var genre: String?
+    @Option(help: "Show at most this many books (default: every match).") var limit: Int?
     @Option(help: "Group the matches by title, author, album, composer or genre.") var groupBy: String?
     @Option(help: "Pick one at random: book or file.") var random: String?
     @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit is at least 1") }
+        if !text.isEmpty, groupBy != nil || random != nil { throw ValidationError("--group-by and --random take options, not words") }
+    }
 
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
@@ -367,9 +378,10 @@ struct Find: AsyncParsableCommand {
             }
             return
         }
-        let books = try await daemon.library("Find", [.vardict(query)]).first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
-        if json { print(JSON.encode(books.map(JSON.book))) } else if books.isEmpty { print("nothing matches") } else {
-            for book in books { print(Format.bookLine(book)) }
+        let found = try await daemon.pages("Search", [.string(text.joined(separator: " ")), .vardict(query)], upTo: limit ?? .max)
+        if json { print(JSON.encode(found.books.map(JSON.book))) } else if found.books.isEmpty { print("nothing matches") } else {
+            for book in found.books { print(Format.bookLine(book)) }
+            if found.total > found.books.count { print("… and \(found.total - found.books.count) more") }
         }
     }
 }
@@ -381,8 +393,28 @@ extension Daemon {
         try await library("ListAllShelves").first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
     }
 
-    func books(shelf: Int64, recursive: Bool) async throws -> [[String: DBusValue]] {
-        try await library("ListBooks", [.int64(shelf), .boolean(recursive)]).first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+    /// The books of a paged call (ListBooksPage, Search: `arguments` before the offset and the limit), a page after
+    /// the other, up to `limit` of them; and how many there are in all.
+    func pages(_ method: String, _ arguments: [DBusValue], upTo limit: Int = .max) async throws -> (books: [[String: DBusValue]], total: Int) {
+        var books: [[String: DBusValue]] = []
+        while true {
+            let size = min(200, limit - books.count)
+            let reply = try await library(method, arguments + [.uint32(UInt32(clamping: books.count)), .uint32(UInt32(size))])
+            let page = reply.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+            let total = Int(reply.dropFirst().first?.int64 ?? 0)
+            books += page
+            if page.isEmpty || books.count >= min(total, limit) { return (books, total) }
+        }
+    }
+
+    /// Every book on `shelf` (0: the top level) and, when `recursive`, below it, in `order` (ListBooksPage's).
+    func books(shelf: Int64, recursive: Bool, order: String = "title") async throws -> [[String: DBusValue]] {
+        try await pages("ListBooksPage", [.int64(shelf), .boolean(recursive), .string(order)]).books
+    }
+
+    /// Every book whose title holds `text` (case-folded), by title.
+    func books(titled text: String) async throws -> [[String: DBusValue]] {
+        try await pages("Search", [.string(""), .vardict(["title": .string(text)])]).books
     }
 
     /// `resolveShelf`, or 0 (the top level) for nil.
@@ -408,7 +440,7 @@ extension Daemon {
     /// A book by id, exact title, or a title fragment that matches one book only.
     func resolveBook(_ text: String) async throws -> Int64 {
         if let id = Int64(text) { return id }
-        let books = try await self.books(shelf: 0, recursive: true)
+        let books = try await self.books(titled: text)
         let lower = text.lowercased()
         if let exact = books.first(where: { ($0["title"]?.string ?? "").lowercased() == lower }) { return exact["id"]?.int64 ?? 0 }
         let matches = books.filter { ($0["title"]?.string ?? "").lowercased().contains(lower) }

@@ -221,6 +221,29 @@ extension Integration {
                 r = try await d.lectern("find", "--group-by", "bogus")
                 #expect(r.status != 0 && r.stderr.contains("group by one of"), "\(r)")
                 Self.noCrash(r, "find --group-by bogus")
+
+                // find WORDS: full-text, with the options, a limit.
+                r = try await d.lectern("find", "mix")
+                #expect(r.status == 0 && Set(r.stdout.split(separator: "\n").map { $0.split(separator: "]")[1].split(separator: "—")[0] }) == [" Alpha Mix ", " Beta Mix "], "\(r)")
+                r = try await d.lectern("find", "CY", "writ", "--json")
+                #expect(Set((Self.json(r.stdout) as? [[String: Any]])?.compactMap { $0["title"] as? String } ?? []) == ["Chaptered Book", "Disc Set"], "\(r.stdout)")
+                r = try await d.lectern("find", "mix", "--album", "beta")
+                #expect(r.status == 0 && r.stdout.split(separator: "\n").count == 1 && r.stdout.contains("Beta Mix"), "\(r)")
+                r = try await d.lectern("find", "mix", "--limit", "1")
+                #expect(r.status == 0 && r.stdout.split(separator: "\n").count == 2 && r.stdout.hasSuffix("… and 1 more"), "\(r)")
+                r = try await d.lectern("find", "?!")
+                #expect(r.status != 0 && r.stderr.contains("the search text has no letters or digits"), "\(r)")
+                r = try await d.lectern("find", "mix", "--group-by", "album")
+                #expect(r.status != 0 && r.stderr.contains("take options, not words"), "\(r)")
+
+                // book list --sort
+                r = try await d.lectern("book", "list", "--sort", "author")
+                #expect(r.status == 0 && r.stdout.split(separator: "\n").first?.contains("Mp3 Saga — Ann Author") == true, "\(r)")
+                r = try await d.lectern("book", "list", "--sort", "played")
+                #expect(r.status == 0 && r.stdout.split(separator: "\n").first?.contains("[\(saga)] Mp3 Saga") == true, "the one played: \(r)")
+                r = try await d.lectern("book", "list", "--sort", "bogus")
+                #expect(r.status != 0 && r.stderr.contains("order is one of title, author, played, added, progress"), "\(r)")
+                Self.noCrash(r, "book list --sort bogus")
             }
         }
     }

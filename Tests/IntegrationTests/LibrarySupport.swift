@@ -219,9 +219,15 @@ extension DaemonFixture {
         try await getBook(id)["file_list"]?.elements?.compactMap(\.stringKeyedDictionary) ?? []
     }
 
-    /// ListBooks(0, recursive: true): every book, by title.
+    /// Every book, by title: ListBooksPage(0, recursive: true), a page after the other.
     func allBooks() async throws -> [[String: DBusValue]] {
-        try await lib("ListBooks", [.int64(0), .boolean(true)]).first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+        var books: [[String: DBusValue]] = []
+        while true {
+            let page = try await lib("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(UInt32(books.count)), .uint32(200)])
+            let more = page.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+            books += more
+            if more.isEmpty || books.count >= Int(page.dropFirst().first?.int64 ?? 0) { return books }
+        }
     }
 
     func bookID(titled title: String) async throws -> Int64 {

@@ -109,4 +109,64 @@ struct MigrationTests {
             #expect(try library.currentBook() == old.books[0])
         }
     }
+
+    @Test("A library of v6 gets its search index and progress made from what it holds, and kept in step after")
+    func searchIndexFromV6() throws {
+        let dir = try TemporaryDirectory(prefix: "lectern-library")
+        let path = dir.path + "/library.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(queue, upTo: "v6: a book's loop in Lectern's words")
+        let (eyre, dune, mort, eyreFiles) = try queue.write { db -> (Int64, Int64, Int64, [Int64]) in
+            try db.execute(sql: "INSERT INTO shelf(name) VALUES ('Series')")
+            try db.execute(sql: "INSERT INTO shelf(parentId, name) VALUES (?, 'Discworld')", arguments: [db.lastInsertedRowID])
+            let discworld = db.lastInsertedRowID
+            func book(_ title: String, _ author: String?, shelf: Int64?, note: String = "", finished: Bool = false,
+                      files: [(title: String, artist: String?, duration: Int64)]) throws -> (Int64, [Int64]) {
+                try db.execute(sql: """
+                    INSERT INTO book(shelfId, title, author, addedAt, modifiedAt, note, finished)
+                    VALUES (?, ?, ?, '2024-01-02 03:04:05.000', '2024-01-02 03:04:05.000', ?, ?)
+                    """, arguments: [shelf, title, author, note, finished])
+                let id = db.lastInsertedRowID
+                let fileIds = try files.enumerated().map { position, file in
+                    try db.execute(sql: "INSERT INTO bookFile(bookId, path, position, title, artist, duration) VALUES (?, ?, ?, ?, ?, ?)",
+                                   arguments: [id, "/old/\(id)/\(position).mp3", position, file.title, file.artist, file.duration])
+                    return db.lastInsertedRowID
+                }
+                return (id, fileIds)
+            }
+            let (eyre, eyreFiles) = try book("Jane Eyre", "Charlotte Brontë", shelf: nil, files: [
+                ("Chapter One", "Juliet Stevenson", 3_000_000), ("Chapter Two", "Juliet Stevenson", 1_000_000)])
+            let (dune, _) = try book("Dune", "Frank Herbert", shelf: nil, note: "the Litany against Fear", files: [("Part 1", nil, 1_000_000)])
+            let (mort, _) = try book("Mort", "Terry Pratchett", shelf: discworld, finished: true, files: [("Mort", "Nigel Planer", 1_000_000)])
+            try db.execute(sql: "UPDATE book SET positionFileId = ?, positionOffset = 500000 WHERE id = ?", arguments: [eyreFiles[1], eyre])
+            try db.execute(sql: "INSERT INTO bookmark(bookId, fileId, offset, title, note, createdAt) VALUES (?, ?, 0, 'Red room', 'Reread this', '2024-01-02 03:04:05.000')",
+                           arguments: [eyre, eyreFiles[0]])
+            return (eyre, dune, mort, eyreFiles)
+        }
+        try queue.close()
+
+        let library = try Library(path: path)
+        #expect(try library.integrityCheck() == "ok")
+        func found(_ text: String) throws -> [Int64] { try library.search(text, offset: 0, limit: 10).books.map(\.id!) }
+        #expect(try found("bronte") == [eyre])
+        #expect(try found("juliet") == [eyre])
+        #expect(try found("chapter two") == [eyre])
+        #expect(try found("reread") == [eyre], "a bookmark's note")
+        #expect(try found("red room") == [eyre], "a bookmark's title")
+        #expect(try found("litany") == [dune], "a book's note")
+        #expect(try found("discw") == [mort], "the series")
+        #expect(try found("nigel") == [mort])
+        // Mort finished; Jane Eyre 3.5 s of 4; Dune not started.
+        #expect(try library.books(in: nil, recursive: true, sortedBy: .progress, offset: 0, limit: 10).books.map(\.id!) == [mort, eyre, dune])
+        #expect(try library.books(in: nil, recursive: true, sortedBy: .author, offset: 0, limit: 10).books.map(\.id!) == [eyre, dune, mort])
+
+        // Writes after the migration keep it in step.
+        try library.renameBook(eyre, to: "Villette")
+        #expect(try found("eyre") == [])
+        #expect(try found("villette") == [eyre])
+        try library.savePosition(of: eyre, file: eyreFiles[0], offset: 0)
+        #expect(try library.books(in: nil, recursive: true, sortedBy: .progress, offset: 0, limit: 10).books.map(\.id!) == [mort, dune, eyre])
+        try library.deleteBook(mort)
+        #expect(try found("nigel") == [])
+    }
 }

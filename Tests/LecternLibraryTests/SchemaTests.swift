@@ -20,19 +20,28 @@ struct SchemaTests {
             Issue.record("sqlite3 is not installed: the schema was only checked through the API")
             return
         }
-        #expect(tables == ["book", "bookFile", "bookmark", "chapter", "currentBook", "grdb_migrations", "setting", "shelf",
-                           "shuffledFile"])
+        #expect(tables == ["book", "bookDeferred", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
+                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "grdb_migrations",
+                           "setting", "shelf", "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
-        #expect(named == ["index bookFile_order", "index book_added", "index book_modified", "index book_on_shelfId",
-                          "index book_played", "trigger book_position_file", "index book_source", "index book_title",
-                          "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId", "index chapter_on_fileId",
-                          "index shelf_name", "trigger shuffledFile_file"])
+        #expect(named == ["trigger bookDeferred_done", "index bookFile_order", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
+                          "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
+                          "trigger bookSearch_bookInserted", "trigger bookSearch_bookUpdated", "trigger bookSearch_bookmarkDeleted",
+                          "trigger bookSearch_bookmarkInserted", "trigger bookSearch_bookmarkUpdated", "trigger bookSearch_fileDeleted",
+                          "trigger bookSearch_fileInserted", "trigger bookSearch_fileUpdated", "trigger bookSearch_shelfUpdated",
+                          "index book_added", "index book_author", "index book_modified", "index book_on_shelfId",
+                          "index book_played", "trigger book_position_file", "index book_progress", "index book_source",
+                          "index book_title", "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId",
+                          "index chapter_on_fileId", "index shelf_name", "trigger shuffledFile_file"])
+        let views = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
+        #expect(views == ["bookProgress", "bookSearchText", "shelfTree"])
         #expect(try sqlite3(t.path, "SELECT identifier FROM grdb_migrations") == ["v1: shelves, books, files, chapters, bookmarks",
                                                                                   "v2: indexes for the playlist orderings",
                                                                                   "v3: a book's shuffled play order",
                                                                                   "v4: the current book, a row that goes with its book",
                                                                                   "v5: a book's shuffled play order as rows",
-                                                                                  "v6: a book's loop in Lectern's words"])
+                                                                                  "v6: a book's loop in Lectern's words",
+                                                                                  "v7: full-text search"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -102,7 +111,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["6"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["7"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

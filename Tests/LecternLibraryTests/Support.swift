@@ -135,14 +135,14 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
 
 var isRoot: Bool { geteuid() == 0 }
 
-/// Runs `body` with a 512 KB tmpfs mounted in a fresh temporary directory (its path given), unmounted after.
-/// 512 KB: with 200 KB a library's setup itself hits the full disk (after the migrations the WAL is ~100 KB and the
-/// -shm 32 KB, and every transaction appends pages to the WAL).
+/// Runs `body` with a 1 MB tmpfs mounted in a fresh temporary directory (its path given), unmounted after.
+/// 1 MB: with 512 KB a library's setup itself hits the full disk (after the migrations the WAL is ~330 KB, most of it
+/// the schema's pages written again by each migration, and the -shm 32 KB; every transaction appends pages to the WAL).
 func withSmallDisk(_ body: (String) throws -> Void) throws {
     let dir = try TemporaryDirectory(prefix: "lectern-library")
     let mountPoint = dir.path + "/tiny"
     try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-    let mount = try run("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint])
+    let mount = try run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
     try #require(mount.status == 0, "mount tmpfs: \(mount.stderr)")
     defer {
         if (try? run("umount", [mountPoint]))?.status != 0 { _ = try? run("umount", ["-l", mountPoint]) }

@@ -42,10 +42,21 @@ extension LibraryService {
                     return []
                 },
                 // Listings scale with the library: read from a snapshot taken in call order, off the call queue.
+                // Each reply is one page, sorted and cut by the database: ListBooks and Find, which take no size, the first.
                 deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { call, snapshot in
                     let (shelf, recursive) = try call.arguments(Int64.self, Bool.self)
-                    let books = try snapshot.books(in: Self.optionalID(shelf), recursive: recursive)
-                    return [.array(dict, try Self.encode(books, snapshot))]
+                    let page = try snapshot.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: .title,
+                                                  offset: 0, limit: Library.defaultPageSize)
+                    return [.array(dict, try Self.encode(page.books, snapshot))]
+                },
+                deferred("ListBooksPage", in: [("shelf", .int64), ("recursive", .boolean), ("order", .string), ("offset", .uint32), ("limit", .uint32)],
+                         out: [("books", .array(dict)), ("total", .uint32)]) { call, snapshot in
+                    let (shelf, recursive, order, offset, limit) = try call.arguments(Int64.self, Bool.self, String.self, UInt32.self, UInt32.self)
+                    guard let sort = BookSort(rawValue: order) else {
+                        throw LibraryError.invalidArgument("order is one of \(BookSort.allCases.map(\.rawValue).joined(separator: ", ")), not '\(order)'")
+                    }
+                    return try Self.encode(try snapshot.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: sort,
+                                                              offset: Int(offset), limit: Int(limit)), snapshot)
                 },
                 method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { call in
                     [try self.encodeDetails(call.argument(0))]
@@ -114,7 +125,13 @@ extension LibraryService {
                     return [.uint32(try self.startImport(path: path, shelfPath: shelfPath))]
                 },
                 deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { call, snapshot in
-                    [.array(dict, try Self.encode(try snapshot.find(try Self.query(call.argument(0))), snapshot))]
+                    let page = try snapshot.search("", try Self.query(call.argument(0)), offset: 0, limit: Library.defaultPageSize)
+                    return [.array(dict, try Self.encode(page.books, snapshot))]
+                },
+                deferred("Search", in: [("text", .string), ("query", dict), ("offset", .uint32), ("limit", .uint32)],
+                         out: [("books", .array(dict)), ("total", .uint32)]) { call, snapshot in
+                    let (text, query, offset, limit) = try call.arguments(String.self, [String: DBusValue].self, UInt32.self, UInt32.self)
+                    return try Self.encode(try snapshot.search(text, try Self.query(query), offset: Int(offset), limit: Int(limit)), snapshot)
                 },
                 deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { call, snapshot in
                     let (query, groupBy) = try call.arguments([String: DBusValue].self, String.self)

@@ -53,6 +53,11 @@ extension LibraryService {
         .vardict(["id": .int64(shelf.id ?? 0), "parent": .int64(shelf.parentId ?? 0), "name": .string(shelf.name)])
     }
 
+    /// A page as ListBooksPage and Search give it: the books, and how many there are on every page.
+    static func encode(_ page: BookPage, _ library: Library) throws -> [DBusValue] {
+        [.array(.dictionary(key: .string, value: .variant), try encode(page.books, library)), .uint32(UInt32(clamping: page.total))]
+    }
+
     /// Books as ListBooks gives them, with their totals read from `library` (the snapshot the books came from).
     static func encode(_ books: [Book], _ library: Library) throws -> [DBusValue] {
         let totals = try library.totals(of: books.compactMap(\.id))

@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+
+/// The orders of a listing, each in the direction a reader expects: titles and authors from A, the books played or
+/// added most recently first, the furthest read first.
+public enum BookSort: String, Sendable, CaseIterable {
+    /// By title, case-insensitively (ASCII letters: SQLite's NOCASE, which the index uses).
+    case title
+    /// By author (books without one last), then title.
+    case author
+    /// The most recently played first; books never played last.
+    case played
+    /// The most recently added first.
+    case added
+    /// The furthest through first (finished books count as read to the end); unstarted books last.
+    case progress
+
+    /// The listing's ORDER BY on `book`, each read in an index (Schema v2 and v7).
+    public var orderBy: String {
+        switch self {
+        case .title: "title COLLATE NOCASE, id"
+        case .author: "author IS NULL, author COLLATE NOCASE, title COLLATE NOCASE, id"
+        case .played: "lastPlayedAt IS NOT NULL DESC, lastPlayedAt DESC, id DESC"
+        case .added: "addedAt DESC, id DESC"
+        case .progress: "progress DESC, id DESC"
+        }
+    }
+}
+
+/// One page of a listing or search, and how many books there are in all.
+public struct BookPage: Sendable, Equatable {
+    public var books: [Book]
+    /// Every book of the listing or search, on every page.
+    public var total: Int
+
+    public init(books: [Book], total: Int) {
+        self.books = books
+        self.total = total
+    }
+}
+
+// Listings and searches a page at a time, sorted (or ranked) and cut by the database: no reply holds more than a page.
+extension Library {
+    /// The most books a page may have.
+    public static let maximumPageSize = 200
+    /// The page of the calls that take no size (Library1's ListBooks and Find).
+    public static let defaultPageSize = 100
+    /// Ranks of a search's columns (bm25 weights, in the order of Schema v7's `bookSearch` columns): a word in the
+    /// title counts most, then the people, the series and album, then the files' other tags and the notes.
+    static let searchWeights = [10.0, 6.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0]
+
+    /// A page of the books on a shelf (nil = the top level; with `recursive`, and the shelves below it: nil and
+    /// recursive is every book), in `order`.
+    public func books(in shelf: Int64?, recursive: Bool, sortedBy order: BookSort, offset: Int, limit: Int) throws -> BookPage {
+        try Self.checkPage(offset: offset, limit: limit)
+        return try read { db in
+            var condition = "1"
+            var arguments: StatementArguments = []
+            if let shelf {
+                _ = try Self.existingShelf(db, shelf)
+                let shelves = recursive ? try Self.descendantShelves(db, of: shelf) + [shelf] : [shelf]
+                condition = "shelfId IN (\(shelves.map { _ in "?" }.joined(separator: ",")))"
+                arguments = StatementArguments(shelves)
+            } else if !recursive {
+                condition = "shelfId IS NULL"
+            }
+            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy) LIMIT ? OFFSET ?",
+                                          arguments: arguments + [limit, offset])
+            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
+            })
+        }
+    }
+
+    /// A page of the books whose title, authors, narrator, shelves (series), albums, files' tags, note or
+    /// bookmarks hold every word of `text`, each word as the start of a word there, case and accents folded
+    /// ("bront eyr" finds "Jane Eyre" by Charlotte Brontë), and which match `query` too; the best matches first
+    /// (bm25, a word in the title counting most), then by title. An empty `text` leaves `query` alone, by title.
+    public func search(_ text: String, _ query: LibraryQuery = LibraryQuery(), offset: Int, limit: Int) throws -> BookPage {
+        try Self.checkPage(offset: offset, limit: limit)
+        guard text.unicodeScalars.count <= Limits.name else {
+            throw LibraryError.invalidArgument("the search text is longer than \(Limits.name) characters")
+        }
+        let pattern = Self.searchPattern(text)
+        if pattern == nil, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            throw LibraryError.invalidArgument("the search text has no letters or digits to look for")
+        }
+        let (from, matches, filterArguments) = Self.matching(query, searched: pattern != nil)
+        var (condition, arguments) = (matches, filterArguments)
+        var rank = ""
+        if let pattern {
+            condition = "bookSearch MATCH ? AND " + condition
+            arguments = [pattern] + arguments
+            rank = "bm25(bookSearch, \(Self.searchWeights.map { "\($0)" }.joined(separator: ", "))), "
+        }
+        // Counted without the books when no predicate needs them (the index's matches alone, or every book).
+        let counted = query != LibraryQuery() ? from : pattern == nil ? "book b" : "bookSearch"
+        return try read { db in
+            let books = try Book.fetchAll(db, sql: """
+                SELECT b.* FROM \(from) WHERE \(condition) ORDER BY \(rank)b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
+                """, arguments: arguments + [limit, offset])
+            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(counted) WHERE \(condition)", arguments: arguments) ?? 0
+            })
+        }
+    }
+
+    /// How many books a listing has, given its page: known without counting them when the page is neither full nor
+    /// past the end.
+    static func total(of page: [Book], offset: Int, limit: Int, counting: () throws -> Int) rethrows -> Int {
+        guard page.count == limit || page.isEmpty && offset > 0 else { return offset + page.count }
+        return try counting()
+    }
+
+    /// The FTS5 query for `text`: each word (split at white space) quoted, as a prefix, all of them required; nil when
+    /// no word has a letter or a digit. A word the tokenizer splits ("o'brien") is a phrase whose last part is the prefix.
+    static func searchPattern(_ text: String) -> String? {
+        let words = text.split(whereSeparator: { $0.isWhitespace })
+            .filter { $0.unicodeScalars.contains { CharacterSet.alphanumerics.contains($0) } }
+        guard !words.isEmpty else { return nil }
+        return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " AND ")
+    }
+
+    static func checkPage(offset: Int, limit: Int) throws {
+        guard offset >= 0 else { throw LibraryError.invalidArgument("the offset can't be negative") }
+        guard (1...maximumPageSize).contains(limit) else {
+            throw LibraryError.invalidArgument("a page holds 1 to \(maximumPageSize) books, not \(limit)")
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import GRDB
+@testable import LecternLibrary
+import Testing
+import TestSupport
+
+/// Books to search: titles, authors, narrators' artist tags, a series shelf, notes and bookmarks.
+struct SearchLibrary {
+    let t: TestLibrary
+    var library: Library { t.library }
+    let discworld: Int64
+    let eyre, heights, guards, mort, dune: Int64
+
+    init() throws {
+        t = try TestLibrary()
+        let library = t.library
+        discworld = try library.shelf(atPath: "Series/Discworld")!
+        eyre = try library.add(ImportedBook(sourcePath: "/s/eyre", albumKey: "", title: "Jane Eyre", author: "Charlotte Brontë", coverPath: nil, files: [
+            track("/s/eyre/1.mp3", title: "Chapter One", artist: "Juliet Stevenson", album: "Jane Eyre", genre: "Classics"),
+            track("/s/eyre/2.mp3", title: "Chapter Two", artist: "Juliet Stevenson", album: "Jane Eyre", genre: "Classics"),
+        ]))
+        heights = try library.add(ImportedBook(sourcePath: "/s/heights", albumKey: "", title: "Wuthering Heights", author: "Emily Bronte", coverPath: nil, files: [
+            track("/s/heights/1.mp3", album: "Wuthering Heights", composer: "Émile Waldteufel", genre: "Classics"),
+        ]))
+        guards = try library.add(ImportedBook(sourcePath: "/s/guards", albumKey: "", title: "Guards! Guards!", author: "Terry Pratchett", coverPath: nil, files: [
+            track("/s/guards/1.mp3", artist: "Nigel Planer", album: "Guards! Guards!", genre: "Fantasy"),
+        ]), into: discworld)
+        mort = try library.add(ImportedBook(sourcePath: "/s/mort", albumKey: "", title: "Mort", author: "Terry Pratchett", coverPath: nil, files: [
+            track("/s/mort/1.mp3", artist: "Tony Robinson", album: "Mort", genre: "Fantasy"),
+        ]), into: discworld)
+        dune = try library.add(ImportedBook(sourcePath: "/s/dune", albumKey: "", title: "Dune", author: "Frank Herbert", coverPath: nil, files: [
+            track("/s/dune/1.mp3", artist: "Scott Brick", album: "Dune", genre: "Science Fiction"),
+        ]))
+    }
+
+    func search(_ text: String, _ query: LibraryQuery = LibraryQuery(), offset: Int = 0, limit: Int = 50) throws -> [Int64] {
+        try library.search(text, query, offset: offset, limit: limit).books.map(\.id!)
+    }
+
+    /// The books found, in any order.
+    func found(_ text: String) throws -> Set<Int64> { Set(try search(text)) }
+
+    /// The rows of the search index and of Find's tags that differ from what the book's values make now (none when
+    /// they are in step), and how many rows each has.
+    func indexDrift() throws -> (differing: Int, rows: Int, tagRows: Int) {
+        let reader = try DatabaseQueue(path: t.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        return try reader.read { db in
+            let columns = ["title", "author", "narrator", "series", "album", "composer", "genre", "files", "notes"]
+            let tags = ["author", "album", "composer", "genre"]
+            let differing = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM bookSearchText v LEFT JOIN bookSearch s ON s.rowid = v.id LEFT JOIN bookTags t ON t.bookId = v.id
+                WHERE s.rowid IS NULL OR t.bookId IS NULL OR \(columns.map { "s.\($0) IS NOT v.\($0)" }.joined(separator: " OR "))
+                   OR \(tags.map { "t.\($0) IS NOT v.\($0)" }.joined(separator: " OR "))
+                """) ?? -1
+            // An import defers its book's rows to its end: none is left deferred after it.
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM bookDeferred") == 0)
+            return (differing, try Int.fetchOne(db, sql: "SELECT count(*) FROM bookSearch") ?? -1,
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM bookTags") ?? -1)
+        }
+    }
+}
+
+@Suite("Full-text search")
+struct SearchTests {
+    @Test("Words are prefixes, all required, case and accents folded")
+    func prefixesAndAccents() throws {
+        let s = try SearchLibrary()
+        #expect(try s.found("Bronte") == [s.eyre, s.heights])
+        #expect(try s.found("brontë") == [s.eyre, s.heights])
+        #expect(try s.found("BRONT") == [s.eyre, s.heights])
+        #expect(try s.search("bront wuth") == [s.heights])
+        #expect(try s.found("pratch") == [s.guards, s.mort])
+        #expect(try s.search("emile") == [s.heights], "a composer tag, accent folded")
+        #expect(try s.search("juliet") == [s.eyre], "a file's artist")
+        #expect(try s.search("chapter two") == [s.eyre], "a file's title")
+        #expect(try s.search("science fic") == [s.dune], "a genre")
+        #expect(try s.found("disc") == [s.guards, s.mort], "the series: a shelf above the books")
+        #expect(try s.search("series discworld mort") == [s.mort])
+        #expect(try s.search("rontë") == [], "a word's start, not its middle")
+        #expect(try s.search("guards!") == [s.guards], "punctuation is not a word of its own")
+        #expect(try s.search("\"dune\"") == [s.dune], "quotes are literal")
+        #expect(try s.search("frank-herb") == [s.dune], "a word the text joins is a phrase")
+        #expect(try s.search("herbert-frank") == [], "in its order")
+        #expect(try s.search("zzz") == [])
+        #expect(try s.library.search("pratchett", offset: 0, limit: 10).total == 2)
+    }
+
+    @Test("The title counts most, then the people, then the files and notes; ties by title")
+    func ranking() throws {
+        let s = try SearchLibrary()
+        let other = try s.library.add(ImportedBook(sourcePath: "/s/other", albumKey: "", title: "The Mort Companion", author: "Stephen Briggs", coverPath: nil,
+                                                   files: [track("/s/other/1.mp3")]))
+        let noted = try s.library.add(ImportedBook(sourcePath: "/s/noted", albumKey: "", title: "Reaper Man", author: "Terry Pratchett", coverPath: nil,
+                                                   files: [track("/s/noted/1.mp3")]))
+        try s.library.setNote(of: noted, "the sequel to mort")
+        // The titles first, a note last.
+        let mort = try s.search("mort")
+        #expect(Set(mort.prefix(2)) == [s.mort, other])
+        #expect(mort.last == noted)
+        // An author's name in the author column beats the same name in a note.
+        try s.library.setNote(of: s.dune, "lent to herbert's neighbour")
+        #expect(try s.search("herbert") == [s.dune])
+        try s.library.setNote(of: s.eyre, "herbert liked this one")
+        #expect(try s.search("herbert") == [s.dune, s.eyre])
+        // Equal ranks go by title.
+        let two = try s.library.add(importedBook("/s/two", title: "Saga Two", paths: ["1.mp3"]))
+        let one = try s.library.add(importedBook("/s/one", title: "Saga One", paths: ["1.mp3"]))
+        #expect(try s.search("saga") == [one, two])
+    }
+
+    @Test("Book notes and bookmarks' titles and notes are found")
+    func notes() throws {
+        let s = try SearchLibrary()
+        try s.library.setNote(of: s.dune, "Reread the Litany against Fear")
+        let file = try s.library.fileIds(of: s.heights)[0]
+        let mark = try s.library.addBookmark(to: s.heights, file: file, offset: 5, title: "The moors", note: "Heathcliff returns")
+        #expect(try s.search("litany") == [s.dune])
+        #expect(try s.search("moors") == [s.heights])
+        #expect(try s.search("heathcl") == [s.heights])
+        try s.library.setBookmarkNote(mark.id!, "Catherine's ghost")
+        #expect(try s.search("heathcliff") == [])
+        #expect(try s.search("catherine") == [s.heights])
+        try s.library.renameBookmark(mark.id!, to: "Thrushcross Grange")
+        #expect(try s.search("moors") == [])
+        #expect(try s.search("thrushcross") == [s.heights])
+        try s.library.deleteBookmark(mark.id!)
+        #expect(try s.search("catherine") == [])
+        #expect(try s.search("thrushcross") == [])
+        try s.library.setNote(of: s.dune, "")
+        #expect(try s.search("litany") == [])
+        #expect(try s.indexDrift().differing == 0)
+    }
+
+    @Test("Renames, moves, deletes and imports again keep the index in step")
+    func indexFollowsWrites() throws {
+        let s = try SearchLibrary()
+        try s.library.renameBook(s.dune, to: "Dune Messiah")
+        #expect(try s.search("messiah") == [s.dune])
+        try s.library.renameBook(s.dune, to: "Children of Dune")
+        #expect(try s.search("messiah") == [])
+        #expect(try s.search("children") == [s.dune])
+
+        // A shelf renamed or moved changes the series of the books on it and below it.
+        try s.library.renameShelf(s.discworld, to: "Ankh-Morpork")
+        #expect(try s.search("discworld") == [])
+        #expect(try s.found("ankh") == [s.guards, s.mort])
+        let top = try s.library.createShelf(named: "Favourites", in: nil)
+        try s.library.moveShelf(s.discworld, to: top.id)
+        #expect(try s.search("series") == [])
+        #expect(try s.found("favour") == [s.guards, s.mort])
+        try s.library.moveBook(s.mort, to: nil)
+        #expect(try s.search("favour") == [s.guards])
+        try s.library.moveBook(s.dune, to: s.discworld)
+        #expect(try s.found("favour") == [s.dune, s.guards])
+
+        // Imported again with other tags: the old ones are gone, the new ones found; a file no longer there keeps
+        // its tags (it stays in the book, unavailable).
+        try s.library.add(ImportedBook(sourcePath: "/s/eyre", albumKey: "", title: "Jane Eyre", author: "Charlotte Brontë", coverPath: nil, files: [
+            track("/s/eyre/1.mp3", title: "Chapter One", artist: "Thandie Newton", album: "Jane Eyre", genre: "Romance"),
+            track("/s/eyre/3.mp3", title: "Chapter Three", artist: "Thandie Newton", album: "Jane Eyre", genre: "Romance"),
+        ]))
+        #expect(try s.search("thandie") == [s.eyre])
+        #expect(try s.search("romance") == [s.eyre])
+        #expect(try s.search("chapter three") == [s.eyre])
+        #expect(try s.search("chapter two") == [s.eyre], "the file no longer there is still one of the book's")
+        #expect(try s.search("juliet") == [s.eyre], "its artist with it")
+        #expect(try s.found("classics") == [s.eyre, s.heights])
+
+        try s.library.deleteBook(s.heights)
+        #expect(try s.search("wuthering") == [])
+        #expect(try s.search("bronte") == [s.eyre])
+        #expect(try s.library.deleteShelf(top.id!, recursive: true).sorted() == [s.guards, s.dune].sorted())
+        #expect(try s.search("guards") == [])
+        #expect(try s.search("children") == [])
+        let drift = try s.indexDrift()
+        #expect(drift.differing == 0)
+        #expect(drift.rows == 2, "one row per book left: Jane Eyre and Mort")
+        #expect(drift.tagRows == 2)
+    }
+
+    @Test("Find's filters combine with the words")
+    func filters() throws {
+        let s = try SearchLibrary()
+        #expect(try s.search("bronte", LibraryQuery(title: "heights")) == [s.heights])
+        #expect(try s.search("classics", LibraryQuery(author: "stevenson")) == [s.eyre])
+        #expect(try s.search("classics", LibraryQuery(album: "wuthering")) == [s.heights])
+        #expect(try s.search("fantasy", LibraryQuery(author: "robinson")) == [s.mort])
+        #expect(try s.search("fantasy", LibraryQuery(genre: "science")) == [])
+        #expect(try s.search("", LibraryQuery(genre: "classics")) == [s.eyre, s.heights], "no words: the filters alone, by title")
+        #expect(try s.search("  ", LibraryQuery(composer: "ÉMILE")) == [s.heights])
+        #expect(try s.search("") == [s.dune, s.guards, s.eyre, s.mort, s.heights])
+        #expect(try s.library.search("", LibraryQuery(author: "pratchett"), offset: 0, limit: 1).total == 2)
+    }
+
+    @Test("Pages of a search add up to the whole, and the total is every match")
+    func searchPages() throws {
+        let s = try SearchLibrary()
+        let whole = try s.search("")
+        for limit in 1...6 {
+            var pages: [Int64] = []
+            var offset = 0
+            while true {
+                let page = try s.library.search("", offset: offset, limit: limit)
+                #expect(page.total == 5)
+                #expect(page.books.count <= limit)
+                if page.books.isEmpty { break }
+                pages += page.books.map(\.id!)
+                offset += limit
+            }
+            #expect(pages == whole, "limit \(limit)")
+        }
+        let first = try s.search("classics", offset: 0, limit: 1), second = try s.search("classics", offset: 1, limit: 1)
+        #expect(Set(first + second) == [s.eyre, s.heights])
+        #expect(try s.search("classics", offset: 2, limit: 1) == [])
+        #expect(try s.library.search("classics", offset: 1_000_000, limit: 200) == BookPage(books: [], total: 2))
+    }
+
+    @Test("Bad pages and texts are refused, saying why, and change nothing")
+    func badArguments() throws {
+        let s = try SearchLibrary()
+        let before = try Snapshot(s.library)
+        func refused(_ message: String, _ body: () throws -> BookPage) {
+            do {
+                let page = try body()
+                Issue.record("expected a refusal (\(message)), got \(page.books.count) books")
+            } catch let error as LibraryError {
+                #expect(error == .invalidArgument(message))
+            } catch {
+                Issue.record("expected a LibraryError, got \(error)")
+            }
+        }
+        refused("a page holds 1 to 200 books, not 0") { try s.library.search("dune", offset: 0, limit: 0) }
+        refused("a page holds 1 to 200 books, not 201") { try s.library.search("dune", offset: 0, limit: 201) }
+        refused("the offset can't be negative") { try s.library.search("dune", offset: -1, limit: 10) }
+        refused("the search text has no letters or digits to look for") { try s.library.search("!! -- ?", offset: 0, limit: 10) }
+        refused("the search text is longer than 1024 characters") { try s.library.search(String(repeating: "a", count: 1025), offset: 0, limit: 10) }
+        refused("a page holds 1 to 200 books, not 0") { try s.library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 0) }
+        refused("the offset can't be negative") { try s.library.books(in: nil, recursive: true, sortedBy: .author, offset: -5, limit: 1) }
+        expectError(.notFound) { try s.library.books(in: 9999, recursive: false, sortedBy: .title, offset: 0, limit: 10) }
+        #expect(try s.library.search("a", offset: 0, limit: 200).books.count <= 200)
+        #expect(try Snapshot(s.library) == before)
+    }
+}
+
+@Suite("Listings a page at a time")
+struct ListingTests {
+    static func ids(_ s: SearchLibrary, _ order: BookSort, shelf: Int64? = nil, recursive: Bool = true) throws -> [Int64] {
+        try s.library.books(in: shelf, recursive: recursive, sortedBy: order, offset: 0, limit: 200).books.map(\.id!)
+    }
+
+    @Test("By title and by author (books without one last)")
+    func titleAndAuthor() throws {
+        let s = try SearchLibrary()
+        #expect(try Self.ids(s, .title) == [s.dune, s.guards, s.eyre, s.mort, s.heights])
+        let anonymous = try s.library.add(ImportedBook(sourcePath: "/s/anon", albumKey: "", title: "Beowulf", author: nil, coverPath: nil,
+                                                       files: [track("/s/anon/1.mp3")]))
+        // Charlotte Brontë, Emily Bronte, Frank Herbert, Terry Pratchett (Guards!, Mort), then no author.
+        #expect(try Self.ids(s, .author) == [s.eyre, s.heights, s.dune, s.guards, s.mort, anonymous])
+        // A shelf's books, and the top level's.
+        #expect(try Self.ids(s, .title, shelf: s.discworld, recursive: false) == [s.guards, s.mort])
+        #expect(try Self.ids(s, .title, shelf: nil, recursive: false) == [anonymous, s.dune, s.eyre, s.heights])
+        let series = try #require(try s.library.shelf(atPath: "Series"))
+        #expect(try Self.ids(s, .title, shelf: series, recursive: false) == [])
+        #expect(try s.library.books(in: series, recursive: true, sortedBy: .author, offset: 1, limit: 5) == BookPage(books: [try s.library.book(s.mort)], total: 2))
+    }
+
+    @Test("Recently played and added first; the furthest through first")
+    func playedAddedProgress() throws {
+        let s = try SearchLibrary()
+        #expect(try Self.ids(s, .added) == [s.dune, s.mort, s.guards, s.heights, s.eyre])
+        try s.library.markPlayed(s.heights, at: Date(timeIntervalSince1970: 1000))
+        try s.library.markPlayed(s.guards, at: Date(timeIntervalSince1970: 3000))
+        try s.library.markPlayed(s.dune, at: Date(timeIntervalSince1970: 2000))
+        let played = try Self.ids(s, .played)
+        #expect(Array(played.prefix(3)) == [s.guards, s.dune, s.heights])
+        #expect(Set(played.suffix(2)) == [s.eyre, s.mort], "never played: last")
+
+        // Jane Eyre: two files of 1 s, half way through the second: 75 %. Dune: 10 % of its one file. Mort finished.
+        let eyreFiles = try s.library.fileIds(of: s.eyre)
+        try s.library.savePosition(of: s.eyre, file: eyreFiles[1], offset: 500_000)
+        try s.library.savePosition(of: s.dune, file: try s.library.fileIds(of: s.dune)[0], offset: 100_000)
+        try s.library.setFinished(s.mort, true)
+        let progress = try Self.ids(s, .progress)
+        #expect(Array(progress.prefix(3)) == [s.mort, s.eyre, s.dune])
+        // The progress follows the place, the files' order and the finished flag.
+        try s.library.reorderFiles(of: s.eyre, eyreFiles.reversed())  // now 25 % through
+        try s.library.savePosition(of: s.dune, file: try s.library.fileIds(of: s.dune)[0], offset: 600_000)
+        try s.library.setFinished(s.mort, false)
+        #expect(Array(try Self.ids(s, .progress).prefix(3)) == [s.dune, s.eyre, s.mort])
+        let stored = try DatabaseQueue(path: s.t.path).read { db in
+            try Double.fetchAll(db, sql: "SELECT progress FROM book WHERE id IN (?, ?, ?) ORDER BY id", arguments: [s.eyre, s.mort, s.dune])
+        }
+        #expect(stored == [0.25, 0, 0.6])
+    }
+
+    @Test("Pages of every order add up to the whole", arguments: BookSort.allCases)
+    func pages(order: BookSort) throws {
+        let s = try SearchLibrary()
+        try s.library.markPlayed(s.mort, at: Date(timeIntervalSince1970: 1000))
+        let whole = try Self.ids(s, order)
+        #expect(Set(whole).count == 5)
+        for limit in 1...6 {
+            var pages: [Int64] = []
+            var offset = 0
+            while offset <= 5 {
+                let page = try s.library.books(in: nil, recursive: true, sortedBy: order, offset: offset, limit: limit)
+                #expect(page.total == 5)
+                pages += page.books.map(\.id!)
+                offset += limit
+            }
+            #expect(pages == whole, "limit \(limit)")
+        }
+        #expect(try s.library.books(in: nil, recursive: true, sortedBy: order, offset: 5, limit: 1) == BookPage(books: [], total: 5))
+    }
+}
