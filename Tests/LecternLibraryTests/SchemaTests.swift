@@ -23,7 +23,7 @@ struct SchemaTests {
         #expect(tables == ["book", "bookFile", "bookmark", "chapter", "currentBook", "grdb_migrations", "setting", "shelf",
                            "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
-        #expect(named == ["index bookFile_order", "index book_added", "index book_modified", "index book_on_shelfId",
+        #expect(named == ["index bookFile_fingerprint", "index bookFile_order", "index bookFile_path", "index book_added", "index book_modified", "index book_on_shelfId",
                           "index book_played", "trigger book_position_file", "index book_source", "index book_title",
                           "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId", "index chapter_on_fileId",
                           "index shelf_name", "trigger shuffledFile_file"])
@@ -32,7 +32,8 @@ struct SchemaTests {
                                                                                   "v3: a book's shuffled play order",
                                                                                   "v4: the current book, a row that goes with its book",
                                                                                   "v5: a book's shuffled play order as rows",
-                                                                                  "v6: a book's loop in Lectern's words"])
+                                                                                  "v6: a book's loop in Lectern's words",
+                                                                                  "v8: file fingerprints"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -102,7 +103,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["6"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["7"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")
