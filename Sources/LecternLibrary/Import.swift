@@ -66,7 +66,6 @@ public struct ImportedBook: Sendable, Equatable {
     }
 }
 
-
 extension Library {
     /// Adds the book, or updates the book it is already (the same folder and album, or most of a book's files found
     /// again: by path, or by fingerprint for a file renamed or moved) without touching its position, bookmarks,

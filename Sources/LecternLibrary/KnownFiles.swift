@@ -105,28 +105,30 @@ struct KnownFiles {
             used.insert(row.id!)
         }
         let free = { (row: BookFile) in !used.contains(row.id!) }
+        let atPath = Dictionary(grouping: rows, by: \.path)
+        let withValue = Dictionary(grouping: rows.filter { $0.fingerprint != nil }, by: { $0.fingerprint! })
         for file in files {
             let value = imported[file.path]
-            if let row = rows.first(where: { $0.path == file.path && free($0) && (value == nil || $0.fingerprint == nil || $0.fingerprint == value) }) {
+            if let row = atPath[file.path]?.first(where: { free($0) && (value == nil || $0.fingerprint == nil || $0.fingerprint == value) }) {
                 take(file, row)
             }
         }
         for file in files where matched[file.path] == nil {
             guard let value = imported[file.path] else { continue }
             let name = (file.path as NSString).lastPathComponent
-            let moved = rows.filter { $0.fingerprint == value && free($0) && hasLeft($0) }
+            let moved = (withValue[value] ?? []).filter { free($0) && hasLeft($0) }
             if let row = moved.first(where: { ($0.path as NSString).lastPathComponent == name }) ?? moved.min(by: { $0.position < $1.position }) {
                 take(file, row)
             }
         }
         for file in files where matched[file.path] == nil {
-            if let row = rows.first(where: { $0.path == file.path && free($0) }) { take(file, row) }
+            if let row = atPath[file.path]?.first(where: free) { take(file, row) }
         }
         var changed = true
         while changed {
             changed = false
             for (path, row) in matched where row.path != path {
-                guard let holder = rows.first(where: { $0.path == path && free($0) }) else { continue }
+                guard let holder = atPath[path]?.first(where: free) else { continue }
                 used.remove(row.id!)
                 matched[path] = holder
                 used.insert(holder.id!)

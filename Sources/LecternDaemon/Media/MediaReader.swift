@@ -336,6 +336,8 @@ public final class MediaReader: Sendable {
         // A crash ends the read at once, without writing a core of up to 2 GiB first.
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        // One discoverer for every file (remade when the timeout asked for changes, or after a failure).
+        var discoverer: Discoverer.Reader?
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
             guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // see notAReader
@@ -345,8 +347,11 @@ public final class MediaReader: Sendable {
                 let seconds = max(1, request.timeoutMilliseconds / 1000)
                 alarm(UInt32(clamping: seconds * 2 + 5))
                 do throws(MediaError) {
-                    reply = .info(try Discoverer.discover(url, timeout: .milliseconds(max(1, request.timeoutMilliseconds))))
+                    let timeout = Duration.milliseconds(max(1, request.timeoutMilliseconds))
+                    if discoverer?.timeout != timeout { discoverer = try Discoverer.Reader(timeout: timeout) }
+                    reply = .info(try discoverer!.discover(url))
                 } catch {
+                    discoverer = nil
                     reply = .error(error)
                 }
                 alarm(0)
