@@ -20,9 +20,9 @@ struct MediaReaderTests {
 
     /// A reader starting `program` (default: the built lecternd).
     func reader(_ program: String? = nil, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
-                idleTime: Duration = .seconds(3)) -> MediaReader {
+                idleTime: Duration = .seconds(3), readsPerChild: Int = 5_000) -> MediaReader {
         MediaReader(program: program ?? lecternd, timeout: timeout, answerGrace: answerGrace, idleTime: idleTime,
-                    logger: Logger(label: "test"))
+                    readsPerChild: readsPerChild, logger: Logger(label: "test"))
     }
 
     /// An executable shell script in the test's folder.
@@ -162,6 +162,22 @@ struct MediaReaderTests {
         #expect(gone, "the child \(child.map { "\($0)" } ?? "?") still runs after the idle time")
         _ = try await reader.read(files.url(.ogg2sB))
         #expect(reader.childrenStarted == 2)
+    }
+
+    @Test("a child leaves after so many files; the next read starts another, and every read is answered")
+    func readsPerChild() async throws {
+        let reader = reader(readsPerChild: 2)
+        let names: [AudioFixtures.File] = [.ogg2sA, .ogg2sB, .mp3Tagged, .flac3s, .wav2s]
+        var children: [pid_t?] = []
+        for file in names {
+            #expect(try await reader.read(files.url(file)) == (try Discoverer.discover(files.url(file))), "\(file)")
+            children.append(reader.processID)
+        }
+        // Two files each: the second read of a child ends it, the next read starts another.
+        #expect(reader.childrenStarted == 3)
+        #expect(children.map { $0 != nil } == [true, false, true, false, true], "\(children)")
+        #expect(Set(children.compactMap { $0 }).count == 3)
+        await reader.stop()
     }
 
     @Test("a program that exits at its first request (not a reader of this protocol): that file is read in this process")
