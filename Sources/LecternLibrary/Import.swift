@@ -143,6 +143,9 @@ extension Library {
                 if let fingerprint = file.fingerprint {
                     (record.size, record.modified, record.fingerprint) = (fingerprint.size, fingerprint.modified, fingerprint.value)
                 }
+                // The same row, fingerprint included: the same bytes, so the same chapters. Nothing to write (a rescan
+                // of an unchanged folder writes no file).
+                if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
                 try record.save(db)
                 try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
                 for (index, chapter) in file.chapters.enumerated() {
