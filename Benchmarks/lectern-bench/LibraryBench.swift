@@ -28,6 +28,8 @@ struct LibrarySettings {
     var warmupBudget: Duration = .seconds(5)
     var importFiles = 1000
     var importFolders = 50
+    /// Whether to run the big library after the import (not with `--import-only`).
+    var bigLibrary = true
     var books = 10_000
     var filesPerBook = 10
     var parentShelves = 10
@@ -56,6 +58,8 @@ struct ImportResult {
     var folders = 0
     var fileBytes = 0
     var generateSeconds = Double.nan
+    /// FileFingerprint.of over every generated file (in the page cache), µs per file.
+    var fingerprintMicros = Double.nan
     var startupMs = Double.nan
     var rssBeforeKB = 0
     var idleGets = Samples([])
@@ -180,6 +184,7 @@ func measureLibrary(lecternd: String, settings: LibrarySettings, work: Temporary
     } catch {
         result.notes.append("library import: measurement failed: \(error)")
     }
+    guard settings.bigLibrary else { return result }
     do {
         result.big = try measureBigLibrary(lecternd: lecternd, settings: settings, work: work,
                                            notes: &result.notes)
@@ -222,6 +227,12 @@ private func measureImport(lecternd: String, settings: LibrarySettings, work: Te
     result.files = made
     result.folders = folders
     result.generateSeconds = seconds(ContinuousClock.now - generateStart)
+    // What identifying a file costs an import: its fingerprint, as LecternLibrary computes it.
+    let paths = try FileManager.default.subpathsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".mp3") }
+        .map { root.path + "/" + $0 }
+    let fingerprintStart = ContinuousClock.now
+    let fingerprinted = paths.compactMap { FileFingerprint.of($0) }.count
+    result.fingerprintMicros = seconds(ContinuousClock.now - fingerprintStart) * 1e6 / Double(max(1, fingerprinted))
 
     let bus = try PrivateBus()
     defer { bus.stop() }
@@ -749,7 +760,8 @@ enum LibraryReport {
             }
             out += "| same Get on the idle daemon before, p50 / p95 / p99 / max, ms (n) | "
                 + "\(triple(i.idleGets)) / \(ms(i.idleGets.max)) (\(i.idleGets.count)) | |\n"
-            out += "| books in the library afterwards (ListBooks(0, true)) | \(i.bookCount) | |\n\n"
+            out += "| books in the library afterwards (ListBooks(0, true)) | \(i.bookCount) | |\n"
+            out += String(format: "| FileFingerprint.of per file (files in the page cache), µs | %.1f | |\n\n", i.fingerprintMicros)
         }
         if let b = r.big {
             out += "Big library: \(b.books) books, \(b.files) files, \(b.shelves) shelves (\(settings.parentShelves) "
@@ -798,7 +810,8 @@ enum LibraryReport {
             var o: [String: Any] = ["files": i.files, "folders": i.folders, "fileBytes": i.fileBytes,
                                     "startupMs": i.startupMs, "rssBeforeKB": i.rssBeforeKB,
                                     "idleGetsMs": i.idleGets.json(unit: 1e6), "first": run(i.first),
-                                    "filesPerSecond": Double(i.files) / i.first.seconds, "bookCount": i.bookCount]
+                                    "filesPerSecond": Double(i.files) / i.first.seconds, "bookCount": i.bookCount,
+                                    "fingerprintMicros": i.fingerprintMicros]
             if let again = i.again { o["again"] = run(again) }
             root["import"] = o
         }

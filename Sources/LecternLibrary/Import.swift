@@ -10,10 +10,13 @@ public struct ImportedBook: Sendable, Equatable {
         public var trackNumber, discNumber: Int64?
         /// (title, start µs, end µs) within the file; empty = the file is one chapter.
         public var chapters: [ImportedChapter]
+        /// The file's size, modification time and fingerprint when read; nil: known by its path alone.
+        public var fingerprint: FileFingerprint?
 
         public init(path: String, duration: Int64? = nil, title: String? = nil, artist: String? = nil,
                     album: String? = nil, albumArtist: String? = nil, composer: String? = nil, genre: String? = nil,
-                    trackNumber: Int64? = nil, discNumber: Int64? = nil, chapters: [ImportedChapter] = []) {
+                    trackNumber: Int64? = nil, discNumber: Int64? = nil, chapters: [ImportedChapter] = [],
+                    fingerprint: FileFingerprint? = nil) {
             self.path = path
             self.duration = duration
             self.title = title
@@ -25,6 +28,7 @@ public struct ImportedBook: Sendable, Equatable {
             self.trackNumber = trackNumber
             self.discNumber = discNumber
             self.chapters = chapters
+            self.fingerprint = fingerprint
         }
     }
 
@@ -43,6 +47,15 @@ public struct ImportedBook: Sendable, Equatable {
     public var coverPath: String?
     public var files: [File]
 
+    /// What ``Library/importBook(_:into:)`` did with it.
+    public struct Outcome: Sendable, Equatable {
+        /// The book: new, found again, or (every file a duplicate) the book that has them already.
+        public var id: Int64
+        public var created: Bool
+        /// Files left out as duplicates: the same file (by its fingerprint) in another folder, still there.
+        public var duplicates: [String]
+    }
+
     public init(sourcePath: String, albumKey: String, title: String, author: String?, coverPath: String?, files: [File]) {
         self.sourcePath = sourcePath
         self.albumKey = albumKey
@@ -54,23 +67,36 @@ public struct ImportedBook: Sendable, Equatable {
 }
 
 extension Library {
-    /// Adds the book, or, when the same folder (and album) was imported before, updates its files and tags
-    /// without touching its position, bookmarks, settings, title or shelf (unless `shelf` is given).
-    /// Files no longer found are marked unavailable, never deleted. Returns the book's id and whether it is new.
-    public func importBook(_ imported: ImportedBook, into shelf: Int64?) throws -> (id: Int64, created: Bool) {
+    /// Adds the book, or updates the book it is already (the same folder and album, or most of a book's files found
+    /// again: by path, or by fingerprint for a file renamed or moved) without touching its position, bookmarks,
+    /// settings, title or shelf (unless `shelf` is given). A file found at a new path keeps its row, and so its
+    /// bookmarks and the position in it; the book takes the folder and album it was found in. Files no longer found
+    /// are marked unavailable, never deleted. A file already in the book from another folder that is still there
+    /// (a copy) is left out, and a book every file of which is such a copy is not imported again.
+    public func importBook(_ imported: ImportedBook, into shelf: Int64?) throws -> ImportedBook.Outcome {
         let title = try Self.checkName(Self.prefix(imported.title, Limits.name), "a book's title")
         guard !imported.files.isEmpty else { throw LibraryError.invalidArgument("a book needs at least one file") }
         return try write { db in
             if let shelf { _ = try Self.existingShelf(db, shelf) }
+            let known = try KnownFiles(db, imported.files)
+            if let original = known.bookHoldingEveryFile() {
+                return ImportedBook.Outcome(id: original, created: false, duplicates: imported.files.map(\.path))
+            }
             let now = Date()
             var book: Book
             let created: Bool
-            if let existing = try Book.filter(Column("sourcePath") == imported.sourcePath && Column("albumKey") == imported.albumKey).fetchOne(db) {
+            if let existing = try Self.bookToUpdate(db, imported, known) {
                 book = existing
                 created = false
                 if let shelf { book.shelfId = shelf }
                 if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
                 if book.author == nil { book.author = imported.author }
+                if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey,
+                   try Book.filter(Column("sourcePath") == imported.sourcePath && Column("albumKey") == imported.albumKey).fetchCount(db) == 0 {
+                    // Found by its files in another folder (moved) or under another album tag (re-tagged).
+                    book.sourcePath = imported.sourcePath
+                    book.albumKey = imported.albumKey
+                }
                 book.modifiedAt = now
                 try book.update(db)
             } else {
@@ -84,14 +110,22 @@ extension Library {
                 created = true
             }
             let bookId = book.id!
+            let rows = try BookFile.filter(Column("bookId") == bookId).fetchAll(db)
+            let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
+            guard !files.isEmpty else { return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates) }
             // The search index and progress made once, after every file (Schema v7's bookDeferred).
             try db.execute(sql: "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", arguments: [bookId])
-            var existing = Dictionary(uniqueKeysWithValues: try BookFile.filter(Column("bookId") == bookId).fetchAll(db).map { ($0.path, $0) })
-            var nextPosition = (existing.values.map(\.position).max() ?? -1) + 1
-            for file in imported.files {
+            let matched = known.match(files, to: rows)
+            // Paths that change go through a name of their own first: files may have swapped names.
+            for (path, row) in matched where row.path != path {
+                try db.execute(sql: "UPDATE bookFile SET path = ? WHERE id = ?", arguments: ["\u{1}moving \(row.id!)", row.id!])
+            }
+            var nextPosition = (rows.map(\.position).max() ?? -1) + 1
+            for file in files {
                 var record: BookFile
-                if let known = existing.removeValue(forKey: file.path) {
+                if let known = matched[file.path] {
                     record = known
+                    record.path = file.path
                 } else {
                     record = BookFile(id: nil, bookId: bookId, path: file.path, position: nextPosition, duration: nil,
                                       title: nil, artist: nil, album: nil, albumArtist: nil, composer: nil, genre: nil,
@@ -108,6 +142,12 @@ extension Library {
                 record.trackNumber = file.trackNumber
                 record.discNumber = file.discNumber
                 record.available = true
+                if let fingerprint = file.fingerprint {
+                    (record.size, record.modified, record.fingerprint) = (fingerprint.size, fingerprint.modified, fingerprint.value)
+                }
+                // The same row, fingerprint included: the same bytes, so the same chapters. Nothing to write (a rescan
+                // of an unchanged folder writes no file).
+                if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
                 try record.save(db)
                 try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
                 for (index, chapter) in file.chapters.enumerated() {
@@ -117,12 +157,49 @@ extension Library {
                     try row.insert(db)
                 }
             }
-            for var gone in existing.values where gone.available {
+            let kept = Set(matched.values.compactMap(\.id))
+            for var gone in rows where gone.available && !kept.contains(gone.id!) {
                 gone.available = false
                 try gone.update(db)
             }
             try db.execute(sql: "DELETE FROM bookDeferred WHERE bookId = ?", arguments: [bookId])
-            return (bookId, created)
+            return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
+        }
+    }
+
+    /// The book `imported` updates: the one from the same folder and album, else the one most of whose files it
+    /// holds (more than half of them, by path or moved); nil for a new book.
+    private static func bookToUpdate(_ db: Database, _ imported: ImportedBook, _ known: KnownFiles) throws -> Book? {
+        if let same = try Book.filter(Column("sourcePath") == imported.sourcePath && Column("albumKey") == imported.albumKey).fetchOne(db) {
+            return same
+        }
+        for (book, files) in known.booksByFilesFound() {
+            let count = try BookFile.filter(Column("bookId") == book).fetchCount(db)
+            if files * 2 > count { return try Book.fetchOne(db, key: book) }
+        }
+        return nil
+    }
+
+    /// What the library holds of the file at `path` when it is as an import last read it (the same size and
+    /// modification time as `stamp`): its tags, chapters and fingerprint, so that it need not be read again.
+    /// Looked up for many files in one read.
+    public func unchangedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT * FROM bookFile WHERE path = ? AND size = ? AND modified = ? AND fingerprint IS NOT NULL
+                ORDER BY available DESC, id DESC LIMIT 1
+                """)
+            var found: [String: ImportedBook.File] = [:]
+            for (path, stamp) in stamps {
+                guard let row = try BookFile.fetchOne(statement, arguments: [path, stamp.size, stamp.modified]) else { continue }
+                let chapters = try Chapter.filter(Column("fileId") == row.id!).order(Column("position")).fetchAll(db)
+                found[path] = ImportedBook.File(
+                    path: path, duration: row.duration, title: row.title, artist: row.artist, album: row.album,
+                    albumArtist: row.albumArtist, composer: row.composer, genre: row.genre, trackNumber: row.trackNumber,
+                    discNumber: row.discNumber, chapters: chapters.map { .init(title: $0.title, start: $0.start, end: $0.end) },
+                    fingerprint: FileFingerprint(size: stamp.size, modified: stamp.modified, value: row.fingerprint))
+            }
+            return found
         }
     }
 }

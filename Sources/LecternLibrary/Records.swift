@@ -98,6 +98,11 @@ public struct BookFile: Codable, Sendable, Equatable, Identifiable, FetchableRec
     public var discNumber: Int64?
     /// False once the file is gone from disk; kept with its bookmarks until the book is deleted.
     public var available: Bool
+    /// The file as it was when an import last read it: bytes, modification time (ns since 1970) and its
+    /// ``FileFingerprint`` value; nil for a file not read since the library had them.
+    public var size: Int64?
+    public var modified: Int64?
+    public var fingerprint: String?
 
     public static let databaseTableName = "bookFile"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }

@@ -337,6 +337,22 @@ enum Schema {
                 CREATE INDEX book_progress ON book(progress, id);
                 """)
         }
+
+        // Self-contained: it needs only v1's bookFile, whatever other migrations ran between.
+        migrator.registerMigration("v8: file fingerprints") { db in
+            // A file's identity is its content (FileFingerprint): a book whose files were renamed or moved is found
+            // again by them. Size and modification time say whether a file changed since it was read (an import
+            // skips it then). NULL until the file is next read by an import.
+            try db.alter(table: "bookFile") { t in
+                t.add(column: "size", .integer)
+                t.add(column: "modified", .integer)
+                t.add(column: "fingerprint", .text)
+            }
+            try db.execute(sql: """
+                CREATE INDEX bookFile_fingerprint ON bookFile(fingerprint) WHERE fingerprint IS NOT NULL;
+                CREATE INDEX bookFile_path ON bookFile(path);
+                """)
+        }
         return migrator
     }
 }

@@ -48,6 +48,16 @@ struct DiscovererTests {
         #expect(info.title == AudioFixtures.Tags.title)
     }
 
+    @Test("one reader for many files, a failure among them, says of each what a reader of its own says")
+    func oneReaderForMany() throws {
+        let reader = try Discoverer.Reader(timeout: .seconds(5))
+        for file in [AudioFixtures.File.mp3Tagged, .ogg2sA, .mp3WithCover, .flac3s, .m4bTagged, .mp3Tagged] {
+            #expect(try reader.discover(files.url(file)) == (try Discoverer.discover(files.url(file))), "\(file)")
+        }
+        #expect(throws: MediaError.self) { try reader.discover(files.url(.text)) }
+        #expect(try reader.discover(files.url(.wav2s)) == (try Discoverer.discover(files.url(.wav2s))))
+    }
+
     @Test("a text file and a picture are not audio", arguments: [AudioFixtures.File.text, .png])
     func notAudio(file: AudioFixtures.File) {
         #expect {

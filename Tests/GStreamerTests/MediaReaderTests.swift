@@ -20,9 +20,9 @@ struct MediaReaderTests {
 
     /// A reader starting `program` (default: the built lecternd).
     func reader(_ program: String? = nil, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
-                idleTime: Duration = .seconds(3)) -> MediaReader {
+                idleTime: Duration = .seconds(3), readsPerChild: Int = 5_000) -> MediaReader {
         MediaReader(program: program ?? lecternd, timeout: timeout, answerGrace: answerGrace, idleTime: idleTime,
-                    logger: Logger(label: "test"))
+                    readsPerChild: readsPerChild, logger: Logger(label: "test"))
     }
 
     /// An executable shell script in the test's folder.
@@ -61,7 +61,16 @@ struct MediaReaderTests {
         let status = try String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8).split(separator: "\n")
         let ignored = status.first { $0.hasPrefix("SigIgn:") }.flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
         #expect(ignored.map { $0 & 0x7FFF_FFFF } == 0, "signals 1-31 ignored: \(status.filter { $0.hasPrefix("Sig") })")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd").sorted() == ["0", "1", "2"])
+        // Any other descriptor is one it made (the discoverer it keeps for the next file holds GStreamer's socket
+        // pair), none of this process's.
+        let fm = FileManager.default
+        let targets = { (pid: String) in
+            Set(try fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd").filter { Int($0)! > 2 }
+                .compactMap { try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") })
+        }
+        let (its, mine) = (try targets("\(child)"), try targets("self"))
+        #expect(its.isDisjoint(with: mine), "\(its)")
+        #expect(try Set(fm.contentsOfDirectory(atPath: "/proc/\(child)/fd")).isSuperset(of: ["0", "1", "2"]))
         await reader.stop()
         #expect(reader.processID == nil && !exists(child))
     }
@@ -164,6 +173,22 @@ struct MediaReaderTests {
         #expect(gone, "the child \(child.map { "\($0)" } ?? "?") still runs after the idle time")
         _ = try await reader.read(files.url(.ogg2sB))
         #expect(reader.childrenStarted == 2)
+    }
+
+    @Test("a child leaves after so many files; the next read starts another, and every read is answered")
+    func readsPerChild() async throws {
+        let reader = reader(readsPerChild: 2)
+        let names: [AudioFixtures.File] = [.ogg2sA, .ogg2sB, .mp3Tagged, .flac3s, .wav2s]
+        var children: [pid_t?] = []
+        for file in names {
+            #expect(try await reader.read(files.url(file)) == (try Discoverer.discover(files.url(file))), "\(file)")
+            children.append(reader.processID)
+        }
+        // Two files each: the second read of a child ends it, the next read starts another.
+        #expect(reader.childrenStarted == 3)
+        #expect(children.map { $0 != nil } == [true, false, true, false, true], "\(children)")
+        #expect(Set(children.compactMap { $0 }).count == 3)
+        await reader.stop()
     }
 
     @Test("a program that exits at its first request (not a reader of this protocol): that file is read in this process")

@@ -131,7 +131,7 @@ extension Integration {
             }
         }
 
-        @Test func filesAreReadInAChildProcessThatLeavesWhenIdle() async throws {
+        @Test func filesAreReadInChildProcessesThatLeaveWhenIdle() async throws {
             try await DaemonFixture.with { d in
                 let result = try await d.importFolder(d.media.book)
                 #expect(result.error == "" && result.books.count == 1, "\(result)")
@@ -147,7 +147,8 @@ extension Integration {
                         return arguments.split(separator: "\0").last == "--media-reader"
                     }
                 }
-                #expect(readers().count <= 1)
+                // One per core at most (two on two cores), reading a file each.
+                #expect(readers().count <= max(2, ProcessInfo.processInfo.activeProcessorCount))
                 #expect(d.log.contains("started the media reader"), "\(d.log)")
                 #expect(try await poll(timeout: .seconds(15), readers, until: \.isEmpty).isEmpty, "the media reader did not leave")
                 #expect(try await d.allBooks().count == 1)
@@ -187,12 +188,7 @@ extension Integration {
                 let third = before[2]["id"]?.int64 ?? 0
 
                 // Position 3 s into 03.mp3, a bookmark there, settings, a title of the user's.
-                try await d.lib("ActivateBook", [.int64(book), .boolean(false)])
-                try await d.call("Next")
-                try await d.call("Next")
-                try await d.waitForURL(endingWith: "/03.mp3")
-                try await d.setPosition(3_000_000)
-                let saved = try await d.waitForSavedPosition(of: book, file: third, near: 3_000_000)
+                let saved = try await d.placeInThirdFile(of: book, third)
                 let bookmark = try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("a note")]).first?.int64 ?? 0
                 try await d.lib("ActivateBook", [.int64(other), .boolean(false)])
                 try await d.lib("SetBookSettings", [.int64(book), .vardict(["speed": .double(1.5), "volume": .double(0.4),

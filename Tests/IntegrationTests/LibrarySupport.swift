@@ -297,6 +297,18 @@ extension DaemonFixture {
         }
     }
 
+    /// Activates `book` paused and puts its place 3 s into its third file, `third`, as a listener would (Next twice,
+    /// then a seek); the offset the book session saved.
+    func placeInThirdFile(of book: Int64, _ third: Int64) async throws -> Int64 {
+        let name = try await files(of: book).first { $0["id"]?.int64 == third }?["path"]?.string ?? "?"
+        try await lib("ActivateBook", [.int64(book), .boolean(false)])
+        try await call("Next")
+        try await call("Next")
+        try await waitForURL(endingWith: "/" + URL(fileURLWithPath: name).lastPathComponent)
+        try await setPosition(3_000_000)
+        return try await waitForSavedPosition(of: book, file: third, near: 3_000_000)
+    }
+
     /// Polls GetBook until its saved position is in `file`, near `offset` (the session saves asynchronously).
     @discardableResult
     func waitForSavedPosition(of book: Int64, file: Int64, near offset: Int64, within tolerance: Int64 = 300_000,

@@ -116,24 +116,26 @@ struct ReimportTests {
         #expect(try library.bookCount() == 1)
     }
 
-    @Test("The same folder with another album key, or another folder, is another book")
+    @Test("The same folder with another album key (other files), or another folder, is another book")
     func identity() throws {
         let library = try Library()
-        let one = try library.importBook(importedBook("/mixed", album: "Mort"), into: nil)
-        let two = try library.importBook(importedBook("/mixed", album: "Eric"), into: nil)
-        let three = try library.importBook(importedBook("/other", album: "Mort"), into: nil)
-        let whole = try library.importBook(importedBook("/mixed", album: ""), into: nil)
+        // Files of their own in each: the same files under another album key are the same book, re-tagged.
+        func files(_ album: String) -> [String] { (1...3).map { "\(album)-0\($0).mp3" } }
+        let one = try library.importBook(importedBook("/mixed", album: "Mort", paths: files("Mort")), into: nil)
+        let two = try library.importBook(importedBook("/mixed", album: "Eric", paths: files("Eric")), into: nil)
+        let three = try library.importBook(importedBook("/other", album: "Mort", paths: files("Mort")), into: nil)
+        let whole = try library.importBook(importedBook("/mixed", album: "", paths: files("")), into: nil)
         let allCreated = [one, two, three, whole].allSatisfy { $0.created }
         #expect(allCreated)
         #expect(Set([one.id, two.id, three.id, whole.id]).count == 4)
-        let again = try library.importBook(importedBook("/mixed", album: "Eric"), into: nil)
+        let again = try library.importBook(importedBook("/mixed", album: "Eric", paths: files("Eric")), into: nil)
         #expect(again.id == two.id)
         #expect(!again.created)
         #expect(try library.bookCount() == 4)
         // Files of the same path in two books are separate rows.
-        let shared = ImportedBook(sourcePath: "/shared", albumKey: "x", title: "X", author: nil, coverPath: nil, files: [track("/mixed/01.mp3")])
+        let shared = ImportedBook(sourcePath: "/shared", albumKey: "x", title: "X", author: nil, coverPath: nil, files: [track("/mixed/Mort-01.mp3")])
         let sharedId = try library.add(shared)
-        #expect(try library.files(of: sharedId).map(\.path) == ["/mixed/01.mp3"])
+        #expect(try library.files(of: sharedId).map(\.path) == ["/mixed/Mort-01.mp3"])
         #expect(try library.files(of: one.id).count == 3)
     }
 

@@ -24,7 +24,7 @@ struct SchemaTests {
                            "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "grdb_migrations",
                            "setting", "shelf", "shuffledFile"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
-        #expect(named == ["trigger bookDeferred_done", "index bookFile_order", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
+        #expect(named == ["trigger bookDeferred_done", "index bookFile_fingerprint", "index bookFile_order", "index bookFile_path", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
                           "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
                           "trigger bookSearch_bookInserted", "trigger bookSearch_bookUpdated", "trigger bookSearch_bookmarkDeleted",
                           "trigger bookSearch_bookmarkInserted", "trigger bookSearch_bookmarkUpdated", "trigger bookSearch_fileDeleted",
@@ -41,7 +41,8 @@ struct SchemaTests {
                                                                                   "v4: the current book, a row that goes with its book",
                                                                                   "v5: a book's shuffled play order as rows",
                                                                                   "v6: a book's loop in Lectern's words",
-                                                                                  "v7: full-text search"])
+                                                                                  "v7: full-text search",
+                                                                                  "v8: file fingerprints"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 

@@ -92,16 +92,17 @@ extension Reliability {
         }
 
         @Test func aDamagedFileIsReportedWithinASecondAndTheRestOfTheBookPlays() async throws {
-            let media = try await ReliabilityMedia.shared()
             try await Rig.with { rig in
                 // Debug logging: a failure shows the engine events the player saw (the log is in its message).
                 try await rig.start(wrapper: Self.withoutFileOverride, arguments: ["--log-level", "debug"])
                 var books: [Damage: Int64] = [:]
-                for damage in Damage.allCases {
+                for (index, damage) in Damage.allCases.enumerated() {
                     let folder = rig.directory.appending("books/\(damage.rawValue)")
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                    for name in ["1.ogg", "2.ogg", "3.ogg"] {
-                        try FileManager.default.copyItem(at: media.shortFile, to: folder.appendingPathComponent(name))
+                    // A sound of each book's own: a copy of a book in another folder would be that book, not another.
+                    try AudioFiles.ogg(folder.appendingPathComponent("1.ogg"), seconds: 2, frequency: 330 + 20 * index)
+                    for name in ["2.ogg", "3.ogg"] {
+                        try FileManager.default.copyItem(at: folder.appendingPathComponent("1.ogg"), to: folder.appendingPathComponent(name))
                     }
                     books[damage] = try await rig.importBook(folder)
                     try damage.apply(to: folder.appendingPathComponent("2.ogg"))

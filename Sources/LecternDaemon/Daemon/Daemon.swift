@@ -127,8 +127,11 @@ public enum Daemon {
         let (bookEvents, toBookSession) = AsyncStream.makeStream(of: PlayerEvent.self)
         let player = Player(engine: engine, options: options.listening, logger: logger,
                             observers: [mpris, listening, toBookSession])
-        let reader = MediaReader(program: options.mediaReader, logger: logger)
-        let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), reader: reader,
+        // A reader per core (two at least): an import reads that many files at once, each in a child of its own.
+        let readers = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in
+            MediaReader(program: options.mediaReader, logger: logger)
+        }
+        let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), readers: readers,
                                  logger: logger)
         let sessionOnceOpen = Eventually<BookSession>()
         try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen,
@@ -146,7 +149,7 @@ public enum Daemon {
         let databaseWrites = ThreadExecutor(name: "lectern-db")
         let writer = LibraryWriter(library: library, executor: databaseWrites)
         let service = LibraryService(library: library, writer: writer,
-                                     importer: Importer(writer: writer, opener: opener, logger: logger), logger: logger,
+                                     importer: Importer(library: library, writer: writer, opener: opener, logger: logger), logger: logger,
                                      bookCountChanged: mpris.bookCountChanged)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
                                   logger: logger) { news in

@@ -4,14 +4,18 @@ import LecternCore
 import LecternLibrary
 import Logging
 
-/// Turns a folder into books: walks it, reads every audio file's tags (off the D-Bus and player paths),
-/// groups the files into books, orders them and hands each book to the library (which updates a book
-/// imported before instead of adding it twice).
+/// Turns a folder into books: walks it, reads every audio file's tags (off the D-Bus and player paths, one file per
+/// media reader at a time: as many readers as cores), groups the files into books, orders them and hands each book to
+/// the library (which finds a book imported before, even moved or renamed, instead of adding it twice). A file whose
+/// size and modification time are those the library has from the last import is not read again: its tags come from
+/// the library.
 ///
 /// Grouping: files with an album tag form one book per album; files without one, one book per folder.
-/// A book's identity is the folder holding its files plus its album tag, so importing again updates it.
+/// A book's identity is the folder holding its files plus its album tag, or its files (by path or fingerprint).
 /// Order: disc number, track number, then natural order of the path.
 struct Importer: Sendable {
+    /// What the library has of each file already (read on the import's own task).
+    let library: Library
     /// The library's writes (new shelves, the books) go through it: see ``LibraryWriter``.
     let writer: LibraryWriter
     let opener: MediaOpener
@@ -23,6 +27,19 @@ struct Importer: Sendable {
         var current: String
     }
 
+    /// A file of the folder, as read now or as the library has it (unchanged since).
+    struct Found: Sendable {
+        var url: URL
+        var file: ImportedBook.File
+        /// The first of its artists: the book's author when there is no album artist.
+        var leadArtist: String?
+        /// Its embedded cover, cached (nil when it has none or was not read).
+        var cover: URL?
+    }
+
+    /// How much of a folder an import walks: a collector's library, not the whole file system.
+    static let folderLimits = MediaOpener.FolderLimits(depth: 12, entries: 2_000_000, files: 500_000)
+
     /// Imports `folder` (or a single file), putting new books on `shelfPath` ("Series/Discworld"; nil = top level,
     /// or where they already are). Returns the ids of the books imported, in title order.
     func run(_ folder: URL, shelfPath: String?, progress: (Progress) -> Void) async throws -> [Int64] {
@@ -30,61 +47,108 @@ struct Importer: Sendable {
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
             throw LibraryError.notFound("no such file or folder: \(folder.path)")
         }
-        let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder) : [folder]
+        let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder, limits: Self.folderLimits) : [folder]
         guard !files.isEmpty else { throw LibraryError.invalidArgument("no audio files in \(folder.path)") }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
-        var discovered: [(URL, MediaInfo)] = []
-        for (index, file) in files.enumerated() {
-            try Task.checkCancellation()
-            progress(Progress(done: index, total: files.count, current: file.path))
-            do {
-                discovered.append((file, try await opener.discover(file)))
-            } catch {
-                logger.warning("skipping a file that can't be read", metadata: ["path": "\(file.path)", "error": "\(error)"])
-            }
+        let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
+        let unchanged = try library.unchangedFiles(stamps)
+        var found = files.compactMap { url in
+            unchanged[url.path].map { Found(url: url, file: $0, leadArtist: $0.artist?.components(separatedBy: ", ").first) }
         }
-        progress(Progress(done: files.count, total: files.count, current: ""))
-        guard !discovered.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
+        if !unchanged.isEmpty {
+            logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchanged.count)"])
+        }
+        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, progress: progress)
+        guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
 
         var books: [(String, Int64)] = []
-        for group in Self.group(discovered) {
+        for group in Self.group(found) {
             let imported = book(from: group)
-            let (id, created) = try await writer.write { try $0.importBook(imported, into: shelf) }
-            logger.info(created ? "imported a book" : "updated a book",
-                        metadata: ["id": "\(id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
-            books.append((imported.title, id))
+            let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
+            if !outcome.duplicates.isEmpty {
+                logger.notice("left out files the library has in another folder",
+                              metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+            }
+            logger.info(outcome.created ? "imported a book" : "updated a book",
+                        metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
+            if !books.contains(where: { $0.1 == outcome.id }) { books.append((imported.title, outcome.id)) }
         }
         return books.sorted { NaturalOrder.areInIncreasingOrder($0.0, $1.0) }.map(\.1)
+    }
+
+    /// Reads `urls`, each media reader one file at a time, and reports the progress (`total` counts the files that
+    /// were not read too, done before these). A file that can't be read (a reader crashed on it, it is no audio) is
+    /// logged and left out.
+    private func read(_ urls: [URL], of total: Int, progress: (Progress) -> Void) async throws -> [Found] {
+        var found: [Found] = []
+        var done = total - urls.count
+        progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
+        try await withThrowingTaskGroup(of: (reader: Int, found: Found?, path: String).self) { group in
+            var pending = urls.makeIterator()
+            func start(on reader: Int) {
+                guard let url = pending.next() else { return }
+                group.addTask { (reader, await read(url, with: reader), url.path) }
+            }
+            for reader in 0..<opener.readerCount { start(on: reader) }
+            while let result = try await group.next() {
+                try Task.checkCancellation()
+                if let file = result.found { found.append(file) }
+                done += 1
+                progress(Progress(done: done, total: total, current: result.path))
+                start(on: result.reader)
+            }
+        }
+        return found
+    }
+
+    /// One file, read by media reader `reader`, with its fingerprint; nil when it can't be read.
+    private func read(_ url: URL, with reader: Int) async -> Found? {
+        let fingerprint = FileFingerprint.of(url.path)
+        let info: MediaInfo
+        do {
+            info = try await opener.discover(url, reader: reader)
+        } catch {
+            logger.warning("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
+            return nil
+        }
+        let file = ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
+                                     artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
+                                     album: info.album, albumArtist: info.albumArtist, composer: nil, genre: info.genre,
+                                     trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
+                                     chapters: chapters(of: url, info), fingerprint: fingerprint)
+        // The cover's bytes go to the cache now: an import of many files holds none of them.
+        return Found(url: url, file: file, leadArtist: info.artists.first,
+                     cover: info.cover.flatMap { opener.coverURL(for: url, $0) })
     }
 
     struct Group {
         var folder: URL
         var albumKey: String
-        var files: [(URL, MediaInfo)]
+        var files: [Found]
     }
 
     /// One group per album tag, and per folder for untagged files.
-    static func group(_ files: [(URL, MediaInfo)]) -> [Group] {
-        var groups: [String: [(URL, MediaInfo)]] = [:]
-        for (url, info) in files {
-            let album = info.album?.trimmingCharacters(in: .whitespaces) ?? ""
-            let key = album.isEmpty ? "folder:" + url.deletingLastPathComponent().path : "album:" + album
-            groups[key, default: []].append((url, info))
+    static func group(_ files: [Found]) -> [Group] {
+        var groups: [String: [Found]] = [:]
+        for found in files {
+            let album = found.file.album?.trimmingCharacters(in: .whitespaces) ?? ""
+            let key = album.isEmpty ? "folder:" + found.url.deletingLastPathComponent().path : "album:" + album
+            groups[key, default: []].append(found)
         }
         return groups.map { key, members in
             let sorted = members.sorted(by: inBookOrder)
             let album = key.hasPrefix("album:") ? String(key.dropFirst(6)) : ""
-            return Group(folder: commonFolder(of: sorted.map(\.0)), albumKey: album, files: sorted)
+            return Group(folder: commonFolder(of: sorted.map(\.url)), albumKey: album, files: sorted)
         }
     }
 
-    static func inBookOrder(_ a: (URL, MediaInfo), _ b: (URL, MediaInfo)) -> Bool {
-        let (da, db) = (a.1.discNumber ?? 0, b.1.discNumber ?? 0)
+    static func inBookOrder(_ a: Found, _ b: Found) -> Bool {
+        let (da, db) = (a.file.discNumber ?? 0, b.file.discNumber ?? 0)
         if da != db { return da < db }
-        let (ta, tb) = (a.1.trackNumber ?? Int.max, b.1.trackNumber ?? Int.max)
+        let (ta, tb) = (a.file.trackNumber ?? .max, b.file.trackNumber ?? .max)
         if ta != tb { return ta < tb }
-        return NaturalOrder.areInIncreasingOrder(a.0.path, b.0.path)
+        return NaturalOrder.areInIncreasingOrder(a.url.path, b.url.path)
     }
 
     static func commonFolder(of files: [URL]) -> URL {
@@ -97,20 +161,12 @@ struct Importer: Sendable {
     }
 
     private func book(from group: Group) -> ImportedBook {
-        let first = group.files[0].1
+        let first = group.files[0]
         let title = group.albumKey.isEmpty ? group.folder.lastPathComponent : group.albumKey
-        let author = first.albumArtist ?? first.artists.first
-        let cover = group.files.lazy.compactMap { file in file.1.cover.map { (file.0, $0) } }.first
-            .flatMap { opener.coverURL(for: $0.0, $0.1) } ?? opener.coverURL(for: group.files[0].0, nil)
-        let files = group.files.map { url, info in
-            ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
-                              artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
-                              album: info.album, albumArtist: info.albumArtist, composer: nil, genre: info.genre,
-                              trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
-                              chapters: chapters(of: url, info))
-        }
+        let cover = group.files.lazy.compactMap(\.cover).first ?? opener.coverURL(for: first.url, nil)
         return ImportedBook(sourcePath: group.folder.path, albumKey: group.albumKey,
-                            title: title.isEmpty ? "Untitled" : title, author: author, coverPath: cover?.path, files: files)
+                            title: title.isEmpty ? "Untitled" : title, author: first.file.albumArtist ?? first.leadArtist,
+                            coverPath: cover?.path, files: group.files.map(\.file))
     }
 
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {

@@ -21,13 +21,19 @@ public final class MediaOpener: Sendable {
 
     private let coverDirectory: URL
     private let logger: Logger
-    private let reader: MediaReader
+    /// Each reads one file at a time, in a child of its own: an import reads with all of them at once.
+    private let readers: [MediaReader]
 
-    public init(coverDirectory: URL, reader: MediaReader, logger: Logger) {
+    /// `readers`: at least one; the first reads what is opened, the others only for imports.
+    public init(coverDirectory: URL, readers: [MediaReader], logger: Logger) {
+        precondition(!readers.isEmpty, "a media opener needs a reader")
         self.coverDirectory = coverDirectory
-        self.reader = reader
+        self.readers = readers
         self.logger = logger
     }
+
+    /// How many files can be read at once.
+    var readerCount: Int { readers.count }
 
     /// The items to play for `uri` (a file:// URI or an absolute path), the first one discovered.
     /// Throws a ``BusError`` a client can read; nothing is opened then.
@@ -82,8 +88,9 @@ public final class MediaOpener: Sendable {
         }
     }
 
-    func discover(_ url: URL) async throws -> MediaInfo {
-        try await reader.read(url)
+    /// What `url` holds, read by reader number `reader` (below ``readerCount``).
+    func discover(_ url: URL, reader: Int = 0) async throws -> MediaInfo {
+        try await readers[reader].read(url)
     }
 
     func item(for url: URL, _ info: MediaInfo) -> MediaItem {

@@ -10,8 +10,8 @@ import Synchronization
 /// the plugins the playbin loads; docs/decisions/media-reader.md.)
 ///
 /// One child at a time: started by the first read, kept for the reads that follow (an import reads hundreds of
-/// files), asked to leave after `idleTime` without one. A request and its reply are one message each
-/// (``MediaReaderWire``), over a socket pair that is the child's standard input. Reads run one after another on
+/// files), asked to leave after `idleTime` without one or after `readsPerChild` files. A request and its reply are
+/// one message each (``MediaReaderWire``), over a socket pair that is the child's standard input. Reads run one after another on
 /// the reader's own queue, never on the D-Bus thread, the player actor or the cooperative pool. When the child
 /// cannot be started at all, files are read in this process, as before, and the log says why (each read tries to
 /// start one again).
@@ -27,6 +27,9 @@ public final class MediaReader: Sendable {
     let timeout: Duration
     let answerGrace: Duration
     let idleTime: Duration
+    /// Files a child reads before it is asked to leave (the next read starts another): what its discoverer keeps
+    /// from file to file (a fraction of a kB each) never adds up over a collection of 100,000 files.
+    let readsPerChild: Int
     /// nil: files are read in this process, on the reader's queue (`--media-reader-program none`).
     private let program: String?
     private let logger: Logger
@@ -52,11 +55,12 @@ public final class MediaReader: Sendable {
 
     /// - Parameter program: the executable to start with ``argument``: lecternd itself; nil: read in this process.
     public init(program: String?, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
-                idleTime: Duration = .seconds(5), logger: Logger) {
+                idleTime: Duration = .seconds(5), readsPerChild: Int = 5_000, logger: Logger) {
         self.program = program
         self.timeout = timeout
         self.answerGrace = answerGrace
         self.idleTime = idleTime
+        self.readsPerChild = max(1, readsPerChild)
         self.logger = logger
     }
 
@@ -125,7 +129,11 @@ public final class MediaReader: Sendable {
             guard let reply = MediaReaderWire.decodeReply(payload) else {
                 throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
             }
-            state.withLock { if $0.child?.pid == child.pid { $0.child?.served += 1 } }
+            let served = state.withLock { state -> Int in
+                if state.child?.pid == child.pid { state.child?.served += 1 }
+                return state.child?.served ?? 0
+            }
+            if served >= readsPerChild { _ = forget(child, kill: false) }
             switch reply {
             case .info(let info): return info
             case .error(let error): throw error
@@ -336,6 +344,8 @@ public final class MediaReader: Sendable {
         // A crash ends the read at once, without writing a core of up to 2 GiB first.
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        // One discoverer for every file (remade when the timeout asked for changes, or after a failure).
+        var discoverer: Discoverer.Reader?
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
             guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // see notAReader
@@ -345,8 +355,11 @@ public final class MediaReader: Sendable {
                 let seconds = max(1, request.timeoutMilliseconds / 1000)
                 alarm(UInt32(clamping: seconds * 2 + 5))
                 do throws(MediaError) {
-                    reply = .info(try Discoverer.discover(url, timeout: .milliseconds(max(1, request.timeoutMilliseconds))))
+                    let timeout = Duration.milliseconds(max(1, request.timeoutMilliseconds))
+                    if discoverer?.timeout != timeout { discoverer = try Discoverer.Reader(timeout: timeout) }
+                    reply = .info(try discoverer!.discover(url))
                 } catch {
+                    discoverer = nil
                     reply = .error(error)
                 }
                 alarm(0)
