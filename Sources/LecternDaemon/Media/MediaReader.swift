@@ -107,8 +107,8 @@ public final class MediaReader: Sendable {
 
     // MARK: The daemon's side (on `queue`)
 
-    private func readNow(_ url: URL) throws(MediaError) -> MediaInfo {
-        defer { leaveWhenIdle() }
+    private func readNow(_ url: URL, again: Bool = false) throws(MediaError) -> MediaInfo {
+        defer { if !again { leaveWhenIdle() } }
         let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
         guard var child = running() else {
             return try Discoverer.discover(url, timeout: timeout)
@@ -142,6 +142,13 @@ public final class MediaReader: Sendable {
             throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
         case .closed:
             let status = forget(child, kill: false)
+            // Killed (SIGKILL) after it had served a read: the kernel's OOM killer or a user, before this request or
+            // while the child was still going (a killed process with threads is reaped only once they all are: until
+            // then it looks alive). Not this file's doing: once more, with a new child.
+            if !again, child.served > 0, let status, status & 0x7f == SIGKILL {
+                logger.notice("the media reader was killed; reading the file again with another", metadata: ["path": "\(name)"])
+                return try readNow(url, again: true)
+            }
             let ending = Self.describe(status)
             if child.served == 0, let status, status & 0x7f == 0, Self.notAReader.contains(status >> 8 & 0xff) {
                 // It exited at its first request as a program that is not a reader of this protocol does: another
