@@ -51,7 +51,6 @@ public final class FolderWatcher: @unchecked Sendable {
         var goneRoots: [String: Bool] = [:]
         var pending: Set<String> = []
         var watchLimit: Int
-        var limitReported = false
     }
 
     private static let folderEvents = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY
@@ -84,7 +83,7 @@ public final class FolderWatcher: @unchecked Sendable {
                     }
                     unwatched += watchTree(root, in: &state)
                 }
-                reportUnwatched(unwatched, in: &state)
+                report(unwatched: unwatched)
             }
         }
         source.resume()
@@ -152,7 +151,7 @@ public final class FolderWatcher: @unchecked Sendable {
             var changed = folder
             if mask & UInt32(IN_ISDIR) != 0 {
                 if mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                    reportUnwatched(watchTree(path, in: &state), in: &state)
+                    report(unwatched: watchTree(path, in: &state))
                     changed = path
                 } else if mask & UInt32(IN_MOVED_FROM | IN_DELETE) != 0 {
                     unwatchTree(path, in: &state)
@@ -202,7 +201,7 @@ public final class FolderWatcher: @unchecked Sendable {
         if state.watches[folder] == descriptor { state.watches[folder] = nil }
     }
 
-    private func reportUnwatched(_ folders: [String], in state: inout State) {
+    private func report(unwatched folders: [String]) {
         guard !folders.isEmpty else { return }
         continuation.yield(.unwatched(folders))
     }
@@ -220,7 +219,7 @@ public final class FolderWatcher: @unchecked Sendable {
             for (root, mountPoint) in state.goneRoots.sorted(by: { $0.key < $1.key })
             where mountPoint ? Self.isMountPoint(root) : Self.isFolder(root) {
                 state.goneRoots[root] = nil
-                reportUnwatched(watchTree(root, in: &state), in: &state)
+                report(unwatched: watchTree(root, in: &state))
                 continuation.yield(.rootBack(root))
             }
         }
@@ -237,7 +236,7 @@ public final class FolderWatcher: @unchecked Sendable {
     // MARK: - Paths
 
     /// The folders of `folders` that are inside none of the others, sorted.
-    static func outermost(_ folders: Set<String>) -> [String] {
+    public static func outermost(_ folders: Set<String>) -> [String] {
         folders.sorted().reduce(into: [String]()) { kept, folder in
             if let last = kept.last, folder.hasPrefix(last + "/") { return }
             kept.append(folder)

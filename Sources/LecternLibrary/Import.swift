@@ -91,9 +91,9 @@ extension Library {
                 if let shelf { book.shelfId = shelf }
                 if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
                 if book.author == nil { book.author = imported.author }
-                if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey,
-                   try Book.filter(Column("sourcePath") == imported.sourcePath && Column("albumKey") == imported.albumKey).fetchCount(db) == 0 {
-                    // Found by its files in another folder (moved) or under another album tag (re-tagged).
+                if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey {
+                    // Found by its files in another folder (moved) or under another album tag (re-tagged): no book
+                    // has the imported folder and album (bookToUpdate looked for that one first).
                     book.sourcePath = imported.sourcePath
                     book.albumKey = imported.albumKey
                 }

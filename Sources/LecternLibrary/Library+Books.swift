@@ -18,6 +18,19 @@ extension Library {
         }
     }
 
+    /// The folder of the book `path` lies in (the outermost, when books nest): a change in a book's sub-folder (one
+    /// disc of several) is that book's, and reading the sub-folder alone would make a book of its files only. Nil
+    /// when `path` is in no book's folder.
+    public func bookFolder(enclosing path: String) throws -> String? {
+        try read { db in
+            try String.fetchOne(db, sql: """
+                SELECT sourcePath FROM book
+                WHERE sourcePath = ?1 OR (sourcePath <> '/' AND substr(?1, 1, length(sourcePath) + 1) = sourcePath || '/')
+                ORDER BY length(sourcePath) LIMIT 1
+                """, arguments: [path])
+        }
+    }
+
     public func book(_ id: Int64) throws -> Book {
         try read { db in try Self.existingBook(db, id) }
     }

@@ -67,6 +67,10 @@ extension Daemon {
 }
 
 enum BookmarkFiles {
+    /// The bookmarks' creation times in the files (ISO 8601): one formatter for every row (thread-safe, as Foundation
+    /// documents it).
+    nonisolated(unsafe) static let timestamps = ISO8601DateFormatter()
+
     // MARK: Writing
 
     static func json(_ books: [BookmarkSet]) -> String {
@@ -92,7 +96,7 @@ enum BookmarkFiles {
         var lines = [csvHeader.joined(separator: ",")]
         for book in books {
             for entry in book.entries {
-                let created = entry.created.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0) / 1e6)) }
+                let created = entry.created.map { BookmarkFiles.timestamps.string(from: Date(timeIntervalSince1970: Double($0) / 1e6)) }
                 lines.append([book.title, book.author ?? "", "\(entry.file + 1)", seconds(entry.offset), entry.title, entry.note,
                               entry.kind ?? "", created ?? ""].map(csvField).joined(separator: ","))
             }
@@ -162,7 +166,7 @@ enum BookmarkFiles {
                 throw CLIError("line \(line): book, file (from 1), position (seconds) and title are needed")
             }
             let author = row["author"].flatMap { $0.isEmpty ? nil : $0 }
-            let created = row["created"].flatMap { ISO8601DateFormatter().date(from: $0) }
+            let created = row["created"].flatMap { BookmarkFiles.timestamps.date(from: $0) }
                 .map { Int64(($0.timeIntervalSince1970 * 1e6).rounded()) }
             let entry = BookmarkSet.Entry(file: file - 1, offset: Int64((seconds * 1e6).rounded()), title: title,
                                           note: row["note"] ?? "", kind: row["kind"].flatMap { $0.isEmpty ? nil : $0 },

@@ -249,8 +249,7 @@ struct Daemon {
                                unreachable: true)
             }
             // Lectern's own object answers once the daemon has restored its book: what follows reads that book.
-            _ = try await daemon.call(busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                                      [.string("org.lectern.Library1"), .string("CurrentBook")])
+            _ = try await daemon.lecternProperty("org.lectern.Library1", "CurrentBook")
         }
         return daemon
     }
@@ -263,6 +262,12 @@ struct Daemon {
     func playerProperty(_ name: String) async throws -> DBusValue {
         try await call(Self.busName, Self.mprisPath, "org.freedesktop.DBus.Properties", "Get",
                        [.string(Self.playerInterface), .string(name)]).first?.unwrapped ?? .emptyVardict
+    }
+
+    /// A property of Lectern's own object (/org/lectern/Lectern1), unwrapped.
+    func lecternProperty(_ interface: String, _ name: String) async throws -> DBusValue {
+        try await call(Self.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                       [.string(interface), .string(name)]).first?.unwrapped ?? .emptyVardict
     }
 
     func playerProperties() async throws -> [String: DBusValue] {

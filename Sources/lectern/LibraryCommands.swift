@@ -20,9 +20,7 @@ struct Import: AsyncParsableCommand {
         if let path {
             folders = [URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardizedFileURL.path]
         } else {
-            let configured = try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                                                   [.string(ConfigCommand.interface), .string("LibraryFolders")])
-            folders = configured.first?.unwrapped.stringArray ?? []
+            folders = try await daemon.lecternProperty(ConfigCommand.interface, "LibraryFolders").stringArray ?? []
             guard !folders.isEmpty else {
                 throw ValidationError("give a folder to import, or set library-folders in the configuration (`lectern config` names its file)")
             }
@@ -453,8 +451,7 @@ extension Daemon {
 
     func resolveBookOrCurrent(_ text: String?) async throws -> Int64 {
         if let text { return try await resolveBook(text) }
-        let current = try await call(Self.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                                     [.string("org.lectern.Library1"), .string("CurrentBook")]).first?.int64 ?? 0
+        let current = try await lecternProperty("org.lectern.Library1", "CurrentBook").int64 ?? 0
         guard current != 0 else { throw CLIError("no book is current: name one with --book") }
         return current
     }

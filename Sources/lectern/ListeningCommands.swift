@@ -94,8 +94,7 @@ struct Speed: AsyncParsableCommand {
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
         guard let speed else {
-            let value = try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                                              [.string(Daemon.listeningInterface), .string("Speed")]).first?.double ?? 1
+            let value = try await daemon.lecternProperty(Daemon.listeningInterface, "Speed").double ?? 1
             print(String(format: "%.2gx", value))
             return
         }

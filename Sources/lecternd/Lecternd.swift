@@ -91,19 +91,13 @@ struct Lecternd: ParsableCommand {
     /// The settings from the flags, the environment and the file, read before anything starts (a bad one starts
     /// nothing).
     func readSettings() -> Result<Settings, ConfigurationError> {
-        let read = Mutex<Result<Settings, ConfigurationError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task { [flags, config] in
+        waitingForIt { [flags, config] () async -> Result<Settings, ConfigurationError> in
             do throws(ConfigurationError) {
-                let settings = try await Settings.load(file: config, flags: flags)
-                read.withLock { $0 = .success(settings) }
+                return .success(try await Settings.load(file: config, flags: flags))
             } catch {
-                read.withLock { $0 = .failure(error) }
+                return .failure(error)
             }
-            done.signal()
         }
-        done.wait()
-        return read.withLock { $0 } ?? .failure(ConfigurationError("the configuration was not read"))
     }
 
     /// Runs the daemon on Swift's global executor while the main thread waits for it. (An async `run`
@@ -134,24 +128,33 @@ struct Lecternd: ParsableCommand {
         LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, level: level) }
         let logger = Logger(label: "lecternd")
         let configured = settings  // the task below takes it
-        let exitCode = Mutex<Int32>(0)
-        let finished = DispatchSemaphore(value: 0)
-        Task {
+        let code: Int32 = waitingForIt {
             do {
                 try await Daemon.run(configured, logLevel: level, logger: logger)
+                return 0
             } catch let error as DaemonError {
                 logger.error("\(error)")
-                exitCode.withLock { $0 = 2 }
+                return 2
             } catch {
                 logger.error("lecternd cannot run: \(error)")
-                exitCode.withLock { $0 = 1 }
+                return 1
             }
-            finished.signal()
         }
-        finished.wait()
-        let code = exitCode.withLock { $0 }
         if code != 0 { throw ExitCode(code) }
     }
+}
+
+/// Runs `body` on Swift's global executor while the calling thread (the main thread) waits for its result.
+private func waitingForIt<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+    let result = Mutex<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let value = await body()
+        result.withLock { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0 }!
 }
 
 /// glibc's `mallopt(M_ARENA_MAX, count)`, looked up at run time: `malloc.h` is not part of Swift's Glibc module.

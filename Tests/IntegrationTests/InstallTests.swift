@@ -144,14 +144,11 @@ import TestSupport
         try FileManager.default.createDirectory(at: tools, withIntermediateDirectories: true)
         let asked = root.appending("systemctl.log").path
         let stub = tools.appendingPathComponent("systemctl").path
-        try """
-            #!/bin/sh
+        try writeShellScript(at: stub, """
             echo "$*" >>'\(asked)'
             [ "$2" = show-environment ] && exit \(managerRunning ? 0 : 1)
             exit 0
-
-            """.write(toFile: stub, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: stub)
+            """)
         let environment = ["HOME": home, "PATH": tools.path + ":/usr/bin:/bin"]
         let prefix = ownPrefix ? home + "/.local" : root.appending("elsewhere").path
         let install = try await Subprocess.run(Installation.script, ["--prefix", prefix, "--binaries", productsDirectory.path],
@@ -161,11 +158,14 @@ import TestSupport
                                                  workingDirectory: Installation.repository)
         #expect(uninstall.status == 0, "\(uninstall)")
         let calls = ((try? String(contentsOfFile: asked, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
-        if ownPrefix && managerRunning {
+        switch (ownPrefix, managerRunning) {
+        case (true, true):
             #expect(calls == ["--user show-environment", "--user daemon-reload", "--user enable lecternd.service",
                               "--user disable --now lecternd.service", "--user daemon-reload"], "\(calls)")
-        } else {
-            #expect(!calls.contains { $0.contains("enable") }, "\(calls)")
+        case (true, false):
+            #expect(calls == ["--user show-environment"], "only asked whether a manager runs: \(calls)")
+        case (false, _):
+            #expect(calls.isEmpty, "another prefix: systemd not asked at all: \(calls)")
         }
         #expect(!FileManager.default.fileExists(atPath: prefix + "/share/lectern"), "uninstalled")
     }

@@ -121,9 +121,9 @@ extension Integration {
                 let progress = r.stderr.split(separator: "\n").filter { $0.hasPrefix("importing: ") }
                 #expect(!progress.isEmpty && progress.allSatisfy { $0.contains(" files, ") && $0.hasSuffix(" files/s") },
                         "\(r.stderr)")
-                if let last = progress.last?.split(separator: " ")[1].split(separator: "/"), last.count == 2 {
-                    #expect(last[0] == last[1], "the last line counts every file: \(progress)")
-                }
+                let last = try #require(progress.last?.split(separator: " ")[1].split(separator: "/"), "\(r.stderr)")
+                try #require(last.count == 2, "\(progress)")
+                #expect(last[0] == last[1], "the last line counts every file: \(progress)")
                 let shelves = try await d.allShelves()
                 let a = shelves.first { $0["name"] == .string("A") }?["id"]?.int64 ?? -1
                 let b = shelves.first { $0["name"] == .string("B") }?["id"]?.int64 ?? -1

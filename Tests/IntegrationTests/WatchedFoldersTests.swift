@@ -58,10 +58,44 @@ extension Integration {
 
                 // Removed from the disk: the book stays, with its files listed (its place and bookmarks go nowhere).
                 try FileManager.default.removeItem(at: library.appendingPathComponent("Dune"))
-                try await Task.sleep(for: .seconds(3))  // past the watcher's quiet period
+                let removal = try await poll({ d.log }, until: { $0.contains("a watched folder was removed or moved away") })
+                #expect(removal.contains("a watched folder was removed or moved away"), "\(d.log)")
                 #expect(try await d.bookID(titled: "Dune") == book)
                 #expect(try await d.files(of: book).count == 2)
-                #expect(d.log.contains("a watched folder was removed or moved away"), "\(d.log)")
+            }
+        }
+
+        /// A book on two discs (a folder each): a file added to one disc is the same book's, not a book of that disc.
+        @Test func aFileAddedToOneDiscOfABookIsThatBooks() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let library = root.appending("Library")
+            let saga = root.appending("Saga")
+            for disc in 1...2 {
+                let folder = saga.appendingPathComponent("CD\(disc)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1,
+                                   tags: .init(title: "Disc \(disc)", album: "Saga", track: 1, disc: disc))
+            }
+            try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
+            let config = root.appending("config.yaml").path
+            try "library-folders: ['\(library.path)']\n".write(toFile: config, atomically: true, encoding: .utf8)
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                #expect(try await d.configValues()["library-folders"]?.value == "[\(library.path)]")
+                var mark = try await d.signals.barrier()
+                try FileManager.default.copyItem(at: saga, to: library.appendingPathComponent("Saga"))
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                let book = try await d.bookID(titled: "Saga")
+                #expect(try await d.files(of: book).count == 2)
+
+                // Into the second disc's folder.
+                mark = try await d.signals.barrier()
+                let extra = root.appending("extra.mp3")
+                try AudioFiles.mp3(extra, seconds: 1, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
+                try FileManager.default.copyItem(at: extra, to: library.appendingPathComponent("Saga/CD2/2.mp3"))
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                #expect(try await d.allBooks().filter { $0["title"]?.string == "Saga" }.count == 1, "one book, not one a disc")
+                #expect(try await d.files(of: book).compactMap { $0["title"]?.string } == ["Disc 1", "Disc 2", "Disc 2, part 2"])
             }
         }
     }

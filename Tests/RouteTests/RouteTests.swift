@@ -424,14 +424,6 @@ extension RouteDaemon {
         try await plug()
     }
 
-    /// The pid of the process that owns `name` on the test's bus.
-    func ownerPID(of name: String) async throws -> pid_t? {
-        let reply = try await client.call("org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                          member: "GetConnectionUnixProcessID", [.string(name)], timeout: .seconds(5))
-        guard case .uint32(let pid)? = reply.first else { return nil }
-        return pid_t(pid)
-    }
-
     /// Kills (`kill`) and restarts (`restart`) a part of the sound server `cycles` times while playing: each time
     /// lecternd pauses, reconnects, and plays on where it was (what the dead server still held in its buffer, its
     /// latency, a few hundred ms, is played again rather than skipped), says it resumed, and is the same process
@@ -471,7 +463,7 @@ extension RouteDaemon {
                 break
             }
         }
-        #expect(try await ownerPID(of: "org.mpris.MediaPlayer2.lectern") == daemon.pid, "not the lecternd the test started")
+        #expect(try await ownerPID(of: "org.mpris.MediaPlayer2.lectern", on: client) == daemon.pid, "not the lecternd the test started")
         Figures.record("route restarts \(what)", "killed and restarted while playing",
                        String(format: "%d of %d cycles in %.1f s, resumed %+.0f to %+.0f ms from where it was", offsets.count,
                               cycles, (ContinuousClock.now - started).milliseconds / 1000,

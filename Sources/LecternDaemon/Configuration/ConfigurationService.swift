@@ -11,8 +11,8 @@ import Synchronization
 public actor ConfigurationService {
     static let interfaceName = "org.lectern.Configuration1"
 
-    private var settings: Settings
-    /// Readable without awaiting (the unplug bookmark's rule, Values).
+    /// The settings in effect; readable without awaiting (the unplug bookmark's rule, Values). Replaced only by
+    /// ``reload(_:)``, on the actor: reloads come one at a time.
     nonisolated let current: Mutex<Settings>
     private let logger: Logger
     /// Set at export (``publish(on:applying:)``), with the object: what puts changed settings into effect.
@@ -20,7 +20,6 @@ public actor ConfigurationService {
     private var apply: @Sendable (Settings, Set<Setting>) async -> Void = { _, _ in }
 
     init(settings: Settings, logger: Logger) {
-        self.settings = settings
         self.current = Mutex(settings)
         self.logger = logger
     }
@@ -28,6 +27,7 @@ public actor ConfigurationService {
     /// Reads the configuration again and applies it: the settings applied now, and those that wait for a restart.
     @discardableResult
     func reload(_ reason: String) async throws(ConfigurationError) -> (applied: [Setting], atRestart: [Setting]) {
+        let settings = current.withLock { $0 }
         let newer: Settings
         do {
             newer = try await settings.reloaded()
@@ -40,14 +40,14 @@ public actor ConfigurationService {
         let changed = settings.changes(to: newer)
         let applied = changed.filter(\.appliesAtOnce)
         let atRestart = changed.filter { !$0.appliesAtOnce }
-        settings = settings.applyingAtOnce(newer)
-        current.withLock { $0 = settings }
-        await apply(settings, Set(applied))
+        let inEffect = settings.applyingAtOnce(newer)
+        current.withLock { $0 = inEffect }
+        await apply(inEffect, Set(applied))
         logger.info("configuration reloaded", metadata: [
-            "reason": "\(reason)", "file": "\(settings.file)",
+            "reason": "\(reason)", "file": "\(inEffect.file)",
             "applied": "\(applied.map(\.rawValue))", "at next start": "\(atRestart.map(\.rawValue))",
         ])
-        object?.update(Self.interfaceName, ["LastReloadError": .string(""), "LibraryFolders": .strings(settings.libraryFolders)])
+        object?.update(Self.interfaceName, ["LastReloadError": .string(""), "LibraryFolders": .strings(inEffect.libraryFolders)])
         try? object?.emit(Self.interfaceName, "Reloaded", [.strings(applied.map(\.rawValue)), .strings(atRestart.map(\.rawValue))])
         return (applied, atRestart)
     }
@@ -57,6 +57,7 @@ public actor ConfigurationService {
     func publish(on object: ExportedObject, applying apply: @escaping @Sendable (Settings, Set<Setting>) async -> Void) {
         self.object = object
         self.apply = apply
+        let settings = current.withLock { $0 }
         object.update(Self.interfaceName, ["File": .string(settings.file), "LastReloadError": .string(""),
                                            "LibraryFolders": .strings(settings.libraryFolders)])
     }

@@ -96,31 +96,35 @@ public struct Settings: Sendable {
         }
         note(.libraryFolders, "[" + libraryFolders.joined(separator: ", ") + "]", folders?.source)
 
+        // Each default is the one DaemonOptions and ListeningOptions have: one place says it.
+        let defaults = DaemonOptions()
         let sink = try reading.value(.audioSink) { $0.string(forKey: $1) }
         options.audioSink = sink?.value
         note(.audioSink, sink?.value ?? "autoaudiosink", sink?.source)
-        options.databasePath = try path(.database, reading) ?? options.databasePath
-        note(.database, options.databasePath, entries[.database]?.source)
-        options.cacheDirectory = try path(.cacheDirectory, reading).map(URL.init(fileURLWithPath:)) ?? options.cacheDirectory
-        note(.cacheDirectory, options.cacheDirectory.path, entries[.cacheDirectory]?.source)
+        options.databasePath = try path(.database, reading, default: defaults.databasePath)
+        options.cacheDirectory = URL(fileURLWithPath: try path(.cacheDirectory, reading, default: defaults.cacheDirectory.path))
 
-        options.outputPolicy = try choice(.outputPolicy, reading, default: .pauseAndResume)
-        options.resumeWindow = .seconds(try seconds(.resumeWindow, reading, in: 0...Int(DaemonOptions.longestResumeWindow), default: 30 * 60))
+        options.outputPolicy = try choice(.outputPolicy, reading, default: defaults.outputPolicy)
+        options.resumeWindow = .seconds(try seconds(.resumeWindow, reading, in: 0...Int(DaemonOptions.longestResumeWindow),
+                                                    default: defaults.resumeWindow))
         let bookmark = try reading.value(.unplugBookmark) { $0.bool(forKey: $1) }
-        options.unplugBookmark = bookmark?.value ?? false
+        options.unplugBookmark = bookmark?.value ?? defaults.unplugBookmark
         note(.unplugBookmark, String(options.unplugBookmark), bookmark?.source)
 
-        options.skipStep = .seconds(try seconds(.skipStep, reading, in: 1...600, default: 15))
-        let rewindAfter = try seconds(.rewindAfter, reading, in: 0...3600, default: 30)
+        options.skipStep = .seconds(try seconds(.skipStep, reading, in: 1...600, default: defaults.skipStep))
+        let standard = defaults.listening.smartRewind
+        let rewindAfter = try seconds(.rewindAfter, reading, in: 0...3600, default: standard.threshold)
         let rewind = try reading.value(.smartRewind) { $0.string(forKey: $1) }
-        guard let smartRewind = Self.smartRewind(rewind?.value ?? "3-30", after: rewindAfter) else {
-            throw .invalid(.smartRewind, "\"\(rewind?.value ?? "")\"", from: rewind?.source ?? .defaultValue)
+        let rewindText = rewind?.value ?? "\(standard.minimum.components.seconds)-\(standard.maximum.components.seconds)"
+        guard let smartRewind = Self.smartRewind(rewindText, after: rewindAfter) else {
+            throw .invalid(.smartRewind, "\"\(rewindText)\"", from: rewind?.source ?? .defaultValue)
         }
-        note(.smartRewind, rewind?.value ?? "3-30", rewind?.source)
+        note(.smartRewind, rewindText, rewind?.source)
         options.listening = ListeningOptions(smartRewind: smartRewind,
-                                             sleepFade: .seconds(try seconds(.sleepFade, reading, in: 0...600, default: 10)))
+                                             sleepFade: .seconds(try seconds(.sleepFade, reading, in: 0...600,
+                                                                             default: defaults.listening.sleepFade)))
         let template = try reading.value(.titleTemplate) { $0.string(forKey: $1) }
-        options.titleTemplate = TitleTemplate(template?.value ?? "{chapter}")
+        options.titleTemplate = template.map { TitleTemplate($0.value) } ?? defaults.titleTemplate
         note(.titleTemplate, options.titleTemplate.pattern, template?.source)
         logLevel = try choice(.logLevel, reading, default: .info)
     }
@@ -130,10 +134,11 @@ public struct Settings: Sendable {
     }
 
     private mutating func seconds(_ setting: Setting, _ reading: Reading, in range: ClosedRange<Int>,
-                                  default value: Int) throws(ConfigurationError) -> Int {
+                                  default value: Duration) throws(ConfigurationError) -> Int {
         guard let found = try reading.value(setting, { $0.int(forKey: $1) }) else {
-            note(setting, String(value), nil)
-            return value
+            let seconds = Int(value.components.seconds)
+            note(setting, String(seconds), nil)
+            return seconds
         }
         guard range.contains(found.value) else { throw .invalid(setting, String(found.value), from: found.source) }
         note(setting, String(found.value), found.source)
@@ -151,10 +156,13 @@ public struct Settings: Sendable {
         return chosen
     }
 
-    private mutating func path(_ setting: Setting, _ reading: Reading) throws(ConfigurationError) -> String? {
-        guard let found = try reading.value(setting, { $0.string(forKey: $1) }) else { return nil }
+    private mutating func path(_ setting: Setting, _ reading: Reading, default value: String) throws(ConfigurationError) -> String {
+        guard let found = try reading.value(setting, { $0.string(forKey: $1) }) else {
+            note(setting, value, nil)
+            return value
+        }
         guard let path = Self.expand(found.value) else { throw .invalid(setting, "\"\(found.value)\"", from: found.source) }
-        entries[setting] = Entry(value: path, source: found.source)
+        note(setting, path, found.source)
         return path
     }
 

@@ -216,9 +216,9 @@ public enum Daemon {
         try await engineReadiness.wait()
         // After the names: clients see the player at once, then the book it resumes (a PropertiesChanged).
         await session.restore()
-        // Lectern's own API answers once the book is back: a client that started the daemon (D-Bus activation) and
-        // asks it something first reads the book it resumed, never "nothing loaded" (its later calls wait behind).
-        // Watched before Lectern's API answers: a client that reads it may count on changes from now on being seen.
+        // Lectern's own API answers once the book is back and the library folders are watched: a client that started
+        // the daemon (D-Bus activation) and asks it something first reads the book it resumed, never "nothing
+        // loaded" (its later calls wait behind), and may count on changes to the folders from now on being seen.
         await libraryFolders.watch(settings.libraryFolders)
         lecternCalls.release()
         logger.info("lecternd ready", metadata: ["bus": "\(connection.uniqueName)", "mpris": "\(mprisName)",

@@ -4,11 +4,13 @@ import Logging
 
 /// The configuration's library folders, watched (``FolderWatcher``): a folder that changed and has been quiet
 /// since (a book copied in, a file re-tagged or renamed) is imported again, one folder at a time, announced as a
-/// client's import is (ImportProgress, ImportFinished, BookChanged). A library folder that comes back (a disk
-/// mounted again) is imported again; one the kernel's queue lost events of is imported whole.
+/// client's import is (ImportProgress, ImportFinished, BookChanged). A change inside a book's folder (one disc's
+/// folder of several) is imported as the whole book's folder: a file removed there is marked unavailable in its
+/// book. A library folder that comes back (a disk mounted again) is imported again; one the kernel's queue lost
+/// events of is imported whole.
 ///
-/// A folder removed, a library folder gone, and folders beyond the watch limit are logged: their books are not
-/// touched (a book keeps its place and bookmarks when its files go; `lectern import` reads a folder again).
+/// A whole book's folder removed, a library folder gone, and folders beyond the watch limit are logged: their books
+/// are not touched (a book keeps its place and bookmarks when its files go; `lectern import` reads a folder again).
 actor LibraryFolders {
     private let service: LibraryService
     private let logger: Logger
@@ -44,7 +46,9 @@ actor LibraryFolders {
     private func handle(_ change: FolderWatcher.Change) async {
         switch change {
         case .settled(let folders):
-            for folder in folders {
+            // A change inside a book's folder (one disc of several) is read as the whole book's.
+            let changed = folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }
+            for folder in FolderWatcher.outermost(Set(changed)) {
                 guard FileManager.default.fileExists(atPath: folder) else {
                     logger.info("a watched folder was removed or moved away; its books keep their place", metadata: ["folder": "\(folder)"])
                     continue
