@@ -55,4 +55,9 @@ public enum EngineEvent: Sendable, Equatable {
     /// engine replaced its pipeline; the engine is stopped, the stream itself is fine and can be loaded again where
     /// it was.
     case outputFailed(String)
+    /// The sound server asked the stream to make way for another sound (a cork request: a call, PulseAudio's
+    /// module-role-cork). The engine changes nothing by itself: the player decides.
+    case interruptionBegan
+    /// The sound server said the stream may play again (an uncork request: the call ended).
+    case interruptionEnded
 }

@@ -43,6 +43,10 @@ extension Player {
         case .outputFailed(let message):
             logger.error("the output failed", metadata: ["error": "\(message)"])
             loseOutput(message)
+        case .interruptionBegan:
+            interruptionBegan()
+        case .interruptionEnded:
+            interruptionEnded()
         case .nextFailed(let url, let message):
             guard let target = pendingNext, state.queue[order[target]].url == url, target != order.position else {
                 handle(.failed(message))
@@ -89,6 +93,10 @@ extension Player {
     func loseOutput(_ message: String) {
         let at = engine.position ?? view.position()
         engineLoad = .lost
+        // The stream is gone, and with it the server's request to it: no uncork will come. Paused by it, the player
+        // stays paused, for the listener to resume.
+        corkRequested = false
+        if outputPause == .interrupted { outputPause = nil }
         if state.status == .playing {
             setStatus(.paused)
             outputPause = .failed

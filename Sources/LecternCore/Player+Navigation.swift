@@ -55,6 +55,7 @@ extension Player {
         state.currentChapter = state.chapterIndex(atFilePosition: position)
         state.lastError = nil
         engineLoad = .loading(since: now(), retried: false)
+        corkRequested = false  // a new stream: the server asks it again if the other sound still plays
         engine.load(state.queue[order[target]].url, at: position)
         view.set(PositionClock(anchor: position))
         updateNext()

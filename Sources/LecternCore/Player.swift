@@ -14,7 +14,8 @@ import Logging
 ///
 /// This file holds its state, the commands and publishing; the engine's events and the tick are in
 /// Player+Engine.swift, loading, seeking, chapters and the play order in Player+Navigation.swift, the sleep timer
-/// in Player+Sleep.swift, the stall and handover watchdogs in Player+Watchdogs.swift.
+/// in Player+Sleep.swift, the stall and handover watchdogs in Player+Watchdogs.swift, another sound asking for the
+/// output (a call) in Player+Interruptions.swift.
 public actor Player {
     let engine: any AudioEngine
     let observers: [any PlayerObserver]
@@ -43,6 +44,11 @@ public actor Player {
     /// Why the player is paused for its output, when the output went away or failed while playing; any command
     /// since clears it (see `resumeForReturnedOutput`).
     var outputPause: OutputPause?
+    /// The sound server asked the current stream to make way for another sound (a cork request) and has not yet said
+    /// it may play again; forgotten with the stream (a load, a stop), and once the player plays through it.
+    var corkRequested = false
+    /// What to do when another sound asks for the output (Player+Interruptions.swift).
+    var interruptions = InterruptionMode.pause
     /// When the current pause began (on `now`), for the smart rewind.
     var pausedAt: Duration?
     var sleep: SleepState?
@@ -216,6 +222,7 @@ public actor Player {
             anchorClock()
             publish()
             if engineReady { engine.play() }
+            playingThroughInterruption()
         case .stopped:
             setStatus(.playing)
             load(orderPosition: order.position, at: state.chapter?.start ?? .zero)
@@ -240,6 +247,7 @@ public actor Player {
         let stoppedAt = view.position()
         setStatus(.stopped)
         engine.stop()
+        corkRequested = false
         engineLoad = .idle
         view.set(PositionClock(anchor: .zero))
         publish()
@@ -408,27 +416,33 @@ public actor Player {
 
     // MARK: - Output changes
 
-    /// Pauses because the output in use went away; returns whether it did (it was playing). The pause is
-    /// remembered until any command arrives.
+    /// Pauses because the output in use went away; returns whether it did (it was playing, or paused only by an
+    /// interruption, whose pause this one replaces: the end of the call then does not resume on another output).
+    /// The pause is remembered until any command arrives.
     @discardableResult
     public func pauseForLostOutput() -> Bool {
-        guard state.status == .playing else { return false }
+        guard state.status == .playing || outputPause == .interrupted else { return false }
         pauseNow()
         outputPause = .lost
         return true
     }
 
     /// Resumes after the output came back, only when the pause was `pauseForLostOutput`'s and no command
-    /// came since; returns whether it resumed.
+    /// came since; returns whether it resumed. While another sound still has the output (a call), the pause becomes
+    /// the interruption's: its end resumes.
     @discardableResult
     public func resumeForReturnedOutput() -> Bool {
         guard outputPause != nil, state.status == .paused else { return false }
+        if corkRequested && interruptions == .pause {
+            outputPause = .interrupted
+            return false
+        }
         play()
         return true
     }
 
     /// Whether the current pause is the lost or failed output's doing (and nothing happened since).
-    public var isPausedForLostOutput: Bool { outputPause != nil }
+    public var isPausedForLostOutput: Bool { outputPause == .lost || outputPause == .failed }
 
     /// The sound server went away (`reason`: how). The stream the engine holds played to it and is dead, whether
     /// or not the engine has said so yet: pulsesink notices when it next writes or changes state, at times only
@@ -508,6 +522,7 @@ public actor Player {
         sleep = nil
         setStatus(.stopped)
         engine.stop()
+        corkRequested = false
         engineLoad = .idle
         view.set(PositionClock(anchor: .zero))
         publish()
@@ -544,6 +559,8 @@ enum OutputPause {
     case lost
     /// The output failed under the stream: the engine's `.outputFailed`, or the sound server gone.
     case failed
+    /// Another sound asked for the output (a call): the cork request's pause (``Player/interruptionBegan()``).
+    case interrupted
 }
 
 /// Where the engine is with the player's current item.

@@ -21,6 +21,8 @@ public enum PlayerEvent: Sendable, Equatable {
     /// Still playing, at this position of this item: sent at every tick while playing (``Player/tickInterval``),
     /// when the position is worth saving.
     case playing(MediaItem, at: Duration)
+    /// Another sound asked for the output (a call), or gave it back, and what the player did about it.
+    case interruption(InterruptionNews)
 }
 
 /// Hears every ``PlayerEvent``, synchronously, on the player's executor: it must not wait (hand the event on to

@@ -35,7 +35,7 @@ struct RouteDriver {
             let paused = await player.soundServerLost("Connection terminated")
             return policy.handle(.lost(output: "speakers", reason: .serverLost, playing: paused), at: clock.now)
         }
-        let playing = await player.snapshot.status == .playing
+        let playing = await player.isPlayingOrInterrupted  // as the daemon's watcher asks
         let untouched = await player.isPausedForLostOutput
         let input: OutputPolicy<ManualClock.Instant>.Input = switch event {
         case .lost(let output, let reason): .lost(output: output, reason: reason, playing: playing)

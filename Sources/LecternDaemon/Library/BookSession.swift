@@ -188,6 +188,8 @@ actor BookSession {
             savePosition()
         case .itemFailed:
             break  // the player logged it and went on; the position is saved with the next file's state
+        case .interruption:
+            break  // a pause or resume it made is a state change, saved as such
         case .playing(let item, let position):
             // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
             savePosition(item, offset: position.microseconds, playedAt: Date())
