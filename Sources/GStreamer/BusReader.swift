@@ -58,6 +58,7 @@ final class BusReader: @unchecked Sendable {
         let wanted: [GstMessageType] = [
             GST_MESSAGE_EOS, GST_MESSAGE_ERROR, GST_MESSAGE_WARNING, GST_MESSAGE_STATE_CHANGED,
             GST_MESSAGE_ASYNC_DONE, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_APPLICATION,
+            GST_MESSAGE_REQUEST_STATE,
         ]
         let mask = GstMessageType(rawValue: wanted.reduce(0) { $0 | $1.rawValue })
         while true {
@@ -109,6 +110,10 @@ final class BusReader: @unchecked Sendable {
             defer { g_free(uri) }
             return .error(message: text, debug: debug, fromSink: lectern_gst_message_from_sink(raw),
                           streamURI: uri.map { String(cString: $0) })
+        case bits(GST_MESSAGE_REQUEST_STATE):
+            var state = GST_STATE_VOID_PENDING
+            gst_message_parse_request_state(message, &state)
+            return .requestState(PipelineState(state))
         case bits(GST_MESSAGE_WARNING):
             let (text, debug) = parse(message, with: gst_message_parse_warning)
             return .warning(message: text, debug: debug)

@@ -26,4 +26,8 @@ public enum PlaybinEvent: Sendable, Equatable {
     case error(message: String, debug: String?, fromSink: Bool, streamURI: String?)
     /// A non-fatal problem GStreamer reported.
     case warning(message: String, debug: String?)
+    /// An element asks the application to set the pipeline to `state` (GST_MESSAGE_REQUEST_STATE). pulsesink posts
+    /// PAUSED when the sound server asks its stream to cork (another sound wants the output: a call) and PLAYING
+    /// when it may uncork; nothing changes unless the application acts on it.
+    case requestState(PipelineState)
 }

@@ -161,4 +161,21 @@ struct PlaybinStateMachineTests {
         let idle = machine.pipelineReplaced(because: "going to NULL hung")
         #expect(idle == Machine.Effects(), "nothing was loaded")
     }
+
+    @Test("the sound server's cork and uncork requests reach the player as they are, and change no state")
+    func interruptions() {
+        var machine = Machine()
+        let before = machine.handle(.requestState(.paused), pipeline: pipeline)
+        #expect(before == Machine.Effects(), "nothing loaded: a request of an old stream")
+        _ = prerolled(&machine, a)
+        _ = machine.play()
+        let cork = machine.handle(.requestState(.paused), pipeline: pipeline)
+        #expect(cork == Machine.Effects(events: [.interruptionBegan]), "no call: the player decides")
+        let uncork = machine.handle(.requestState(.playing), pipeline: pipeline)
+        #expect(uncork == Machine.Effects(events: [.interruptionEnded]))
+        #expect(machine.phase == .ready)
+        _ = machine.stop()
+        let stale = machine.handle(.requestState(.playing), pipeline: pipeline)
+        #expect(stale == Machine.Effects(), "stopped: the stream it concerned is gone")
+    }
 }

@@ -275,6 +275,12 @@ struct PlaybinStateMachine {
             }
         case .endOfStream where active:
             effects.events.append(.endOfStream)
+        case .requestState(.paused) where active:
+            // The sound server asked the stream to cork (pulsesink's request): the player decides, and its pause,
+            // if any, comes back as a call.
+            effects.events.append(.interruptionBegan)
+        case .requestState(.playing) where active:
+            effects.events.append(.interruptionEnded)
         case .error(let message, _, let fromSink, let streamURI) where active:
             if !fromSink, let failed = failedNext, let streamURI, Self.names(failed, streamURI) {
                 break  // more of the failed next stream's errors (a demuxer posts two or three)
