@@ -14,7 +14,7 @@
     X(pa_context_errno) X(pa_context_set_state_callback) X(pa_context_set_subscribe_callback) \
     X(pa_context_subscribe) X(pa_context_get_server_info) X(pa_context_get_sink_info_list) \
     X(pa_context_get_sink_info_by_index) X(pa_context_get_sink_info_by_name) X(pa_context_get_sink_input_info_list) \
-    X(pa_context_move_sink_input_by_index) \
+    X(pa_context_move_sink_input_by_index) X(pa_context_set_sink_input_mute) \
     X(pa_operation_unref) X(pa_proplist_gets) X(pa_strerror)
 
 /// libpulse's functions, as loaded by lectern_pulse_load.

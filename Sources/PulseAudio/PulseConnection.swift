@@ -171,6 +171,13 @@ public final class PulseConnection: @unchecked Sendable {
         }
     }
 
+    /// pa_context_set_sink_input_mute: mutes or unmutes a stream.
+    public func setSinkInputMute(_ index: UInt32, muted: Bool) async throws(PulseError) {
+        _ = try await run(Collect<Bool>.self) { context, box in
+            pulse.pa_context_set_sink_input_mute(context, index, muted ? 1 : 0, successCallback, box)
+        }
+    }
+
     private func subscribe() async throws(PulseError) {
         let mask = PA_SUBSCRIPTION_MASK_SINK.rawValue | PA_SUBSCRIPTION_MASK_SINK_INPUT.rawValue
             | PA_SUBSCRIPTION_MASK_SERVER.rawValue
@@ -421,7 +428,8 @@ private func sinkInputInfoCallback(_ context: OpaquePointer?, _ info: UnsafePoin
     } else if let info = info?.pointee {
         let pid = info.proplist.flatMap { string(pulse.pa_proplist_gets($0, "application.process.id")) }.flatMap { Int32($0) }
         let name = info.proplist.flatMap { string(pulse.pa_proplist_gets($0, "application.name")) }
-        box.append(PulseSinkInput(index: info.index, sinkIndex: info.sink, processID: pid, applicationName: name))
+        box.append(PulseSinkInput(index: info.index, sinkIndex: info.sink, processID: pid, applicationName: name,
+                                  muted: info.mute != 0))
     }
 }
 

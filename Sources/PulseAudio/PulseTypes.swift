@@ -61,12 +61,16 @@ public struct PulseSinkInput: Sendable, Hashable {
     public var processID: Int32?
     /// The `application.name` property.
     public var applicationName: String?
+    /// Whether the server mutes it (a mixer, or a policy such as PulseAudio's module-role-cork during a call).
+    public var muted: Bool
 
-    public init(index: UInt32, sinkIndex: UInt32, processID: Int32? = nil, applicationName: String? = nil) {
+    public init(index: UInt32, sinkIndex: UInt32, processID: Int32? = nil, applicationName: String? = nil,
+                muted: Bool = false) {
         self.index = index
         self.sinkIndex = sinkIndex
         self.processID = processID
         self.applicationName = applicationName
+        self.muted = muted
     }
 }
 

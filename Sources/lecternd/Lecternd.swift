@@ -37,6 +37,9 @@ struct Lecternd: ParsableCommand {
     @Option(help: "Seconds after losing its output during which a returning output resumes playback (default: 1800).")
     var resumeWindow: Int?
 
+    @Option(help: "When another sound asks for the output (a call): pause (and resume after it; the default), ignore.")
+    var interruptions: String?
+
     @Option(help: "Seconds that `lectern skip forward|back` (SkipForward, SkipBackward) move by (default: 15).")
     var skipStep: Int?
 
@@ -74,7 +77,7 @@ struct Lecternd: ParsableCommand {
     var flags: [Setting: Settings.FlagValue] {
         var flags: [Setting: Settings.FlagValue] = [:]
         let texts: [(Setting, String?)] = [(.audioSink, audioSink), (.database, database), (.cacheDirectory, cacheDirectory),
-                                           (.outputPolicy, outputPolicy), (.smartRewind, smartRewind),
+                                           (.outputPolicy, outputPolicy), (.interruptions, interruptions), (.smartRewind, smartRewind),
                                            (.titleTemplate, titleTemplate), (.logLevel, logLevel)]
         for case let (setting, text?) in texts { flags[setting] = .text(text) }
         let numbers: [(Setting, Int?)] = [(.resumeWindow, resumeWindow), (.skipStep, skipStep), (.rewindAfter, rewindAfter),

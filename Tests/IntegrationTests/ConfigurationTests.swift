@@ -95,13 +95,15 @@ extension Integration {
         }
 
         @Test func theFileSetsWhatNoFlagSetsAndLecternConfigSaysWhereEachCameFrom() async throws {
-            let file = try ConfigFile("skip-step: 30\noutput-policy: pause-only\nresume-window: 600\n")
+            let file = try ConfigFile("skip-step: 30\noutput-policy: pause-only\nresume-window: 600\ninterruptions: ignore\n")
             try await DaemonFixture.with(daemonArguments: ["--config", file.path, "--resume-window", "60"]) { d in
                 #expect(try await d.listenProperty("SkipStep").int64 == 30_000_000)
                 #expect(try await d.lib("Get", [.string("org.lectern.Output1"), .string("Policy")], interface: MPRIS.properties)
                     .first?.unwrapped.string == "pause-only")
                 #expect(try await d.lib("Get", [.string("org.lectern.Output1"), .string("ResumeWindow")], interface: MPRIS.properties)
                     .first?.int64 == 60)
+                #expect(try await d.lib("Get", [.string("org.lectern.Output1"), .string("Interruptions")], interface: MPRIS.properties)
+                    .first?.unwrapped.string == "ignore")
                 #expect(try await d.configProperty("File") == file.path)
 
                 let shown = try await d.lectern("config", "--json")
@@ -111,7 +113,8 @@ extension Integration {
                 #expect(json["resume-window"] == ["value": "60", "source": "--resume-window"])
                 #expect(json["audio-sink"] == ["value": "fakesink sync=true", "source": "--audio-sink"])
                 #expect(json["log-level"] == ["value": "info", "source": "default"])
-                #expect(json.count == 13, "\(json.keys.sorted())")
+                #expect(json["interruptions"] == ["value": "ignore", "source": file.path])
+                #expect(json.count == 14, "\(json.keys.sorted())")
                 let table = try await d.lectern("config")
                 #expect(table.stdout.split(separator: "\n").contains { $0.split(separator: " ") == ["skip-step", "30", Substring(file.path)] },
                         "\(table.stdout)")

@@ -45,6 +45,7 @@ import TestSupport
         #expect(settings.options.skipStep == .seconds(15))
         #expect(settings.options.outputPolicy == .pauseAndResume)
         #expect(settings.options.resumeWindow == .seconds(1800))
+        #expect(settings.options.interruptions == .pause)
         #expect(settings.options.audioSink == nil)
         #expect(settings.options.titleTemplate == TitleTemplate("{chapter}"))
         #expect(settings.options.listening.smartRewind == SmartRewind())
@@ -62,6 +63,7 @@ import TestSupport
             cache-directory: /tmp/lectern-cache
             output-policy: pause-only
             resume-window: 60
+            interruptions: ignore
             unplug-bookmark: true
             skip-step: 30
             smart-rewind: 5-20
@@ -78,6 +80,7 @@ import TestSupport
         #expect(settings.options.cacheDirectory.path == "/tmp/lectern-cache")
         #expect(settings.options.outputPolicy == .pauseOnly)
         #expect(settings.options.resumeWindow == .seconds(60))
+        #expect(settings.options.interruptions == .ignore)
         #expect(settings.options.unplugBookmark)
         #expect(settings.options.skipStep == .seconds(30))
         #expect(settings.options.listening.smartRewind == SmartRewind(threshold: .seconds(10), minimum: .seconds(5),
@@ -120,6 +123,7 @@ import TestSupport
         ("cache-directory: [a]", "cache-directory", "a list", "a path"),
         ("output-policy: pause", "output-policy", "\"pause\"", "pause-and-resume, pause-only, off"),
         ("resume-window: 86401", "resume-window", "86401", "from 0 to 86400"),
+        ("interruptions: duck", "interruptions", "\"duck\"", "pause, ignore"),
         ("resume-window: -1", "resume-window", "-1", "from 0 to 86400"),
         ("unplug-bookmark: sometimes", "unplug-bookmark", "\"sometimes\"", "true or false"),
         ("skip-step: 0", "skip-step", "0", "from 1 to 600"),

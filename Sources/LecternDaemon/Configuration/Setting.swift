@@ -11,6 +11,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     case cacheDirectory = "cache-directory"
     case outputPolicy = "output-policy"
     case resumeWindow = "resume-window"
+    case interruptions
     case unplugBookmark = "unplug-bookmark"
     case skipStep = "skip-step"
     case smartRewind = "smart-rewind"
@@ -31,6 +32,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
         case .database, .cacheDirectory: return "a path, absolute or starting with ~/"
         case .outputPolicy: return OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
         case .resumeWindow: return "a whole number of seconds from 0 to \(DaemonOptions.longestResumeWindow) (a day)"
+        case .interruptions: return InterruptionMode.allCases.map(\.rawValue).joined(separator: ", ")
         case .unplugBookmark: return "true or false"
         case .skipStep: return "a whole number of seconds from 1 to 600"
         case .smartRewind: return "off, or MIN-MAX in whole seconds with MIN <= MAX <= 600, e.g. 3-30"

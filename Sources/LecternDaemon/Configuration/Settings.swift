@@ -107,6 +107,7 @@ public struct Settings: Sendable {
         options.outputPolicy = try choice(.outputPolicy, reading, default: defaults.outputPolicy)
         options.resumeWindow = .seconds(try seconds(.resumeWindow, reading, in: 0...Int(DaemonOptions.longestResumeWindow),
                                                     default: defaults.resumeWindow))
+        options.interruptions = try choice(.interruptions, reading, default: defaults.interruptions)
         let bookmark = try reading.value(.unplugBookmark) { $0.bool(forKey: $1) }
         options.unplugBookmark = bookmark?.value ?? defaults.unplugBookmark
         note(.unplugBookmark, String(options.unplugBookmark), bookmark?.source)

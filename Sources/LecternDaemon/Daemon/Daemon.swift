@@ -21,6 +21,8 @@ public struct DaemonOptions: Sendable {
     public var resumeWindow: Duration
     /// A day: an output back after longer than that is not the listener coming back to the same session.
     public static let longestResumeWindow: UInt32 = 86_400
+    /// What to do when another sound asks for the output (a call).
+    public var interruptions: InterruptionMode
     /// Smart rewind, the sleep timer's fade, Previous's restart threshold.
     public var listening: ListeningOptions
     /// The step of SkipForward / SkipBackward (`lectern skip forward|back`).
@@ -35,7 +37,7 @@ public struct DaemonOptions: Sendable {
 
     public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
                 outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
-                listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
+                interruptions: InterruptionMode = .pause, listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
                 titleTemplate: TitleTemplate = TitleTemplate(), unplugBookmark: Bool = false, mediaReader: String? = nil) {
         self.unplugBookmark = unplugBookmark
         self.mediaReader = mediaReader
@@ -48,6 +50,7 @@ public struct DaemonOptions: Sendable {
         self.cacheDirectory = cacheDirectory ?? XDG.cacheHome.appendingPathComponent("lectern")
         self.outputPolicy = outputPolicy
         self.resumeWindow = resumeWindow
+        self.interruptions = interruptions
     }
 }
 
@@ -125,8 +128,10 @@ public enum Daemon {
         let listening = ListeningService(skipStep: options.skipStep)
         // The book session saves positions on its own thread: it reads the events from a stream.
         let (bookEvents, toBookSession) = AsyncStream.makeStream(of: PlayerEvent.self)
+        // The output watcher publishes what the player did when another sound asked for the output.
+        let (toOutputWatcher, interruptionNews) = InterruptionRelay.make()
         let player = Player(engine: engine, options: options.listening, logger: logger,
-                            observers: [mpris, listening, toBookSession])
+                            observers: [mpris, listening, toBookSession, toOutputWatcher])
         // A reader per core (two at least): an import reads that many files at once, each in a child of its own.
         let readers = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in
             MediaReader(program: options.mediaReader, logger: logger)
@@ -174,6 +179,7 @@ public enum Daemon {
         let configuration = ConfigurationService(settings: settings, logger: logger)
         let libraryFolders = LibraryFolders(service: service, logger: logger)
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
+                                          interruptions: options.interruptions, interruptionNews: interruptionNews,
                                           logger: logger) {
             if configuration.current.withLock({ $0.options.unplugBookmark }) {
                 await session.addAutomaticBookmark(.unplug, title: "Output unplugged")
@@ -200,6 +206,7 @@ public enum Daemon {
             }
             if changed.contains(.outputPolicy) { await outputWatcher.setMode(options.outputPolicy) }
             if changed.contains(.resumeWindow) { await outputWatcher.setResumeWindow(options.resumeWindow) }
+            if changed.contains(.interruptions) { await outputWatcher.setInterruptions(options.interruptions) }
             if changed.contains(.libraryFolders) { await libraryFolders.watch(settings.libraryFolders) }
         }
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the

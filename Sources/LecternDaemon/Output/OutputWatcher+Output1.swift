@@ -3,7 +3,8 @@ import Foundation
 import LecternCore
 
 // org.lectern.Output1 (dbus/org.lectern.Output1.xml), the watcher's D-Bus face: CurrentOutput, ServerConnected,
-// LastRouteEvent and RouteChanged published from the watcher's state; Policy and ResumeWindow set the policy's.
+// LastRouteEvent and RouteChanged published from the watcher's state; Policy and ResumeWindow set the policy's,
+// Interruptions the player's.
 extension OutputWatcher {
     /// The last route event, as `LastRouteEvent` and `RouteChanged` carry it.
     struct RouteEvent: Sendable, Equatable {
@@ -13,6 +14,10 @@ extension OutputWatcher {
             case outputReturned = "output-returned"
             case serverLost = "server-lost"
             case serverReturned = "server-returned"
+            /// Another sound asked for the output (a call started).
+            case interrupted
+            /// It gave the output back (the call ended).
+            case interruptionEnded = "interruption-ended"
         }
         enum Action: String, Sendable {
             case none, paused, resumed
@@ -53,19 +58,29 @@ extension OutputWatcher {
                     }
                     await self?.setResumeWindow(.seconds(Int64(seconds)))
                 }),
+                Property("Interruptions", .string, access: .readwrite, set: { [weak self] value in
+                    guard let mode = InterruptionMode(rawValue: try value.decoded(as: String.self)) else {
+                        let modes = InterruptionMode.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw BusError.invalidArgs("Interruptions must be one of \(modes), not \(value)")
+                    }
+                    await self?.setInterruptions(mode)
+                }),
             ],
             signals: [SignalDecl("RouteChanged", [("event", RouteEvent.type)])])
     }
 
-    /// Stores the initial values on `object` and keeps them up to date from now on.
-    public func publish(on object: ExportedObject) {
+    /// Stores the initial values on `object` and keeps them up to date from now on; gives the player its
+    /// interruption mode.
+    public func publish(on object: ExportedObject) async {
         self.object = object
+        await player.setInterruptions(interruptions)
         object.update(Self.interfaceName, [
             "CurrentOutput": .string(soundServer.currentOutput),
             "ServerConnected": .boolean(soundServer.connected),
             "LastRouteEvent": lastEvent.value,
             "Policy": .string(policy.mode.rawValue),
             "ResumeWindow": .uint32(UInt32(clamping: policy.resumeWindow.components.seconds)),
+            "Interruptions": .string(interruptions.rawValue),
         ])
     }
 
@@ -77,6 +92,12 @@ extension OutputWatcher {
     func setResumeWindow(_ window: Duration) {
         policy.resumeWindow = window
         object?.update(Self.interfaceName, ["ResumeWindow": .uint32(UInt32(clamping: window.components.seconds))])
+    }
+
+    func setInterruptions(_ mode: InterruptionMode) async {
+        interruptions = mode
+        await player.setInterruptions(mode)
+        object?.update(Self.interfaceName, ["Interruptions": .string(mode.rawValue)])
     }
 
     /// Recomputes the output in use and publishes it when it changed.

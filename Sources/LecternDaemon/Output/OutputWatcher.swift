@@ -5,7 +5,9 @@ import Logging
 import PulseAudio
 
 /// Watches the audio outputs and pauses (and later resumes) the player when the one in use goes away; publishes
-/// `org.lectern.Output1` (dbus/org.lectern.Output1.xml) on Lectern's object.
+/// `org.lectern.Output1` (dbus/org.lectern.Output1.xml) on Lectern's object, with what the player did when another
+/// sound asked for the output (a call: ``InterruptionNews``, from the player, which hears the server's cork requests
+/// through its engine) and the mode it does it in.
 ///
 /// Its one source is libpulse, on PulseAudio and on PipeWire's pipewire-pulse alike: sinks new, changed and removed,
 /// ports becoming unavailable (a jack), the default sink, our own stream's sink, the server dying. (GStreamer's
@@ -30,12 +32,16 @@ import PulseAudio
 public actor OutputWatcher {
     public static let interfaceName = "org.lectern.Output1"
 
-    private let player: Player
+    let player: Player  // internal: OutputWatcher+Output1.swift gives it its interruption mode
     private let logger: Logger
     /// Called after a lost output paused playback (not the sound server's death): e.g. an automatic bookmark.
     private let pausedForLoss: @Sendable () async -> Void
     private let client: PulseClient
     private let processID = getpid()
+    /// What the player did about another sound asking for the output, in order (an ``InterruptionRelay``'s).
+    private let interruptionNews: AsyncStream<InterruptionNews>
+    /// What the player does when another sound asks for the output; Interruptions sets it.
+    var interruptions: InterruptionMode
     // Internal, not private: OutputWatcher+Output1.swift, the D-Bus face, publishes them (still actor-isolated).
     /// What to do when the output in use goes and comes back; Policy and ResumeWindow set its mode and window.
     var policy: OutputPolicy<ContinuousClock.Instant>
@@ -46,8 +52,11 @@ public actor OutputWatcher {
     var lastEvent = RouteEvent.initial
 
     public init(player: Player, mode: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
+                interruptions: InterruptionMode = .pause, interruptionNews: AsyncStream<InterruptionNews> = AsyncStream { $0.finish() },
                 server: String? = nil, logger: Logger, pausedForLoss: @escaping @Sendable () async -> Void = {}) {
         self.player = player
+        self.interruptions = interruptions
+        self.interruptionNews = interruptionNews
         self.pausedForLoss = pausedForLoss
         self.logger = logger
         self.policy = OutputPolicy(mode: mode, resumeWindow: resumeWindow)
@@ -57,9 +66,15 @@ public actor OutputWatcher {
     // MARK: - Running
 
     /// Connects to the sound server (again and again, with backoff, if it isn't there or goes away) and handles
-    /// route changes until cancelled.
+    /// route changes, and publishes the player's interruptions, until cancelled.
     public func run() async {
-        await client.run { [weak self] event in await self?.handle(event) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [weak self, interruptionNews] in
+                for await news in interruptionNews { await self?.interrupted(news) }
+            }
+            await client.run { [weak self] event in await self?.handle(event) }
+            group.cancelAll()
+        }
     }
 
     private func handle(_ event: PulseClient.Event) async {
@@ -164,8 +179,15 @@ public actor OutputWatcher {
                 guard soundServer.removeStream(change.index) else { return }
                 updateCurrentOutput()
             case (.sinkInput, _):
+                // Asked before the query: paused for a call, the server had muted the stream before its cork request.
+                let pausedForCall = await player.isPausedForInterruption
                 let mine = try await connection.sinkInputs(ofProcess: processID)
                 guard let new = mine.first(where: { $0.index == change.index }) ?? mine.last else { return }
+                if pausedForCall, !new.muted {
+                    // The server unmutes the stream when the call ends; its uncork request comes only if the stream
+                    // was corked by then (none after a call shorter than the pause's way to the server).
+                    await player.interruptionEnded()
+                }
                 let before = soundServer.updateStream(new)
                 if let before, before.index != new.sinkIndex, try await connection.sink(index: before.index) == nil {
                     // The server moved our stream because its sink went away (the removal event may come later).
@@ -225,7 +247,8 @@ public actor OutputWatcher {
     private func outputLost(_ sink: String, port: String, reason: OutputPolicy<ContinuousClock.Instant>.LossReason,
                             seenBy source: String) async {
         let output = reason == .portUnavailable ? Self.outputID(sink: sink, port: port) : sink
-        let playing = await player.snapshot.status == .playing  // after the events the player had queued
+        // After the events the player had queued; paused by a call counts as playing: the loss's pause replaces it.
+        let playing = await player.isPlayingOrInterrupted
         let decision = policy.handle(.lost(output: output, reason: reason, playing: playing), at: .now)
         guard decision == .pause else { return }
         var action = RouteEvent.Action.none
@@ -259,5 +282,48 @@ public actor OutputWatcher {
         }
         logger.info("output returned", metadata: ["sink": "\(sink.name)", "port": "\(port)", "action": "\(action.rawValue)"])
         record(.outputReturned, output: sink.name, port: port, action: action)
+    }
+
+    // MARK: - Another sound asking for the output
+
+    /// What the player did about a cork or uncork request, as a route event; when it plays through one, the stream
+    /// is unmuted: PulseAudio's module-role-cork muted it with the request (and unmutes it only when the call ends).
+    private func interrupted(_ news: InterruptionNews) async {
+        switch news {
+        case .began(let paused):
+            record(.interrupted, output: soundServer.currentOutput, action: paused ? .paused : .none)
+        case .ended(let resumed):
+            record(.interruptionEnded, output: soundServer.currentOutput, action: resumed ? .resumed : .none)
+        case .playingThrough:
+            await unmuteOurStreams()
+        }
+    }
+
+    private func unmuteOurStreams() async {
+        guard let connection = client.connection else { return }
+        do {
+            for stream in try await connection.sinkInputs(ofProcess: processID) where stream.muted {
+                try await connection.setSinkInputMute(stream.index, muted: false)
+                logger.info("unmuted the stream the sound server muted for another sound", metadata: ["stream": "\(stream.index)"])
+            }
+        } catch {
+            logger.warning("cannot unmute the stream", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Hands the player's ``InterruptionNews`` to the output watcher (which publishes them), in order; a
+/// ``PlayerObserver`` that does not wait.
+public struct InterruptionRelay: PlayerObserver {
+    private let continuation: AsyncStream<InterruptionNews>.Continuation
+
+    /// The relay, for the player's observers, and the stream of news, for the ``OutputWatcher``.
+    public static func make() -> (InterruptionRelay, AsyncStream<InterruptionNews>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: InterruptionNews.self)
+        return (InterruptionRelay(continuation: continuation), stream)
+    }
+
+    public func handle(_ event: PlayerEvent) {
+        if case .interruption(let news) = event { continuation.yield(news) }
     }
 }
