@@ -51,14 +51,16 @@ extension Integration {
 
         @Test func printConfigShowsEachValueInEffectAndWhereItCameFrom() async throws {
             let file = try ConfigFile("skip-step: 30\nsleep-fade: 4\noutput-policy: off\nlibrary-folders: [~/Books]\n")
-            let environment = Self.environment(in: file.folder, ["LECTERN_SKIP_STEP": "40", "LECTERN_OUTPUT_POLICY": "pause-only"])
+            let environment = Self.environment(in: file.folder, ["LECTERN_SKIP_STEP": "40", "LECTERN_OUTPUT_POLICY": "pause-only",
+                                                                 "LECTERN_INTERRUPTIONS": "ignore"])
             let printed = try await Subprocess.run(builtExecutable("lecternd").path,
                                                    ["--print-config", "--config", file.path, "--skip-step", "45"], env: environment)
             #expect(printed.status == 0, "\(printed)")
             let rows = printed.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            #expect(rows.count == 13, "\(printed.stdout)")
+            #expect(rows.count == 14, "\(printed.stdout)")
             #expect(rows.contains(["skip-step", "45", "--skip-step"]), "\(printed.stdout)")
             #expect(rows.contains(["output-policy", "pause-only", "LECTERN_OUTPUT_POLICY"]))
+            #expect(rows.contains(["interruptions", "ignore", "LECTERN_INTERRUPTIONS"]))
             #expect(rows.contains(["sleep-fade", "4", file.path]))
             #expect(rows.contains(["library-folders", "[\(file.folder.path)/Books]", file.path]))
             #expect(rows.contains(["resume-window", "1800", "default"]))
