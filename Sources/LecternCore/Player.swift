@@ -417,8 +417,8 @@ public actor Player {
     // MARK: - Output changes
 
     /// Pauses because the output in use went away; returns whether it did (it was playing, or paused only by an
-    /// interruption, whose pause this one replaces: the end of the call then does not resume on another output).
-    /// The pause is remembered until any command arrives.
+    /// interruption, whose pause this one replaces: the end of the call then does not resume on another output, the
+    /// output's return does). The pause is remembered until any command arrives.
     @discardableResult
     public func pauseForLostOutput() -> Bool {
         guard state.status == .playing || outputPause == .interrupted else { return false }
@@ -428,15 +428,12 @@ public actor Player {
     }
 
     /// Resumes after the output came back, only when the pause was `pauseForLostOutput`'s and no command
-    /// came since; returns whether it resumed. While another sound still has the output (a call), the pause becomes
-    /// the interruption's: its end resumes.
+    /// came since; returns whether it resumed. A cork request made before the loss is over for the server, which
+    /// forgets it for a stream it moves (PulseAudio's module-role-cork; no uncork comes): the stream plays through
+    /// it (`.playingThrough`: the server left it muted).
     @discardableResult
     public func resumeForReturnedOutput() -> Bool {
         guard outputPause != nil, state.status == .paused else { return false }
-        if corkRequested && interruptions == .pause {
-            outputPause = .interrupted
-            return false
-        }
         play()
         return true
     }

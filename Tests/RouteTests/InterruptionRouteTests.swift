@@ -71,6 +71,28 @@ import TestSupport
         }
     }
 
+    @Test func unpluggedDuringACallItResumesWhenTheOutputReturnsAndIsHeard() async throws {
+        try await withCallDaemon { d in
+            try await d.startPlaying()
+            let call = try PhoneCall(d)
+            defer { call.hangUp() }
+            #expect(try await d.waitFor(d.status) { $0 == "Paused" } == "Paused")
+            let saved = try await d.position()
+            try await d.unplug()
+            let lost = try await d.waitFor(d.lastRouteEvent) { $0.first?.string == "output-lost" }
+            #expect(lost.count == 5 && lost[3].string == "paused", "\(lost)")
+            // The call ends with the output gone: nothing resumes on the speakers.
+            call.hangUp()
+            #expect(try await d.waitFor(d.server.streamCount) { $0 == 1 } == 1, "the call's stream is still there")
+            #expect(try await d.status() == "Paused")
+            try await d.plug()
+            #expect(try await d.waitFor(d.status) { $0 == "Playing" } == "Playing", "not resumed:\n\(d.log)")
+            let resumedAt = try await d.position()
+            #expect(resumedAt >= saved - 50_000 && resumedAt <= saved + 1_500_000, "resumed at \(resumedAt) µs, saved \(saved) µs")
+            #expect(try await d.waitFor(d.lecternStreamMuted) { $0 == false } == false, "muted after the call:\n\(d.log)")
+        }
+    }
+
     @Test func ignoredInterruptionsPlayOnAndAreHeard() async throws {
         try await withCallDaemon(extraArguments: ["--interruptions", "ignore"]) { d in
             #expect(try await d.get("Interruptions", interface: RouteDaemon.output).string == "ignore")
