@@ -67,12 +67,14 @@ extension Library {
     /// The present files at or below `path` that are no longer on disk, in books that are not offline (what an
     /// offline book's files are is not known): a `stat` of each, outside any transaction. For ``markMissing(_:)``.
     public func filesGone(under path: String) throws -> [Int64] {
+        // The paths below it as a range of the path index: from "folder/" up to "folder0" ("0" follows "/").
         let prefix = path.hasSuffix("/") ? path : path + "/"
+        let end = String(prefix.dropLast()) + "0"
         let present = try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT f.id, f.path FROM bookFile f JOIN book b ON b.id = f.bookId
-                WHERE f.available AND NOT b.offline AND (f.path = ?1 OR substr(f.path, 1, length(?2)) = ?2)
-                """, arguments: [path, prefix])
+                WHERE f.available AND NOT b.offline AND (f.path = ?1 OR (f.path >= ?2 AND f.path < ?3))
+                """, arguments: [path, prefix, end])
         }
         return present.filter { !FileManager.default.fileExists(atPath: $0[1]) }.map { $0[0] }
     }

@@ -274,6 +274,20 @@ extension Integration {
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil, "read again")
                 try await d.lib("ActivateBook", [.int64(book), .boolean(false)])
                 try await d.waitForURL(endingWith: "/03.mp3")
+
+                // Unmounted while lecternd is stopped: offline from its start (its mount is not mounted), its files not
+                // marked missing; available again once the disk is mounted.
+                #expect(await d.stopDaemon() == 0)
+                #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
+                let restart = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                _ = await d.startupRescan(folders: 1, since: restart)
+                #expect(try await d.getBook(book)["state"] == .string("offline"), "\(d.log)")
+                #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
+                try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
+                let again = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
+                #expect(again == .string("available"), "\(d.log)")
+                await d.stopReplacement(replacement)
             }
         }
 
