@@ -110,12 +110,19 @@ struct MigrationTests {
         }
     }
 
-    @Test("A library of v6 gets its search index and progress made from what it holds, and kept in step after")
-    func searchIndexFromV6() throws {
+    /// A library file in a new folder, migrated up to `migration` (the folder goes when the first value does).
+    static func library(migratedUpTo migration: String) throws -> (TemporaryDirectory, String, DatabaseQueue) {
         let dir = try TemporaryDirectory(prefix: "lectern-library")
         let path = dir.path + "/library.sqlite"
         let queue = try DatabaseQueue(path: path)
-        try Schema.migrator.migrate(queue, upTo: "v6: a book's loop in Lectern's words")
+        try Schema.migrator.migrate(queue, upTo: migration)
+        return (dir, path, queue)
+    }
+
+    @Test("A library of v6 gets its search index and progress made from what it holds, and kept in step after")
+    func searchIndexFromV6() throws {
+        let (dir, path, queue) = try Self.library(migratedUpTo: "v6: a book's loop in Lectern's words")
+        defer { dir.remove() }
         let (eyre, dune, mort, eyreFiles) = try queue.write { db -> (Int64, Int64, Int64, [Int64]) in
             try db.execute(sql: "INSERT INTO shelf(name) VALUES ('Series')")
             try db.execute(sql: "INSERT INTO shelf(parentId, name) VALUES (?, 'Discworld')", arguments: [db.lastInsertedRowID])
@@ -172,10 +179,8 @@ struct MigrationTests {
 
     @Test("A library of v8 gets v9: every book available, files keep their state, bookTags copied from the search row")
     func v9FromV8() throws {
-        let dir = try TemporaryDirectory(prefix: "lectern-library")
-        let path = dir.path + "/library.sqlite"
-        let queue = try DatabaseQueue(path: path)
-        try Schema.migrator.migrate(queue, upTo: "v8: file fingerprints")
+        let (dir, path, queue) = try Self.library(migratedUpTo: "v8: file fingerprints")
+        defer { dir.remove() }
         let book = try queue.write { db -> Int64 in
             try db.execute(sql: """
                 INSERT INTO book(title, author, addedAt, modifiedAt) VALUES ('Dune', 'Frank Herbert', '2024-01-02 03:04:05.000', '2024-01-02 03:04:05.000')

@@ -119,9 +119,8 @@ actor LibraryFolders {
             }
         case .fallbackScan:
             let cameBack = await refreshOffline()
-            let folders = FolderWatcher.outermost(unwatched.union(cameBack))
-            for folder in folders where FileManager.default.fileExists(atPath: folder) {
-                await importAgain(folder, because: unwatched.contains(folder) ? "it is beyond the watch limit" : "its disk is back")
+            for folder in bookFolders(unwatched.union(cameBack)) where FileManager.default.fileExists(atPath: folder) {
+                await importAgain(folder, because: cameBack.contains(folder) ? "its disk is back" : "it is beyond the watch limit")
             }
         }
     }
@@ -129,9 +128,7 @@ actor LibraryFolders {
     private func handle(_ change: FolderWatcher.Change) async {
         switch change {
         case .settled(let folders):
-            // A change inside a book's folder (one disc of several) is read as the whole book's.
-            let changed = folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }
-            for folder in FolderWatcher.outermost(Set(changed)) {
+            for folder in bookFolders(Set(folders)) {
                 if FileManager.default.fileExists(atPath: folder) {
                     await importAgain(folder, because: "it changed")
                 } else {
@@ -156,6 +153,12 @@ actor LibraryFolders {
         case .overflowed:
             for root in folders { await importAgain(root, because: "changes were too many to follow") }
         }
+    }
+
+    /// `folders`, each as the folder of the book it is in, if any (a change inside a book's folder, one disc of
+    /// several, is read as the whole book's: the disc's alone would be a book of its own), the outermost.
+    private func bookFolders(_ folders: Set<String>) -> [String] {
+        FolderWatcher.outermost(Set(folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }))
     }
 
     /// Imports `folder` again, then marks missing what of it is no longer on disk (the import marks the files of
