@@ -228,15 +228,7 @@ extension Integration {
             defer { root.remove() }
             let (library, config) = try Self.library(in: root, [("Home/Emma", "Emma", 1)])
             let disk = library.appendingPathComponent("Disk").path
-            let source = root.appending("Source")
-            try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-            for n in 1...3 {
-                let folder = source.appendingPathComponent("Serial")
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try AudioFiles.mp3(folder.appendingPathComponent("0\(n).mp3"), seconds: 5, frequency: 900 + 11 * n,
-                                   tags: .init(title: "Serial \(n)", album: "Serial", track: n))
-            }
-            try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0, "bind mount: \(String(cString: strerror(errno)))")
+            let source = try Self.serialDisk(in: root, mountedOn: disk)
             defer { umount2(disk, Int32(MNT_DETACH)) }
             try await DaemonFixture.with(daemonArguments: ["--config", config, "--root-check", "0.2"]) { d in
                 _ = await d.startupRescan(folders: 1)
@@ -287,6 +279,46 @@ extension Integration {
                 try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
                 let again = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
                 #expect(again == .string("available"), "\(d.log)")
+                await d.stopReplacement(replacement)
+            }
+        }
+
+        /// A folder `Source` holding the book "Serial" (three 5 s files), bind-mounted on `disk` (made), as a disk is
+        /// mounted; the source.
+        static func serialDisk(in root: TemporaryDirectory, mountedOn disk: String) throws -> URL {
+            let source = root.appending("Source")
+            try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+            for n in 1...3 {
+                let folder = source.appendingPathComponent("Serial")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try AudioFiles.mp3(folder.appendingPathComponent("0\(n).mp3"), seconds: 5, frequency: 900 + 11 * n,
+                                   tags: .init(title: "Serial \(n)", album: "Serial", track: n))
+            }
+            try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0, "bind mount: \(String(cString: strerror(errno)))")
+            return source
+        }
+
+        /// A book imported from a disk outside any library folder (none configured) is offline when lecternd starts
+        /// with the disk unmounted, and available again once it is mounted (the mounts of offline books are looked
+        /// at with the fallback scan, here every half second).
+        @Test func aBookOutsideTheLibraryFoldersIsOfflineWhileItsDiskIsNotMounted() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let disk = root.appending("Disk").path
+            let source = try Self.serialDisk(in: root, mountedOn: disk)
+            defer { umount2(disk, Int32(MNT_DETACH)) }
+            try await DaemonFixture.with(daemonArguments: ["--fallback-scan", "0.5"]) { d in
+                let book = try await d.importOK(URL(fileURLWithPath: disk + "/Serial"))[0]
+                #expect(try await d.getBook(book)["state"] == .string("available"))
+                #expect(await d.stopDaemon() == 0)
+                #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
+                let replacement = try await d.startReplacementDaemon()
+                let offline = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("offline") })
+                #expect(offline == .string("offline"), "\(d.log)")
+                #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
+                try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
+                let back = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
+                #expect(back == .string("available"), "\(d.log)")
                 await d.stopReplacement(replacement)
             }
         }

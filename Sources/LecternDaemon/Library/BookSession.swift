@@ -1,3 +1,4 @@
+import FolderWatch
 import Foundation
 import LecternCore
 import LecternLibrary
@@ -71,7 +72,8 @@ actor BookSession {
     func activate(_ bookId: Int64, play: Bool) async throws {
         savePosition()
         var book = try library.book(bookId)
-        if book.offline {
+        // Offline as last seen: played all the same when its folder is there again (the flag follows at the next look).
+        if book.offline && !Self.isReachable(book) {
             throw LibraryError.invalidArgument("“\(book.title)” is offline: \(book.sourcePath ?? "its folder") is on a disk that is "
                                                + "not mounted, or in a library folder that is gone")
         }
@@ -127,6 +129,12 @@ actor BookSession {
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
         announce(.currentBook(book))
+    }
+
+    /// Whether the folder of `book` is there, on its mount.
+    private static func isReachable(_ book: Book) -> Bool {
+        guard let folder = book.sourcePath, FileManager.default.fileExists(atPath: folder) else { return false }
+        return book.mountPath.map { Mounts.current().isMounted($0) } ?? true
     }
 
     /// Applies new settings of the current book to the player.

@@ -43,6 +43,8 @@ actor LibraryFolders {
     private var unwatched: Set<String> = []
     /// Whether some book is offline (as last seen).
     private var someOffline = false
+    /// Whether ``watch(_:)`` was called: the first call looks at the books' mounts even without library folders.
+    private var started = false
     /// Asks for a fallback scan every ``WatchOptions/fallbackScan`` while there is something for it: folders beyond
     /// the watch limit, or offline books (no timer otherwise).
     private var fallbackTicks: Task<Void, Never>?
@@ -63,7 +65,8 @@ actor LibraryFolders {
     }
 
     /// Watches `folders` from now on (none: nothing), in place of those watched before; those not watched before
-    /// are imported again (in ``run()``, after what is queued).
+    /// are imported again (in ``run()``, after what is queued). The first call also marks offline the books whose
+    /// mount is not there, wherever they are.
     func watch(_ folders: [String]) {
         watcher?.stop()
         forwarding?.cancel()
@@ -75,7 +78,8 @@ actor LibraryFolders {
         if !folders.isEmpty && watcher == nil {
             logger.warning("the library folders cannot be watched: no inotify instance left", metadata: ["folders": "\(folders)"])
         }
-        if !added.isEmpty { work.continuation.yield(.rescan(added, because: "it may have changed since it was last read")) }
+        if !added.isEmpty || !started { work.continuation.yield(.rescan(added, because: "it may have changed since it was last read")) }
+        started = true
         if let watcher {
             forwarding = Task { [work] in
                 for await change in watcher.changes { work.continuation.yield(.change(change)) }
