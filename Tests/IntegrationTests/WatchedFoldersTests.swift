@@ -132,17 +132,20 @@ extension Integration {
         @Test func aFileRemovedIsMissingLeftOutOfPlayAndPresentWhenBack() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (_, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
+            let (_, config) = try Self.library(in: root, [("Saga", "Saga", 4), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Read at start-up, with no `lectern import`: announced as an import.
                 let rescan = await d.startupRescan(folders: 1)
-                #expect(rescan.count == 1 && rescan[0].importedBooks.count == 1, "\(rescan)\n\(d.log)")
+                #expect(rescan.count == 1 && rescan[0].importedBooks.count == 2, "\(rescan)\n\(d.log)")
                 #expect(d.signals.since(0).contains { $0.isLibrary("ImportProgress") })
                 let book = try await d.bookID(titled: "Saga")
                 let files = try await d.files(of: book)
                 let third = files[2]["id"]?.int64 ?? -1
-                _ = try await d.placeInThirdFile(of: book, third)
+                try await d.placePausedInThirdFile(of: book, third)
                 try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+                // Another book loaded: what the player does with a file removed under it (under load, the place of the
+                // paused current book was once seen moved on to the next file) is not what this test is about.
+                try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
                 let bookmarks = try await d.bookmarks(of: book)
 
                 let mark = try await d.signals.barrier()
@@ -180,13 +183,16 @@ extension Integration {
         @Test func filesRenamedAndMovedRunningOrStoppedStayTheBooks() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3)])
+            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 _ = await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Saga")
                 let files = try await d.files(of: book)
-                _ = try await d.placeInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
+                try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
                 try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+                // Another book loaded: what the player does with a file removed under it (under load, the place of the
+                // paused current book was once seen moved on to the next file) is not what this test is about.
+                try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
                 let bookmarks = try await d.bookmarks(of: book)
                 func expectSameBook(at folder: URL, names: [String], _ comment: Comment) async throws {
                     let paths = names.map { folder.appendingPathComponent($0).path }
@@ -198,7 +204,7 @@ extension Integration {
                     #expect(now.map { $0["id"] } == files.map { $0["id"] }, comment)
                     #expect(try await d.bookmarks(of: book) == bookmarks, comment)
                     #expect(try await d.getBook(book)["position_file"] == files[2]["id"], comment)
-                    #expect(try await d.allBooks().count == 1, comment)
+                    #expect(try await d.allBooks().count == 2, comment)
                 }
 
                 // Renamed, then the folder moved to another of the library, while watched.
@@ -234,7 +240,7 @@ extension Integration {
                 _ = await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Serial")
                 let files = try await d.files(of: book)
-                _ = try await d.placeInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
+                try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
                 try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
                 try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
                 let before = try await d.getBook(book).filter { $0.key != "modified" }
@@ -384,6 +390,16 @@ extension RecordedSignal {
 }
 
 extension DaemonFixture {
+    /// ``placeInThirdFile(of:_:)``, then a Pause it is known to have taken: playing, the place would move on into the
+    /// next file while the test changes the files.
+    func placePausedInThirdFile(of book: Int64, _ third: Int64) async throws {
+        _ = try await placeInThirdFile(of: book, third)
+        try await call("Pause")
+        guard try await waitForStatus("Paused") == "Paused", try await getBook(book)["position_file"]?.int64 == third else {
+            throw FixtureError("the book is not paused in its third file:\n\(log)")
+        }
+    }
+
     /// Activates `book` paused, expects it to start with the file whose path ends with `first`, and `left` to be told
     /// left out (FileFailed with file -1); the reason told.
     func activateLeavingOut(_ left: String, of book: Int64, startingWith first: String) async throws -> String {
