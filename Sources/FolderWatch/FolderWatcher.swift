@@ -10,10 +10,12 @@ import Glibc
 ///
 /// Each folder of each tree has a watch (symbolic links are not followed: no loops, no other trees), up to
 /// `watchLimit` (the kernel's `max_user_watches` is shared by every program of the user); the folders beyond it are
-/// reported once as ``Change/unwatched(_:)`` for the owner to scan from time to time. A tree whose root goes away (an
-/// unmounted disk, a deleted or moved folder) is reported as ``Change/rootGone(_:)`` and looked for again every
-/// `rootCheck`: ``Change/rootBack(_:)`` when it is there again, watched anew. When the kernel's queue overflows,
-/// ``Change/overflowed`` says events were lost: everything may have changed.
+/// reported once as ``Change/unwatched(_:)`` for the owner to scan from time to time. A tree that goes away is
+/// reported as ``Change/gone(_:)``: a root deleted or moved (or not there when watching starts), or a file system
+/// unmounted from a root or from a folder inside one (that folder is what is gone, not the whole root). Each is
+/// looked for again every `rootCheck`: ``Change/back(_:)`` when it is there again (a folder again; a file system
+/// mounted on it again, for an unmounted one: the empty folder left is not the library), watched anew. When the
+/// kernel's queue overflows, ``Change/overflowed`` says events were lost: everything may have changed.
 ///
 /// Events are read on a dispatch queue of the watcher's own; ``changes`` is the only way out.
 // @unchecked: the dispatch sources are set once in init, and dispatch sources are safe to cancel and reschedule from
@@ -26,8 +28,10 @@ public final class FolderWatcher: @unchecked Sendable {
         case settled([String])
         /// Folders left unwatched because the watch limit was reached, in the order they were found.
         case unwatched([String])
-        case rootGone(String)
-        case rootBack(String)
+        /// A root, or a folder inside one a file system was unmounted from, is no longer there.
+        case gone(String)
+        /// A folder reported gone is there again, and watched.
+        case back(String)
         case overflowed
     }
 
@@ -46,9 +50,13 @@ public final class FolderWatcher: @unchecked Sendable {
         var folders: [Int32: String] = [:]
         var watches: [String: Int32] = [:]
         var roots: [String]
-        /// Roots not there, each with whether it is back once it is a mount point again (a disk unmounted from it:
-        /// the empty folder left is not the library) or once it is a folder again.
-        var goneRoots: [String: Bool] = [:]
+        /// Roots, and folders inside them a file system was unmounted from, not there: each with whether it is back
+        /// once a file system is mounted on it again (the empty folder left is not the library) or once it is a
+        /// folder again.
+        var gone: [String: Bool] = [:]
+        /// What was mounted where when last looked (at the start and every `rootCheck`): which folder an unmount
+        /// took away.
+        var mounts = Mounts.current()
         var pending: Set<String> = []
         var watchLimit: Int
     }
@@ -71,14 +79,15 @@ public final class FolderWatcher: @unchecked Sendable {
         source.setEventHandler { [weak self] in self?.readEvents() }
         // Dispatch needs the descriptor open until the source is cancelled.
         source.setCancelHandler { close(descriptor) }
-        rootTimer.setEventHandler { [weak self] in self?.lookForGoneRoots() }
+        rootTimer.setEventHandler { [weak self] in self?.lookForGoneFolders() }
         quietTimer.setEventHandler { [weak self] in self?.settle() }
         queue.sync {
             state.withLock { state in
                 var unwatched: [String] = []
                 for root in state.roots {
                     if !Self.isFolder(root) {
-                        state.goneRoots[root] = false
+                        state.gone[root] = false
+                        continuation.yield(.gone(root))
                         continue
                     }
                     unwatched += watchTree(root, in: &state)
@@ -139,9 +148,11 @@ public final class FolderWatcher: @unchecked Sendable {
             }
             if mask & UInt32(IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                 guard let root = state.roots.first(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else { return }
-                // Unmounted with the root still a folder: the disk was mounted on the root itself.
-                if folder == root || mask & UInt32(IN_UNMOUNT) != 0 {
-                    rootWent(root, mountedHere: mask & UInt32(IN_UNMOUNT) != 0 && Self.isFolder(root), in: &state)
+                if mask & UInt32(IN_UNMOUNT) != 0 {
+                    let (gone, waitingForMount) = Self.unmounted(folder, within: root, mounts: state.mounts)
+                    went(gone, waitingForMount: waitingForMount, in: &state)
+                } else if folder == root {
+                    went(root, waitingForMount: false, in: &state)
                 }
                 return
             }
@@ -206,23 +217,60 @@ public final class FolderWatcher: @unchecked Sendable {
         continuation.yield(.unwatched(folders))
     }
 
-    private func rootWent(_ root: String, mountedHere: Bool, in state: inout State) {
-        guard state.goneRoots[root] == nil else { return }
-        unwatchTree(root, in: &state)
-        state.goneRoots[root] = mountedHere
-        state.pending = state.pending.filter { $0 != root && !$0.hasPrefix(root + "/") }
-        continuation.yield(.rootGone(root))
+    /// `folder` (a root, or a folder a file system was unmounted from) went away: its watches go, and it is looked
+    /// for every `rootCheck`.
+    private func went(_ folder: String, waitingForMount: Bool, in state: inout State) {
+        guard !state.gone.keys.contains(where: { folder == $0 || folder.hasPrefix($0 + "/") }) else { return }
+        unwatchTree(folder, in: &state)
+        state.gone[folder] = waitingForMount
+        state.pending = state.pending.filter { $0 != folder && !$0.hasPrefix(folder + "/") }
+        continuation.yield(.gone(folder))
     }
 
-    private func lookForGoneRoots() {
+    /// Every `rootCheck`: what went is looked for, and the mounts inside the roots are compared with the last look's.
+    /// One gone (a bind mount, which inotify does not see unmounted) is gone; one new (a disk mounted in the library
+    /// while watched) is watched anew and reported changed.
+    private func lookForGoneFolders() {
+        let mounts = Mounts.current()
         state.withLock { state in
-            for (root, mountPoint) in state.goneRoots.sorted(by: { $0.key < $1.key })
-            where mountPoint ? Self.isMountPoint(root) : Self.isFolder(root) {
-                state.goneRoots[root] = nil
-                report(unwatched: watchTree(root, in: &state))
-                continuation.yield(.rootBack(root))
+            // Mounts that could not be read are not compared: they would all seem gone, or all new.
+            if mounts.points.isEmpty || state.mounts.points.isEmpty { state.mounts = mounts }
+            let roots = state.roots
+            let inRoots = { (point: String) in roots.contains { point == $0 || point.hasPrefix($0 + "/") } }
+            for point in state.mounts.points.subtracting(mounts.points).sorted() where inRoots(point) {
+                went(point, waitingForMount: true, in: &state)
+            }
+            for point in mounts.points.subtracting(state.mounts.points).sorted()
+            where inRoots(point) && !state.gone.keys.contains(where: { point == $0 || point.hasPrefix($0 + "/") }) {
+                unwatchTree(point, in: &state)
+                report(unwatched: watchTree(point, in: &state))
+                state.pending.insert(point)
+                quietTimer.schedule(deadline: .now() + quiet.timeInterval)
+            }
+            state.mounts = mounts
+            for (folder, waitingForMount) in state.gone.sorted(by: { $0.key < $1.key })
+            where waitingForMount ? mounts.isMounted(folder) : Self.isFolder(folder) {
+                state.gone[folder] = nil
+                // The empty folder a disk was unmounted from may be watched (made again, seen from its parent).
+                unwatchTree(folder, in: &state)
+                report(unwatched: watchTree(folder, in: &state))
+                continuation.yield(.back(folder))
             }
         }
+    }
+
+    /// What an IN_UNMOUNT of `folder` (in `root`) took away, and whether it is back once mounted again or once a
+    /// folder again: the mount at or below the root that holds `folder`, as last seen; the root, when the file
+    /// system was mounted above it (back once it is a folder again); else (mounted since the last look) the nearest
+    /// folder at or above `folder` that is still there, or the root.
+    static func unmounted(_ folder: String, within root: String, mounts: Mounts) -> (folder: String, waitingForMount: Bool) {
+        let point = mounts.mountPoint(of: folder)
+        if point == root || point.hasPrefix(root + "/") { return (point, true) }
+        // Mounted above the root ("/" is never unmounted: a mount made since the last look).
+        if point != "/" || !isFolder(root) { return (root, false) }
+        var candidate = folder
+        while candidate != root && !isFolder(candidate) { candidate = (candidate as NSString).deletingLastPathComponent }
+        return (candidate, true)
     }
 
     private func settle() {
@@ -247,13 +295,6 @@ public final class FolderWatcher: @unchecked Sendable {
         var path = path
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         return path
-    }
-
-    /// Whether a file system is mounted on `path` (its device is not its parent's).
-    static func isMountPoint(_ path: String) -> Bool {
-        var own = stat(), parent = stat()
-        return stat(path, &own) == 0 && stat((path as NSString).deletingLastPathComponent, &parent) == 0
-            && (own.st_mode & S_IFMT) == S_IFDIR && own.st_dev != parent.st_dev
     }
 
     static func isFolder(_ path: String, followingLinks: Bool = true) -> Bool {

@@ -46,6 +46,8 @@ public struct ImportedBook: Sendable, Equatable {
     public var author: String?
     public var coverPath: String?
     public var files: [File]
+    /// The mount `sourcePath` is on ("/" for the root file system); nil: not known.
+    public var mountPath: String?
 
     /// What ``Library/importBook(_:into:)`` did with it.
     public struct Outcome: Sendable, Equatable {
@@ -56,7 +58,9 @@ public struct ImportedBook: Sendable, Equatable {
         public var duplicates: [String]
     }
 
-    public init(sourcePath: String, albumKey: String, title: String, author: String?, coverPath: String?, files: [File]) {
+    public init(sourcePath: String, albumKey: String, title: String, author: String?, coverPath: String?, files: [File],
+                mountPath: String? = nil) {
+        self.mountPath = mountPath
         self.sourcePath = sourcePath
         self.albumKey = albumKey
         self.title = title
@@ -70,9 +74,10 @@ extension Library {
     /// Adds the book, or updates the book it is already (the same folder and album, or most of a book's files found
     /// again: by path, or by fingerprint for a file renamed or moved) without touching its position, bookmarks,
     /// settings, title or shelf (unless `shelf` is given). A file found at a new path keeps its row, and so its
-    /// bookmarks and the position in it; the book takes the folder and album it was found in. Files no longer found
-    /// are marked unavailable, never deleted. A file already in the book from another folder that is still there
-    /// (a copy) is left out, and a book every file of which is such a copy is not imported again.
+    /// bookmarks and the position in it; the book takes the folder and album it was found in, and is not offline.
+    /// Files no longer found are marked missing, never deleted; files found again are present. A file already in the
+    /// book from another folder that is still there (a copy) is left out, and a book every file of which is such a
+    /// copy is not imported again.
     public func importBook(_ imported: ImportedBook, into shelf: Int64?) throws -> ImportedBook.Outcome {
         let title = try Self.checkName(Self.prefix(imported.title, Limits.name), "a book's title")
         guard !imported.files.isEmpty else { throw LibraryError.invalidArgument("a book needs at least one file") }
@@ -97,6 +102,9 @@ extension Library {
                     book.sourcePath = imported.sourcePath
                     book.albumKey = imported.albumKey
                 }
+                // Found on disk: not offline, and on the mount it was found on.
+                book.offline = false
+                book.mountPath = imported.mountPath ?? book.mountPath
                 book.modifiedAt = now
                 try book.update(db)
             } else {
@@ -105,7 +113,7 @@ extension Library {
                             coverPath: imported.coverPath, sourcePath: imported.sourcePath, albumKey: imported.albumKey,
                             addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
                             volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
-                            userOrder: nextOrder)
+                            userOrder: nextOrder, mountPath: imported.mountPath)
                 try book.insert(db)
                 created = true
             }

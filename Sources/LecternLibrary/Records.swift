@@ -66,6 +66,11 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var positionOffset: Int64
     /// Where the user put it in "User" order.
     public var userOrder: Int64
+    /// Its folder can't be reached: the file system it is on is not mounted, or its library folder is gone. Its files
+    /// are then neither present nor missing; it is untouched until they are back.
+    public var offline = false
+    /// The mount its folder was on when last imported ("/" for the root file system); nil when not known yet.
+    public var mountPath: String?
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -96,7 +101,9 @@ public struct BookFile: Codable, Sendable, Equatable, Identifiable, FetchableRec
     public var genre: String?
     public var trackNumber: Int64?
     public var discNumber: Int64?
-    /// False once the file is gone from disk; kept with its bookmarks until the book is deleted.
+    /// Present (true) or missing (false): false once the file is gone from disk (unless its book is offline); kept
+    /// with its bookmarks until the book is deleted, and present again when an import finds it (at its path, or
+    /// by its fingerprint elsewhere).
     public var available: Bool
     /// The file as it was when an import last read it: bytes, modification time (ns since 1970) and its
     /// ``FileFingerprint`` value; nil for a file not read since the library had them.

@@ -249,17 +249,6 @@ enum Schema {
                 SELECT * FROM bookSearchText;
                 INSERT INTO bookTags SELECT rowid, author, album, composer, genre FROM bookSearch;
                 """)
-            // Every write that changes what a book's row says makes the row again: a book, its files, its
-            // bookmarks, its shelf or one above it. A deleted book's row goes (the view has none to make again).
-            func remake(_ books: String) -> String {
-                """
-                DELETE FROM bookSearch WHERE rowid IN (\(books));
-                DELETE FROM bookTags WHERE bookId IN (\(books));
-                INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
-                SELECT * FROM bookSearchText WHERE id IN (\(books));
-                INSERT INTO bookTags SELECT id, author, album, composer, genre FROM bookSearchText WHERE id IN (\(books));
-                """
-            }
             // The shelves at and below each shelf, for the trigger of a shelf (a trigger can't hold a WITH).
             try db.execute(sql: """
                 CREATE VIEW shelfTree AS
@@ -270,32 +259,7 @@ enum Schema {
             // A book whose row of `bookDeferred` exists (a write of many of its files: an import) is skipped by the
             // triggers of its files; deleting the row makes its index rows and progress once.
             try db.execute(sql: "CREATE TABLE bookDeferred(bookId INTEGER PRIMARY KEY)")
-            func undeferred(_ book: String) -> String { "NOT EXISTS (SELECT 1 FROM bookDeferred WHERE bookId = \(book))" }
-            let fileTags = ["title", "artist", "album", "albumArtist", "composer", "genre"]
-            try db.execute(sql: """
-                CREATE TRIGGER bookSearch_bookInserted AFTER INSERT ON book BEGIN \(remake("NEW.id")) END;
-                CREATE TRIGGER bookSearch_bookDeleted AFTER DELETE ON book BEGIN \(remake("OLD.id")) END;
-                CREATE TRIGGER bookSearch_bookUpdated AFTER UPDATE OF title, author, narrator, note, shelfId ON book
-                WHEN NEW.title IS NOT OLD.title OR NEW.author IS NOT OLD.author OR NEW.narrator IS NOT OLD.narrator
-                  OR NEW.note IS NOT OLD.note OR NEW.shelfId IS NOT OLD.shelfId
-                BEGIN \(remake("OLD.id, NEW.id")) END;
-                CREATE TRIGGER bookSearch_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
-                BEGIN \(remake("NEW.bookId")) END;
-                CREATE TRIGGER bookSearch_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
-                BEGIN \(remake("OLD.bookId")) END;
-                CREATE TRIGGER bookSearch_fileUpdated AFTER UPDATE OF bookId, \(fileTags.joined(separator: ", ")) ON bookFile
-                WHEN (NEW.bookId IS NOT OLD.bookId OR \(fileTags.map { "NEW.\($0) IS NOT OLD.\($0)" }.joined(separator: " OR ")))
-                  AND \(undeferred("NEW.bookId"))
-                BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
-                CREATE TRIGGER bookSearch_bookmarkInserted AFTER INSERT ON bookmark BEGIN \(remake("NEW.bookId")) END;
-                CREATE TRIGGER bookSearch_bookmarkDeleted AFTER DELETE ON bookmark BEGIN \(remake("OLD.bookId")) END;
-                CREATE TRIGGER bookSearch_bookmarkUpdated AFTER UPDATE OF bookId, title, note ON bookmark
-                WHEN NEW.bookId IS NOT OLD.bookId OR NEW.title IS NOT OLD.title OR NEW.note IS NOT OLD.note
-                BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
-                CREATE TRIGGER bookSearch_shelfUpdated AFTER UPDATE OF name, parentId ON shelf
-                WHEN NEW.name IS NOT OLD.name OR NEW.parentId IS NOT OLD.parentId
-                BEGIN \(remake("SELECT id FROM book WHERE shelfId IN (SELECT id FROM shelfTree WHERE top = NEW.id)")) END;
-                """)
+            try db.execute(sql: searchTriggers(remake: remakeTwice))
 
             // How far through each book its place is (0 to 1; 1 once finished), kept in the row to sort by it: the
             // files' durations before the place's file, plus its offset, over the whole duration.
@@ -309,24 +273,7 @@ enum Schema {
                 FROM book b;
                 UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id);
                 """)
-            func measure(_ books: String) -> String {
-                "UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id) WHERE id IN (\(books));"
-            }
-            try db.execute(sql: """
-                CREATE TRIGGER bookProgress_placeChanged AFTER UPDATE OF positionFileId, positionOffset, finished ON book
-                WHEN NEW.positionFileId IS NOT OLD.positionFileId OR NEW.positionOffset <> OLD.positionOffset
-                  OR NEW.finished <> OLD.finished
-                BEGIN \(measure("NEW.id")) END;
-                CREATE TRIGGER bookProgress_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
-                BEGIN \(measure("NEW.bookId")) END;
-                CREATE TRIGGER bookProgress_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
-                BEGIN \(measure("OLD.bookId")) END;
-                CREATE TRIGGER bookProgress_fileUpdated AFTER UPDATE OF duration, position ON bookFile
-                WHEN (NEW.duration IS NOT OLD.duration OR NEW.position <> OLD.position) AND \(undeferred("NEW.bookId"))
-                BEGIN \(measure("NEW.bookId")) END;
-                CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred
-                BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
-                """)
+            try db.execute(sql: progressTriggers(remake: remakeTwice))
 
             // Orders of listings the database reads in an index instead of sorting every book: by author (books
             // without one last), by when played (never-played ones together at one end), by progress.
@@ -353,7 +300,108 @@ enum Schema {
                 CREATE INDEX bookFile_path ON bookFile(path);
                 """)
         }
+        migrator.registerMigration("v9: missing files, offline books, one search row") { db in
+            // A book is offline while the file system its folder is on is not mounted, or the library folder it is in
+            // is gone: its files are neither present nor missing, and nothing it has changes until they are back.
+            // The mount is where its folder was when last imported (NULL: not known yet, never offline by it).
+            // (A file's own state, present or missing, is bookFile.available since v1.)
+            try db.alter(table: "book") { t in
+                t.add(column: "offline", .boolean).notNull().defaults(to: false)
+                t.add(column: "mountPath", .text)
+            }
+            // The missing files, few, counted without reading every file.
+            try db.execute(sql: "CREATE INDEX bookFile_missing ON bookFile(bookId) WHERE NOT available")
+            // The search triggers made each book's row twice, once for bookSearch and once for bookTags: bookTags
+            // now copies the row just made.
+            let triggers = ["bookSearch_bookInserted", "bookSearch_bookDeleted", "bookSearch_bookUpdated", "bookSearch_fileInserted",
+                            "bookSearch_fileDeleted", "bookSearch_fileUpdated", "bookSearch_bookmarkInserted",
+                            "bookSearch_bookmarkDeleted", "bookSearch_bookmarkUpdated", "bookSearch_shelfUpdated",
+                            "bookProgress_placeChanged", "bookProgress_fileInserted", "bookProgress_fileDeleted",
+                            "bookProgress_fileUpdated", "bookDeferred_done"]
+            try db.execute(sql: triggers.map { "DROP TRIGGER \($0);" }.joined(separator: "\n"))
+            try db.execute(sql: searchTriggers(remake: remakeOnce))
+            try db.execute(sql: progressTriggers(remake: remakeOnce))
+        }
         return migrator
+    }
+
+    /// The SQL that makes the search rows of `books` again (a list or a SELECT of book ids) from `bookSearchText`.
+    typealias Remake = (_ books: String) -> String
+
+    /// v7's: the view's row made twice, for `bookSearch` and for `bookTags`.
+    static func remakeTwice(_ books: String) -> String {
+        remake(books, tags: "SELECT id, author, album, composer, genre FROM bookSearchText WHERE id IN (\(books))")
+    }
+
+    /// v9's: the view's row made once, `bookTags` copied from the row of `bookSearch` just made.
+    static func remakeOnce(_ books: String) -> String {
+        remake(books, tags: "SELECT rowid, author, album, composer, genre FROM bookSearch WHERE rowid IN (\(books))")
+    }
+
+    private static func remake(_ books: String, tags: String) -> String {
+        """
+        DELETE FROM bookSearch WHERE rowid IN (\(books));
+        DELETE FROM bookTags WHERE bookId IN (\(books));
+        INSERT INTO bookSearch(rowid, title, author, narrator, series, album, composer, genre, files, notes)
+        SELECT * FROM bookSearchText WHERE id IN (\(books));
+        INSERT INTO bookTags \(tags);
+        """
+    }
+
+    private static func undeferred(_ book: String) -> String { "NOT EXISTS (SELECT 1 FROM bookDeferred WHERE bookId = \(book))" }
+
+    /// Every write that changes what a book's row says makes the row again: a book, its files, its bookmarks, its
+    /// shelf or one above it. A deleted book's row goes (the view has none to make again). Files of a book in
+    /// `bookDeferred` are skipped (see v7).
+    static func searchTriggers(remake: Remake) -> String {
+        let fileTags = ["title", "artist", "album", "albumArtist", "composer", "genre"]
+        return """
+            CREATE TRIGGER bookSearch_bookInserted AFTER INSERT ON book BEGIN \(remake("NEW.id")) END;
+            CREATE TRIGGER bookSearch_bookDeleted AFTER DELETE ON book BEGIN \(remake("OLD.id")) END;
+            CREATE TRIGGER bookSearch_bookUpdated AFTER UPDATE OF title, author, narrator, note, shelfId ON book
+            WHEN NEW.title IS NOT OLD.title OR NEW.author IS NOT OLD.author OR NEW.narrator IS NOT OLD.narrator
+              OR NEW.note IS NOT OLD.note OR NEW.shelfId IS NOT OLD.shelfId
+            BEGIN \(remake("OLD.id, NEW.id")) END;
+            CREATE TRIGGER bookSearch_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
+            BEGIN \(remake("NEW.bookId")) END;
+            CREATE TRIGGER bookSearch_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+            BEGIN \(remake("OLD.bookId")) END;
+            CREATE TRIGGER bookSearch_fileUpdated AFTER UPDATE OF bookId, \(fileTags.joined(separator: ", ")) ON bookFile
+            WHEN (NEW.bookId IS NOT OLD.bookId OR \(fileTags.map { "NEW.\($0) IS NOT OLD.\($0)" }.joined(separator: " OR ")))
+              AND \(undeferred("NEW.bookId"))
+            BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
+            CREATE TRIGGER bookSearch_bookmarkInserted AFTER INSERT ON bookmark BEGIN \(remake("NEW.bookId")) END;
+            CREATE TRIGGER bookSearch_bookmarkDeleted AFTER DELETE ON bookmark BEGIN \(remake("OLD.bookId")) END;
+            CREATE TRIGGER bookSearch_bookmarkUpdated AFTER UPDATE OF bookId, title, note ON bookmark
+            WHEN NEW.bookId IS NOT OLD.bookId OR NEW.title IS NOT OLD.title OR NEW.note IS NOT OLD.note
+            BEGIN \(remake("OLD.bookId, NEW.bookId")) END;
+            CREATE TRIGGER bookSearch_shelfUpdated AFTER UPDATE OF name, parentId ON shelf
+            WHEN NEW.name IS NOT OLD.name OR NEW.parentId IS NOT OLD.parentId
+            BEGIN \(remake("SELECT id FROM book WHERE shelfId IN (SELECT id FROM shelfTree WHERE top = NEW.id)")) END;
+            """
+    }
+
+    /// The triggers that keep each book's stored progress (see v7), and the one that makes a deferred book's search
+    /// rows and progress once.
+    static func progressTriggers(remake: Remake) -> String {
+        func measure(_ books: String) -> String {
+            "UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id) WHERE id IN (\(books));"
+        }
+        return """
+            CREATE TRIGGER bookProgress_placeChanged AFTER UPDATE OF positionFileId, positionOffset, finished ON book
+            WHEN NEW.positionFileId IS NOT OLD.positionFileId OR NEW.positionOffset <> OLD.positionOffset
+              OR NEW.finished <> OLD.finished
+            BEGIN \(measure("NEW.id")) END;
+            CREATE TRIGGER bookProgress_fileInserted AFTER INSERT ON bookFile WHEN \(undeferred("NEW.bookId"))
+            BEGIN \(measure("NEW.bookId")) END;
+            CREATE TRIGGER bookProgress_fileDeleted AFTER DELETE ON bookFile WHEN \(undeferred("OLD.bookId"))
+            BEGIN \(measure("OLD.bookId")) END;
+            CREATE TRIGGER bookProgress_fileUpdated AFTER UPDATE OF duration, position ON bookFile
+            WHEN (NEW.duration IS NOT OLD.duration OR NEW.position <> OLD.position) AND \(undeferred("NEW.bookId"))
+            BEGIN \(measure("NEW.bookId")) END;
+            CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred
+            BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
+            """
     }
 }
 

@@ -344,6 +344,8 @@ struct StatusReport {
     let url: String?
     /// org.lectern.Player1's GetStatus: the book, file and chapter figures.
     let book: [String: DBusValue]
+    /// org.lectern.Library1's OfflineBooks and MissingFiles.
+    var offlineBooks = 0, missingFiles = 0
 
     init(_ p: [String: DBusValue], book: [String: DBusValue] = [:]) {
         self.book = book
@@ -363,7 +365,17 @@ struct StatusReport {
 
     /// What the daemon says now: MPRIS's Player properties and org.lectern.Player1's GetStatus.
     static func fetch(from daemon: Daemon) async throws -> StatusReport {
-        StatusReport(try await daemon.playerProperties(), book: try await daemon.listeningStatus())
+        var report = StatusReport(try await daemon.playerProperties(), book: try await daemon.listeningStatus())
+        report.offlineBooks = Int(try await daemon.lecternProperty("org.lectern.Library1", "OfflineBooks").int64 ?? 0)
+        report.missingFiles = Int(try await daemon.lecternProperty("org.lectern.Library1", "MissingFiles").int64 ?? 0)
+        return report
+    }
+
+    /// "library: 2 books offline, 1 file missing"; nil when every book is there.
+    var libraryLine: String? {
+        let parts = [(offlineBooks, "book", "offline"), (missingFiles, "file", "missing")].filter { $0.0 > 0 }
+            .map { count, noun, state in "\(count) \(noun)\(count == 1 ? "" : "s") \(state)" }
+        return parts.isEmpty ? nil : "library: " + parts.joined(separator: ", ")
     }
 
     /// One line for a live view: the status, title and author, the position (as given: it moves while playing) and
@@ -382,7 +394,7 @@ struct StatusReport {
     }
 
     var text: String {
-        guard let title else { return "\(status): nothing loaded" }
+        guard let title else { return (["\(status): nothing loaded"] + [libraryLine].compactMap { $0 }).joined(separator: "\n") }
         var lines = ["\(status): \(title)"]
         let by = [artists.joined(separator: ", "), album ?? ""].filter { !$0.isEmpty }.joined(separator: " — ")
         if !by.isEmpty { lines.append("  \(by)") }
@@ -399,6 +411,7 @@ struct StatusReport {
                          + (rate == 1 ? "" : String(format: " at %.2gx", rate)))
         }
         if let sleep = Self.sleepLine(book) { lines.append("  " + sleep) }
+        if let library = libraryLine { lines.append(library) }
         return lines.joined(separator: "\n")
     }
 
@@ -417,7 +430,7 @@ struct StatusReport {
     var json: String {
         var object: [String: Any] = [
             "status": status, "position": Double(position) / 1e6, "volume": volume, "rate": rate,
-            "loop": loop, "shuffle": shuffle, "artists": artists,
+            "loop": loop, "shuffle": shuffle, "artists": artists, "offlineBooks": offlineBooks, "missingFiles": missingFiles,
         ]
         object["title"] = title
         object["album"] = album

@@ -184,7 +184,7 @@ struct BookCommand: AsyncParsableCommand {
             print(Format.bookLine(details))
             for file in details["file_list"]?.elements ?? [] {
                 let f = file.stringKeyedDictionary ?? [:]
-                let mark = f["available"]?.bool == false ? " (missing)" : ""
+                let mark = f["state"]?.string == "missing" ? " (missing)" : ""
                 print("  \((f["index"]?.int64 ?? 0) + 1). [\(f["id"]?.int64 ?? 0)] \(f["title"]?.string ?? (f["path"]?.string ?? ""))  \(Seconds.format(f["duration"]?.int64 ?? 0))\(mark)")
                 for chapter in f["chapters"]?.elements ?? [] {
                     let c = chapter.stringKeyedDictionary ?? [:]
@@ -464,6 +464,8 @@ enum Format {
         return "[\(book["id"]?.int64 ?? 0)] \(book["title"]?.string ?? "")\(author.isEmpty ? "" : " — " + author)  "
             + "(\(files) file\(files == 1 ? "" : "s"), \(Seconds.format(book["duration"]?.int64 ?? 0)))"
             + (book["finished"]?.bool == true ? "  finished" : "")
+            + (book["state"]?.string == "offline" ? "  offline" : "")
+            + ((book["missing"]?.int64 ?? 0) > 0 ? "  \(book["missing"]?.int64 ?? 0) missing" : "")
     }
 }
 

@@ -73,6 +73,15 @@ struct Lecternd: ParsableCommand {
     @Flag(name: .customLong("media-reader"), help: .hidden)  // be that child (MediaReader.serve)
     var isMediaReader = false
 
+    @Option(help: .hidden)  // the most folders watched with inotify (WatchOptions)
+    var watchLimit: Int?
+
+    @Option(help: .hidden)  // seconds between looks for library folders and mounts gone
+    var rootCheck: Double?
+
+    @Option(help: .hidden)  // seconds between scans of the folders beyond the watch limit
+    var fallbackScan: Double?
+
     /// The flags given, by setting.
     var flags: [Setting: Settings.FlagValue] {
         var flags: [Setting: Settings.FlagValue] = [:]
@@ -127,6 +136,9 @@ struct Lecternd: ParsableCommand {
         }
         settings.options.busAddress = busAddress
         settings.options.mediaReader = mediaReaderProgram == "none" ? nil : mediaReaderProgram ?? MediaReader.ownExecutable
+        if let watchLimit { settings.options.watching.watchLimit = max(1, watchLimit) }
+        if let rootCheck { settings.options.watching.rootCheck = .milliseconds(Int(max(0.05, rootCheck) * 1000)) }
+        if let fallbackScan { settings.options.watching.fallbackScan = .milliseconds(Int(max(0.05, fallbackScan) * 1000)) }
         let level = DaemonLogLevel(settings.logLevel)
         LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, level: level) }
         let logger = Logger(label: "lecternd")

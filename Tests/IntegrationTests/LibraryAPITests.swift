@@ -135,7 +135,7 @@ extension Integration {
                 #expect(listed.compactMap { $0["title"]?.string } == ["book", "The CLI Book"])
                 let keys: Set<String> = ["id", "shelf", "title", "author", "narrator", "cover", "source", "added", "modified",
                                          "last_played", "finished", "note", "volume", "speed", "shuffle", "loop",
-                                         "position_file", "position_offset", "files", "duration"]
+                                         "position_file", "position_offset", "files", "duration", "state", "missing"]
                 for entry in listed { #expect(Set(entry.keys) == keys, "\(entry.keys.sorted())") }
                 let details = try await d.getBook(book)
                 #expect(Set(details.keys) == keys.union(["file_list"]))
@@ -145,7 +145,7 @@ extension Integration {
                 #expect(details["volume"] == .double(1) && details["speed"] == .double(1) && details["loop"] == .string("None"))
                 #expect(details["shuffle"] == .boolean(false) && details["finished"] == .boolean(false))
                 #expect(details["last_played"] == .int64(0) && (details["added"]?.int64 ?? 0) > 0)
-                let fileKeys: Set<String> = ["id", "book", "path", "index", "duration", "available", "chapters"]
+                let fileKeys: Set<String> = ["id", "book", "path", "index", "duration", "available", "state", "chapters"]
                 for file in try await d.files(of: book) { #expect(fileKeys.isSubset(of: file.keys), "\(file.keys.sorted())") }
 
                 // RenameBook

@@ -2,11 +2,18 @@ import DBus
 import Foundation
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Integration {
     /// The configuration's library folders, watched by the running daemon: a book copied in appears once its files
     /// are written, announced as an import; a file re-tagged in place changes its book; a book whose folder is
-    /// removed keeps its place in the library; a folder added to the configuration by a reload is watched.
+    /// removed keeps its place in the library, its files missing; a folder added to the configuration by a reload is
+    /// watched. A file removed is missing (the book plays without it) and present again when back; files renamed and
+    /// moved, with the daemon running or stopped, stay the book's; a disk unmounted makes its books offline, back
+    /// untouched when it is mounted again; folders beyond the watch limit are scanned; a burst of 1,000 files is
+    /// ten books.
     @Suite struct WatchedFolders {
         @Test func aBookCopiedInAppearsAndFollowsItsTags() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
@@ -27,9 +34,10 @@ extension Integration {
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Lectern's own API answers once the library folders are watched.
                 #expect(try await d.configValues()["library-folders"]?.value == "[\(library.path)]")
+                #expect(await d.startupRescan(folders: 1).allSatisfy { $0.importedBooks.isEmpty }, "an empty library folder")
                 var mark = try await d.signals.barrier()
                 try FileManager.default.copyItem(at: dune, to: library.appendingPathComponent("Dune"))
-                let finished = await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") }
+                let finished = await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport }
                 let imported = finished?.arguments[1].elements?.compactMap(\.int64) ?? []
                 #expect(imported.count == 1, "\(String(describing: finished))\n\(d.log)")
                 let book = try await d.bookID(titled: "Dune")
@@ -42,7 +50,7 @@ extension Integration {
                 let retagged = root.appending("retagged.mp3")
                 try AudioFiles.mp3(retagged, seconds: 1, tags: .init(title: "Prologue", artist: "Frank Herbert", album: "Dune", track: 1))
                 try Data(contentsOf: retagged).write(to: library.appendingPathComponent("Dune/01.mp3"))
-                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Dune") == book, "the same book")
                 #expect(try await d.files(of: book).compactMap { $0["title"]?.string } == ["Prologue", "Part Two"])
 
@@ -53,15 +61,16 @@ extension Integration {
                 let emma = later.appendingPathComponent("Emma")
                 try FileManager.default.createDirectory(at: emma, withIntermediateDirectories: true)
                 try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, tags: .init(title: "Volume I", album: "Emma"))
-                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Emma") > 0)
 
-                // Removed from the disk: the book stays, with its files listed (its place and bookmarks go nowhere).
+                // Removed from the disk: the book stays, with its files listed, missing (its place and bookmarks go
+                // nowhere).
                 try FileManager.default.removeItem(at: library.appendingPathComponent("Dune"))
-                let removal = try await poll({ d.log }, until: { $0.contains("a watched folder was removed or moved away") })
-                #expect(removal.contains("a watched folder was removed or moved away"), "\(d.log)")
+                let states = try await poll(timeout: .seconds(30), { try await d.files(of: book).compactMap { $0["state"]?.string } },
+                                            until: { $0 == ["missing", "missing"] })
+                #expect(states == ["missing", "missing"], "\(d.log)")
                 #expect(try await d.bookID(titled: "Dune") == book)
-                #expect(try await d.files(of: book).count == 2)
             }
         }
 
@@ -82,9 +91,10 @@ extension Integration {
             try "library-folders: ['\(library.path)']\n".write(toFile: config, atomically: true, encoding: .utf8)
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 #expect(try await d.configValues()["library-folders"]?.value == "[\(library.path)]")
+                _ = await d.startupRescan(folders: 1)
                 var mark = try await d.signals.barrier()
                 try FileManager.default.copyItem(at: saga, to: library.appendingPathComponent("Saga"))
-                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 let book = try await d.bookID(titled: "Saga")
                 #expect(try await d.files(of: book).count == 2)
 
@@ -93,10 +103,324 @@ extension Integration {
                 let extra = root.appending("extra.mp3")
                 try AudioFiles.mp3(extra, seconds: 1, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
                 try FileManager.default.copyItem(at: extra, to: library.appendingPathComponent("Saga/CD2/2.mp3"))
-                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil)
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.allBooks().filter { $0["title"]?.string == "Saga" }.count == 1, "one book, not one a disc")
                 #expect(try await d.files(of: book).compactMap { $0["title"]?.string } == ["Disc 1", "Disc 2", "Disc 2, part 2"])
             }
+        }
+
+        /// A library folder holding `books` (each a folder of 5 s MP3 files tagged with its album and track numbers, a
+        /// tone of its own), written before the daemon starts; the config file naming it.
+        static func library(in root: TemporaryDirectory, _ books: [(folder: String, album: String, files: Int)],
+                            extra: String = "") throws -> (library: URL, config: String) {
+            let library = root.appending("Library")
+            for (index, book) in books.enumerated() {
+                let folder = library.appendingPathComponent(book.folder)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                for n in 1...book.files {
+                    try AudioFiles.mp3(folder.appendingPathComponent(String(format: "%02d.mp3", n)), seconds: 5,
+                                       frequency: 300 + 40 * index + 7 * n,
+                                       tags: .init(title: "\(book.album) \(n)", album: book.album, track: n))
+                }
+            }
+            try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
+            let config = root.appending("config.yaml").path
+            try "library-folders: ['\(library.path)']\n\(extra)".write(toFile: config, atomically: true, encoding: .utf8)
+            return (library, config)
+        }
+
+        @Test func aFileRemovedIsMissingLeftOutOfPlayAndPresentWhenBack() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (_, config) = try Self.library(in: root, [("Saga", "Saga", 4), ("Emma", "Emma", 1)])
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                // Read at start-up, with no `lectern import`: announced as an import.
+                let rescan = await d.startupRescan(folders: 1)
+                #expect(rescan.count == 1 && rescan[0].importedBooks.count == 2, "\(rescan)\n\(d.log)")
+                #expect(d.signals.since(0).contains { $0.isLibrary("ImportProgress") })
+                let book = try await d.bookID(titled: "Saga")
+                let files = try await d.files(of: book)
+                let third = files[2]["id"]?.int64 ?? -1
+                try await d.placePausedInThirdFile(of: book, third)
+                try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+                // Another book loaded: what the player does with a file removed under it (under load, the place of the
+                // paused current book was once seen moved on to the next file) is not what this test is about.
+                try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
+                let bookmarks = try await d.bookmarks(of: book)
+
+                let mark = try await d.signals.barrier()
+                let thirdPath = files[2]["path"]?.string ?? "?"
+                let kept = root.appending("03.mp3")
+                try FileManager.default.moveItem(atPath: thirdPath, toPath: kept.path)
+                let states = try await poll(timeout: .seconds(30), { try await d.files(of: book).compactMap { $0["state"]?.string } },
+                                            until: { $0.count == 4 && $0[2] == "missing" })
+                #expect(states == ["present", "present", "missing", "present"], "\(d.log)")
+                #expect(d.signals.since(mark).contains { $0.isLibrary("BookChanged", book) })
+                let details = try await d.getBook(book)
+                #expect(details["missing"] == .uint32(1) && details["state"] == .string("available") && details["files"] == .uint32(4))
+                #expect(details["position_file"]?.int64 == third, "the place stays in the missing file")
+                #expect(try await d.bookmarks(of: book) == bookmarks, "its bookmark stays")
+                #expect(try await d.libProperty("MissingFiles") == .uint32(1))
+                #expect(try await d.libProperty("OfflineBooks") == .uint32(0))
+                #expect(try await d.lectern("book", "show", "Saga").stdout.contains("Saga 3  0:05 (missing)"))
+                #expect(try await d.lectern("book", "list").stdout.contains("1 missing"))
+                #expect(try await d.lectern("status").stdout.contains("library: 1 file missing"))
+
+                // Played while missing: left out with its reason, the book going on with the file after the place.
+                let reason = try await d.activateLeavingOut(thirdPath, of: book, startingWith: "/04.mp3")
+                #expect(reason.hasPrefix("missing:"), "\(reason)")
+
+                // Back at its path: present again, the same file.
+                try FileManager.default.moveItem(atPath: kept.path, toPath: thirdPath)
+                let back = try await poll(timeout: .seconds(30), { try await d.files(of: book) },
+                                          until: { $0.count == 4 && $0[2]["state"]?.string == "present" })
+                #expect(back.map { $0["id"] } == files.map { $0["id"] })
+                #expect(back.compactMap { $0["state"]?.string } == Array(repeating: "present", count: 4))
+                #expect(try await d.libProperty("MissingFiles") == .uint32(0))
+            }
+        }
+
+        @Test func filesRenamedAndMovedRunningOrStoppedStayTheBooks() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                _ = await d.startupRescan(folders: 1)
+                let book = try await d.bookID(titled: "Saga")
+                let files = try await d.files(of: book)
+                try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
+                try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+                // Another book loaded: what the player does with a file removed under it (under load, the place of the
+                // paused current book was once seen moved on to the next file) is not what this test is about.
+                try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
+                let bookmarks = try await d.bookmarks(of: book)
+                func expectSameBook(at folder: URL, names: [String], _ comment: Comment) async throws {
+                    let paths = names.map { folder.appendingPathComponent($0).path }
+                    let now = try await poll(timeout: .seconds(30), { try await d.files(of: book) }, until: { files in
+                        files.compactMap { $0["path"]?.string } == paths && files.allSatisfy { $0["state"]?.string == "present" }
+                    })
+                    #expect(now.compactMap { $0["path"]?.string } == paths, comment)
+                    #expect(now.allSatisfy { $0["state"]?.string == "present" }, comment)
+                    #expect(now.map { $0["id"] } == files.map { $0["id"] }, comment)
+                    #expect(try await d.bookmarks(of: book) == bookmarks, comment)
+                    #expect(try await d.getBook(book)["position_file"] == files[2]["id"], comment)
+                    #expect(try await d.allBooks().count == 2, comment)
+                }
+
+                // Renamed, then the folder moved to another of the library, while watched.
+                try FileManager.default.moveItem(at: library.appendingPathComponent("Saga/02.mp3"), to: library.appendingPathComponent("Saga/Two.mp3"))
+                try await expectSameBook(at: library.appendingPathComponent("Saga"), names: ["01.mp3", "Two.mp3", "03.mp3"], "renamed")
+                let moved = library.appendingPathComponent("Series/Saga")
+                try FileManager.default.createDirectory(at: library.appendingPathComponent("Series"), withIntermediateDirectories: true)
+                try FileManager.default.moveItem(at: library.appendingPathComponent("Saga"), to: moved)
+                try await expectSameBook(at: moved, names: ["01.mp3", "Two.mp3", "03.mp3"], "moved")
+
+                // Renamed and moved back while lecternd is stopped: read at its next start.
+                #expect(await d.stopDaemon() == 0)
+                try FileManager.default.moveItem(at: moved.appendingPathComponent("03.mp3"), to: moved.appendingPathComponent("Three.mp3"))
+                try FileManager.default.moveItem(at: moved, to: library.appendingPathComponent("Saga"))
+                let mark = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                _ = await d.startupRescan(folders: 1, since: mark)
+                try await expectSameBook(at: library.appendingPathComponent("Saga"), names: ["01.mp3", "Two.mp3", "Three.mp3"], "while stopped")
+                await d.stopReplacement(replacement)
+            }
+        }
+
+        /// A disk in the library (a bind mount: the same files come back) unmounted: its book is offline, neither played
+        /// nor its files marked missing, and back untouched once mounted again.
+        @Test func aDiskUnmountedMakesItsBooksOfflineAndBackUntouched() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("Home/Emma", "Emma", 1)])
+            let disk = library.appendingPathComponent("Disk").path
+            let source = try Self.serialDisk(in: root, mountedOn: disk)
+            defer { umount2(disk, Int32(MNT_DETACH)) }
+            try await DaemonFixture.with(daemonArguments: ["--config", config, "--root-check", "0.2"]) { d in
+                _ = await d.startupRescan(folders: 1)
+                let book = try await d.bookID(titled: "Serial")
+                let files = try await d.files(of: book)
+                try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
+                try await d.marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+                try await d.lib("ActivateBook", [.int64(try await d.bookID(titled: "Emma")), .boolean(false)])
+                let before = try await d.getBook(book).filter { $0.key != "modified" }
+                let bookmarks = try await d.bookmarks(of: book)
+                #expect(before["state"] == .string("available"))
+
+                var mark = try await d.signals.barrier()
+                // Lazily, as a disk pulled out: the player may still hold one of its files open.
+                #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
+                let offline = try await poll(timeout: .seconds(30), { try await d.getBook(book) }, until: { $0["state"] == .string("offline") })
+                #expect(offline["state"] == .string("offline"), "\(d.log)")
+                #expect(offline["missing"] == .uint32(0))
+                #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
+                #expect(d.signals.since(mark).contains { $0.isLibrary("BookChanged", book) })
+                #expect(try await d.libProperty("OfflineBooks") == .uint32(1))
+                #expect(try await d.libProperty("MissingFiles") == .uint32(0))
+                #expect(try await d.getBook(try await d.bookID(titled: "Emma"))["state"] == .string("available"), "the rest of the library")
+                #expect(try await d.lectern("book", "list").stdout.contains("offline"))
+                #expect(try await d.lectern("status").stdout.contains("library: 1 book offline"))
+                let refused = await busErrorName { try await d.lib("ActivateBook", [.int64(book), .boolean(false)]) }
+                #expect(refused == "org.lectern.Error.InvalidArgument")
+
+                mark = try await d.signals.barrier()
+                try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
+                let back = try await poll(timeout: .seconds(30), { try await d.getBook(book) }, until: { $0["state"] == .string("available") })
+                #expect(back.filter { $0.key != "modified" } == before, "back untouched")
+                #expect(try await d.bookmarks(of: book) == bookmarks)
+                #expect(try await d.libProperty("OfflineBooks") == .uint32(0))
+                #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isLibrary("ImportFinished") } != nil, "read again")
+                try await d.lib("ActivateBook", [.int64(book), .boolean(false)])
+                try await d.waitForURL(endingWith: "/03.mp3")
+
+                // Unmounted while lecternd is stopped: offline from its start (its mount is not mounted), its files not
+                // marked missing; available again once the disk is mounted.
+                #expect(await d.stopDaemon() == 0)
+                #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
+                let restart = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                _ = await d.startupRescan(folders: 1, since: restart)
+                #expect(try await d.getBook(book)["state"] == .string("offline"), "\(d.log)")
+                #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
+                try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
+                let again = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
+                #expect(again == .string("available"), "\(d.log)")
+                await d.stopReplacement(replacement)
+            }
+        }
+
+        /// A folder `Source` holding the book "Serial" (three 5 s files), bind-mounted on `disk` (made), as a disk is
+        /// mounted; the source.
+        static func serialDisk(in root: TemporaryDirectory, mountedOn disk: String) throws -> URL {
+            let source = root.appending("Source")
+            try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+            for n in 1...3 {
+                let folder = source.appendingPathComponent("Serial")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try AudioFiles.mp3(folder.appendingPathComponent("0\(n).mp3"), seconds: 5, frequency: 900 + 11 * n,
+                                   tags: .init(title: "Serial \(n)", album: "Serial", track: n))
+            }
+            try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0, "bind mount: \(String(cString: strerror(errno)))")
+            return source
+        }
+
+        /// A book imported from a disk outside any library folder (none configured) is offline when lecternd starts
+        /// with the disk unmounted, and available again once it is mounted (the mounts of offline books are looked
+        /// at with the fallback scan, here every half second).
+        @Test func aBookOutsideTheLibraryFoldersIsOfflineWhileItsDiskIsNotMounted() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let disk = root.appending("Disk").path
+            let source = try Self.serialDisk(in: root, mountedOn: disk)
+            defer { umount2(disk, Int32(MNT_DETACH)) }
+            try await DaemonFixture.with(daemonArguments: ["--fallback-scan", "0.5"]) { d in
+                let book = try await d.importOK(URL(fileURLWithPath: disk + "/Serial"))[0]
+                #expect(try await d.getBook(book)["state"] == .string("available"))
+                #expect(await d.stopDaemon() == 0)
+                #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
+                let replacement = try await d.startReplacementDaemon()
+                let offline = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("offline") })
+                #expect(offline == .string("offline"), "\(d.log)")
+                #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
+                try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
+                let back = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
+                #expect(back == .string("available"), "\(d.log)")
+                await d.stopReplacement(replacement)
+            }
+        }
+
+        /// With a watch limit of 2, the library's other folders are scanned (here every second): a book copied into
+        /// one of them appears.
+        @Test func foldersBeyondTheWatchLimitAreScanned() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("A/Emma", "Emma", 1)])
+            for folder in ["B", "C"] { try FileManager.default.createDirectory(at: library.appendingPathComponent(folder), withIntermediateDirectories: true) }
+            let staged = root.appending("Staged")
+            try FileManager.default.createDirectory(at: staged, withIntermediateDirectories: true)
+            try AudioFiles.mp3(staged.appendingPathComponent("1.mp3"), seconds: 1, frequency: 1234, tags: .init(title: "One", album: "Late", track: 1))
+            try await DaemonFixture.with(daemonArguments: ["--config", config, "--watch-limit", "2", "--fallback-scan", "1"]) { d in
+                _ = await d.startupRescan(folders: 1)
+                _ = try await poll({ d.log }, until: { $0.contains("too many folders to watch") })
+                try FileManager.default.copyItem(at: staged, to: library.appendingPathComponent("C/Late"))
+                let books = try await poll(timeout: .seconds(60), { try await d.allBooks().compactMap { $0["title"]?.string } },
+                                           until: { $0.contains("Late") })
+                #expect(books == ["Emma", "Late"], "\(d.log)")
+                #expect(d.log.contains("it is beyond the watch limit"))
+            }
+        }
+
+        @Test func aBurstOfAThousandFilesIsTenBooks() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [])
+            // Ten books of 100 files: a tone of each book's own, copied (files alike within a folder are each a file).
+            let staged = root.appending("Staged")
+            for book in 1...10 {
+                let folder = staged.appendingPathComponent("Book \(book)")
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                let first = folder.appendingPathComponent("001.mp3")
+                try AudioFiles.mp3(first, seconds: 0.2, frequency: 200 + 50 * book, tags: .init(album: "Burst \(book)"))
+                for file in 2...100 { try FileManager.default.copyItem(at: first, to: folder.appendingPathComponent(String(format: "%03d.mp3", file))) }
+            }
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                _ = await d.startupRescan(folders: 1)
+                let mark = try await d.signals.barrier()
+                for book in 1...10 {
+                    try FileManager.default.copyItem(at: staged.appendingPathComponent("Book \(book)"), to: library.appendingPathComponent("Book \(book)"))
+                }
+                let books = try await poll(timeout: .seconds(240), every: .milliseconds(250), { try await d.allBooks() },
+                                           until: { $0.count == 10 && $0.allSatisfy { $0["files"] == .uint32(100) } })
+                #expect(books.compactMap { $0["title"]?.string }.sorted() == (1...10).map { "Burst \($0)" }.sorted(), "\(d.log)")
+                #expect(books.allSatisfy { $0["files"] == .uint32(100) && $0["missing"] == .uint32(0) })
+                // Read as a few imports once the copies settle, not one per file.
+                let imports = d.signals.since(mark).filter { $0.isLibrary("ImportFinished") }
+                #expect((1...20).contains(imports.count), "\(imports.count) imports for 1,000 files")
+            }
+        }
+    }
+}
+
+extension RecordedSignal {
+    /// An ImportFinished that brought books.
+    var isImport: Bool { isLibrary("ImportFinished") && !importedBooks.isEmpty }
+
+    /// The books of an ImportFinished.
+    var importedBooks: [Int64] { arguments.count > 1 ? arguments[1].elements?.compactMap(\.int64) ?? [] : [] }
+}
+
+extension DaemonFixture {
+    /// ``placeInThirdFile(of:_:)``, then a Pause it is known to have taken: playing, the place would move on into the
+    /// next file while the test changes the files.
+    func placePausedInThirdFile(of book: Int64, _ third: Int64) async throws {
+        _ = try await placeInThirdFile(of: book, third)
+        try await call("Pause")
+        guard try await waitForStatus("Paused") == "Paused", try await getBook(book)["position_file"]?.int64 == third else {
+            throw FixtureError("the book is not paused in its third file:\n\(log)")
+        }
+    }
+
+    /// Activates `book` paused, expects it to start with the file whose path ends with `first`, and `left` to be told
+    /// left out (FileFailed with file -1); the reason told.
+    func activateLeavingOut(_ left: String, of book: Int64, startingWith first: String) async throws -> String {
+        let mark = try await signals.barrier()
+        try await lib("ActivateBook", [.int64(book), .boolean(false)])
+        try await waitForURL(endingWith: first)
+        let failed = await signals.waitFor(since: mark) { $0.member == "FileFailed" }
+        let arguments = failed?.arguments ?? []
+        guard arguments.count == 3, arguments[0] == .int32(-1), arguments[1].string == URL(fileURLWithPath: left).absoluteString else {
+            throw FixtureError("no FileFailed(-1, \(left)): \(String(describing: failed))")
+        }
+        return arguments[2].string ?? ""
+    }
+
+    /// The ImportFinished of the start-up rescan of `folders` library folders, since `mark` (the daemon's start).
+    func startupRescan(folders: Int, since mark: Int = 0, timeout: Duration = .seconds(60)) async -> [RecordedSignal] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let finished = signals.since(mark).filter { $0.isLibrary("ImportFinished") }
+            if finished.count >= folders || ContinuousClock.now >= deadline { return Array(finished.prefix(folders)) }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 }

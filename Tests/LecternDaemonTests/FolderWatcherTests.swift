@@ -9,7 +9,8 @@ import Glibc
 
 /// inotify on real folders: a book copied in is one change once its files are written, a re-tag or a rename is its
 /// folder's change, a burst is a few changes, the watch limit and symbolic-link loops are held to, a root that goes
-/// away (deleted, or an unmounted disk) is reported and watched again when it is back.
+/// away (deleted, not there yet, or an unmounted disk) and a disk or bind mount unmounted inside a root are reported
+/// and watched again when they are back.
 @Suite struct FolderWatcherTests {
     /// The changes a watcher reported, read as they come (ending the iteration of an AsyncStream ends the stream).
     final class Received: Sendable {
@@ -138,9 +139,9 @@ import Glibc
         let received = Received(watcher)
         try FileManager.default.removeItem(atPath: library)
         let gone = await received.next(1)
-        #expect(gone == [.rootGone(library)], "\(gone)")
+        #expect(gone == [.gone(library)], "\(gone)")
         try write(library + "/Book/1.mp3")
-        #expect(await received.next(1) == [.rootBack(library)])
+        #expect(await received.next(1) == [.back(library)])
         try write(library + "/Book/2.mp3")
         #expect(await received.next(1) == [.settled([library + "/Book"])])
     }
@@ -157,12 +158,56 @@ import Glibc
         defer { watcher.stop() }
         let received = Received(watcher)
         #expect(umount(disk) == 0)
-        #expect(await received.next(1) == [.rootGone(disk)])
+        #expect(await received.next(1) == [.gone(disk)])
         // The empty folder the disk was mounted on is not the library: not back until the disk is.
         #expect(await received.next(1, timeout: .seconds(1)).isEmpty)
         try #require(mount("none", disk, "tmpfs", 0, nil) == 0)
-        #expect(await received.next(1) == [.rootBack(disk)])
+        #expect(await received.next(1) == [.back(disk)])
         try write(disk + "/Book/1.mp3")
+        #expect(await received.next(1) == [.settled([disk + "/Book"])], "the disk mounted again is watched")
+    }
+
+    @Test func aRootNotThereYetIsGoneUntilItIs() async throws {
+        let root = try TemporaryDirectory(prefix: "lectern-watch")
+        defer { root.remove() }
+        let library = root.appending("Library").path
+        let watcher = try #require(FolderWatcher(roots: [library], quiet: .milliseconds(200), rootCheck: .milliseconds(200)))
+        defer { watcher.stop() }
+        let received = Received(watcher)
+        #expect(await received.next(1) == [.gone(library)])
+        try write(library + "/Book/1.mp3")
+        #expect(await received.next(1) == [.back(library)])
+    }
+
+    /// A tmpfs and a bind mount on folders inside the library: what went is that folder, not the library; the rest of
+    /// the library is still watched.
+    @Test(arguments: ["tmpfs", "bind"])
+    func aMountInsideTheLibraryIsGoneAndBackAlone(kind: String) async throws {
+        let root = try TemporaryDirectory(prefix: "lectern-watch")
+        defer { root.remove() }
+        let library = root.appending("Library").path
+        let disk = library + "/Disk"
+        let source = root.appending("Source").path
+        for folder in [disk, source, library + "/Home Book"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        func mountDisk() -> Int32 {
+            kind == "tmpfs" ? mount("none", disk, "tmpfs", 0, nil) : mount(source, disk, nil, UInt(MS_BIND), nil)
+        }
+        try #require(mountDisk() == 0, "mount \(kind): \(String(cString: strerror(errno)))")
+        defer { umount2(disk, Int32(MNT_DETACH)) }
+        try write(disk + "/Book/1.mp3")
+        let watcher = try #require(FolderWatcher(roots: [library], quiet: .milliseconds(200), rootCheck: .milliseconds(200)))
+        defer { watcher.stop() }
+        let received = Received(watcher)
+        #expect(umount(disk) == 0)
+        #expect(await received.next(1) == [.gone(disk)])
+        try write(library + "/Home Book/1.mp3")
+        #expect(await received.next(1) == [.settled([library + "/Home Book"])], "the rest of the library is watched")
+        #expect(await received.next(1, timeout: .seconds(1)).isEmpty, "not back while nothing is mounted there")
+        try #require(mountDisk() == 0)
+        #expect(await received.next(1) == [.back(disk)])
+        try write(disk + "/Book/2.mp3")
         #expect(await received.next(1) == [.settled([disk + "/Book"])], "the disk mounted again is watched")
     }
 }

@@ -34,6 +34,9 @@ public struct DaemonOptions: Sendable {
     /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
     /// lecternd itself; nil = read them in the daemon's own process.
     public var mediaReader: String?
+    /// How the library folders are watched (lecternd's hidden `--watch-limit`, `--root-check`, `--fallback-scan`:
+    /// tests use tiny values).
+    public var watching = WatchOptions()
 
     public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
                 outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
@@ -177,7 +180,7 @@ public enum Daemon {
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
         let configuration = ConfigurationService(settings: settings, logger: logger)
-        let libraryFolders = LibraryFolders(service: service, logger: logger)
+        let libraryFolders = LibraryFolders(service: service, options: options.watching, logger: logger)
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
                                           interruptions: options.interruptions, interruptionNews: interruptionNews,
                                           logger: logger) {
@@ -191,8 +194,10 @@ public enum Daemon {
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: bookCount)),
+            "OfflineBooks": .uint32(0), "MissingFiles": .uint32(0),
         ].merging(LibraryService.healthProperties(library.health)) { $1 })
         service.object.withLock { $0 = lecternObject }
+        service.refreshAvailability()
         library.observeHealth { service.healthChanged($0) }
         listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)

@@ -1,3 +1,4 @@
+import FolderWatch
 import Foundation
 import LecternCore
 import LecternLibrary
@@ -27,8 +28,9 @@ actor BookSession {
         case currentBook(Book?)
         case bookChanged(Int64)
         case bookmarksChanged(Int64)
-        /// Files of the book left out at activation because they cannot be played.
-        case filesSkipped([URL])
+        /// Files of the book left out at activation because they cannot be played, each with whether it is missing
+        /// (else unreadable, empty or not audio).
+        case filesSkipped([(URL, missing: Bool)])
     }
 
     private(set) var book: Book?
@@ -64,22 +66,37 @@ actor BookSession {
 
     // MARK: - Activating
 
-    /// Makes `bookId` current: its available files, at its saved position (from the start when it was
-    /// finished), with its settings; playing or paused.
+    /// Makes `bookId` current: its files that can be played (missing ones are left out, each told as a
+    /// FileFailed), at its saved position (from the start when it was finished; at the start of the next file
+    /// there when the position's file is missing), with its settings; playing or paused. An offline book fails.
     func activate(_ bookId: Int64, play: Bool) async throws {
         savePosition()
         var book = try library.book(bookId)
+        // Offline as last seen: played all the same when its folder is there again (the flag follows at the next look).
+        if book.offline && !Self.isReachable(book) {
+            throw LibraryError.invalidArgument("“\(book.title)” is offline: \(book.sourcePath ?? "its folder") is on a disk that is "
+                                               + "not mounted, or in a library folder that is gone")
+        }
         let all = try library.files(of: bookId)
         let available = all.filter { $0.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: $0.path)) }
         let skipped = all.filter { file in !available.contains { $0.id == file.id } }
         if !skipped.isEmpty {
             logger.warning("skipping files that cannot be played (missing, unreadable, empty or not a file)",
                            metadata: ["book": "\(bookId)", "files": "\(skipped.map(\.path))"])
-            announce(.filesSkipped(skipped.map { URL(fileURLWithPath: $0.path) }))
+            announce(.filesSkipped(skipped.map { file in
+                let missing = !file.available || !FileManager.default.fileExists(atPath: file.path)
+                return (URL(fileURLWithPath: file.path), missing)
+            }))
         }
         guard !available.isEmpty else { throw LibraryError.invalidArgument("none of the files of “\(book.title)” can be found") }
         var startIndex = available.firstIndex { $0.id == book.positionFileId } ?? 0
-        var offset = startIndex == 0 && book.positionFileId != available.first?.id ? 0 : book.positionOffset
+        var offset = book.positionOffset
+        if startIndex == 0 && book.positionFileId != available.first?.id {
+            // The place's file is left out: the listener goes on with the file after it.
+            let place = all.first { $0.id == book.positionFileId }?.position
+            startIndex = place.flatMap { place in available.firstIndex { $0.position > place } } ?? 0
+            offset = 0
+        }
         if book.finished {
             startIndex = 0
             offset = 0
@@ -112,6 +129,12 @@ actor BookSession {
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
         announce(.currentBook(book))
+    }
+
+    /// Whether the folder of `book` is there, on its mount.
+    private static func isReachable(_ book: Book) -> Bool {
+        guard let folder = book.sourcePath, FileManager.default.fileExists(atPath: folder) else { return false }
+        return book.mountPath.map { Mounts.current().isMounted($0) } ?? true
     }
 
     /// Applies new settings of the current book to the player.

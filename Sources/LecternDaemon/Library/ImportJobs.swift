@@ -40,10 +40,11 @@ final class ImportJobs: Sendable {
         return job
     }
 
-    /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done.
-    func importNow(path: String, shelfPath: String, events: @escaping @Sendable (Event) -> Void) async throws {
+    /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done. With `emptyIsFine` (a
+    /// library folder imported again), a folder without audio files imports no book, and is no failure.
+    func importNow(path: String, shelfPath: String, emptyIsFine: Bool = false, events: @escaping @Sendable (Event) -> Void) async throws {
         let (job, folder) = try prepare(path)
-        await run(job, folder, shelfPath: shelfPath, events: events)
+        await run(job, folder, shelfPath: shelfPath, emptyIsFine: emptyIsFine, events: events)
     }
 
     private func prepare(_ path: String) throws -> (job: UInt32, folder: URL) {
@@ -54,7 +55,8 @@ final class ImportJobs: Sendable {
         return (nextJob.wrappingAdd(1, ordering: .relaxed).oldValue, folder)
     }
 
-    private func run(_ job: UInt32, _ folder: URL, shelfPath: String, events: @escaping @Sendable (Event) -> Void) async {
+    private func run(_ job: UInt32, _ folder: URL, shelfPath: String, emptyIsFine: Bool = false,
+                     events: @escaping @Sendable (Event) -> Void) async {
         var lastReport = ContinuousClock.now - .seconds(1)
         do {
             let books = try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath) { progress in
@@ -64,6 +66,8 @@ final class ImportJobs: Sendable {
                 events(.progress(job: job, progress))
             }
             events(.finished(job: job, .success(books)))
+        } catch is Importer.NoAudioFiles where emptyIsFine {
+            events(.finished(job: job, .success([])))
         } catch {
             logger.warning("import failed", metadata: ["path": "\(folder.path)", "error": "\(error)"])
             events(.finished(job: job, .failure(error)))

@@ -1,3 +1,4 @@
+import FolderWatch
 import Foundation
 import GStreamer
 import LecternCore
@@ -37,6 +38,12 @@ struct Importer: Sendable {
         var cover: URL?
     }
 
+    /// The folder holds no audio file: a client's import fails with it; a library folder imported again is empty.
+    struct NoAudioFiles: Error, CustomStringConvertible {
+        var folder: String
+        var description: String { "no audio files in \(folder)" }
+    }
+
     /// How much of a folder an import walks: a collector's library, not the whole file system.
     static let folderLimits = MediaOpener.FolderLimits(depth: 12, entries: 2_000_000, files: 500_000)
 
@@ -48,7 +55,7 @@ struct Importer: Sendable {
             throw LibraryError.notFound("no such file or folder: \(folder.path)")
         }
         let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder, limits: Self.folderLimits) : [folder]
-        guard !files.isEmpty else { throw LibraryError.invalidArgument("no audio files in \(folder.path)") }
+        guard !files.isEmpty else { throw NoAudioFiles(folder: folder.path) }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
         let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
@@ -63,8 +70,9 @@ struct Importer: Sendable {
         guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
 
         var books: [(String, Int64)] = []
+        let mounts = Mounts.current()
         for group in Self.group(found) {
-            let imported = book(from: group)
+            let imported = book(from: group, mounts: mounts)
             let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
             if !outcome.duplicates.isEmpty {
                 logger.notice("left out files the library has in another folder",
@@ -160,13 +168,14 @@ struct Importer: Sendable {
         return URL(fileURLWithPath: common.count <= 1 ? "/" : "/" + common.dropFirst().joined(separator: "/"))
     }
 
-    private func book(from group: Group) -> ImportedBook {
+    /// The book of `group`, with the mount its folder is on (``Book/mountPath``).
+    private func book(from group: Group, mounts: Mounts) -> ImportedBook {
         let first = group.files[0]
         let title = group.albumKey.isEmpty ? group.folder.lastPathComponent : group.albumKey
         let cover = group.files.lazy.compactMap(\.cover).first ?? opener.coverURL(for: first.url, nil)
         return ImportedBook(sourcePath: group.folder.path, albumKey: group.albumKey,
                             title: title.isEmpty ? "Untitled" : title, author: first.file.albumArtist ?? first.leadArtist,
-                            coverPath: cover?.path, files: group.files.map(\.file))
+                            coverPath: cover?.path, files: group.files.map(\.file), mountPath: mounts.mountPoint(of: group.folder.path))
     }
 
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {

@@ -1,81 +1,221 @@
 import FolderWatch
 import Foundation
+import LecternLibrary
 import Logging
 
-/// The configuration's library folders, watched (``FolderWatcher``): a folder that changed and has been quiet
-/// since (a book copied in, a file re-tagged or renamed) is imported again, one folder at a time, announced as a
-/// client's import is (ImportProgress, ImportFinished, BookChanged). A change inside a book's folder (one disc's
-/// folder of several) is imported as the whole book's folder: a file removed there is marked unavailable in its
-/// book. A library folder that comes back (a disk mounted again) is imported again; one the kernel's queue lost
-/// events of is imported whole.
+/// How the library folders are watched.
+public struct WatchOptions: Sendable {
+    /// The most folders watched with inotify; those beyond are scanned every ``fallbackScan``.
+    public var watchLimit = 8192
+    /// How often gone library folders and mounts are looked for.
+    public var rootCheck: Duration = .seconds(30)
+    /// How often the folders beyond the watch limit are scanned, and the mounts of offline books looked at.
+    public var fallbackScan: Duration = .seconds(300)
+
+    public init() {}
+}
+
+/// The configuration's library folders, kept in step with the disk (docs/decisions/watched-folders.md).
 ///
-/// A whole book's folder removed, a library folder gone, and folders beyond the watch limit are logged: their books
-/// are not touched (a book keeps its place and bookmarks when its files go; `lectern import` reads a folder again).
+/// - At start (and for a folder a reload adds) each library folder is imported again in the background: what changed
+///   while lecternd was stopped is read (unchanged files are skipped by their size and modification time).
+/// - Watched (``FolderWatcher``): a folder that changed and has been quiet since (a book copied in, a file re-tagged
+///   or renamed) is imported again, one folder at a time, announced as a client's import is (ImportProgress,
+///   ImportFinished, BookChanged). A change inside a book's folder (one disc's folder of several) is imported as the
+///   whole book's folder.
+/// - A file no longer on disk is marked missing, never deleted (its bookmarks and the position in it stay); it is
+///   present again when an import finds it, at its path or by its fingerprint elsewhere.
+/// - A book whose library folder is gone, or whose mount (``Book/mountPath``) is not mounted, is offline: its files
+///   are not marked missing, nothing of it changes, and it is available again when they are back (then imported
+///   again).
+/// - Folders beyond the watch limit are imported again every ``WatchOptions/fallbackScan``, and the mounts of the
+///   offline books looked at then too (no timer while there are neither).
 actor LibraryFolders {
     private let service: LibraryService
+    private let options: WatchOptions
     private let logger: Logger
     private var watcher: FolderWatcher?
+    private var forwarding: Task<Void, Never>?
     private var folders: [String] = []
-    /// The watchers in turn: ``run()`` follows the latest.
-    private let watchers = AsyncStream.makeStream(of: FolderWatcher?.self, bufferingPolicy: .bufferingNewest(1))
+    /// Library folders and mounts inside them the watcher says are gone.
+    private var gone: Set<String> = []
+    /// Folders beyond the watch limit.
+    private var unwatched: Set<String> = []
+    /// Whether some book is offline (as last seen).
+    private var someOffline = false
+    /// Whether ``watch(_:)`` was called: the first call looks at the books' mounts even without library folders.
+    private var started = false
+    /// Asks for a fallback scan every ``WatchOptions/fallbackScan`` while there is something for it: folders beyond
+    /// the watch limit, or offline books (no timer otherwise).
+    private var fallbackTicks: Task<Void, Never>?
 
-    init(service: LibraryService, logger: Logger) {
+    private enum Work {
+        case change(FolderWatcher.Change)
+        case rescan([String], because: String)
+        case fallbackScan
+    }
+
+    /// What ``run()`` does, in turn: the watcher's changes, rescans, the fallback scan.
+    private let work = AsyncStream.makeStream(of: Work.self)
+
+    init(service: LibraryService, options: WatchOptions, logger: Logger) {
         self.service = service
+        self.options = options
         self.logger = logger
     }
 
-    /// Watches `folders` from now on (none: nothing), in place of those watched before.
+    /// Watches `folders` from now on (none: nothing), in place of those watched before; those not watched before
+    /// are imported again (in ``run()``, after what is queued). The first call also marks offline the books whose
+    /// mount is not there, wherever they are.
     func watch(_ folders: [String]) {
         watcher?.stop()
+        forwarding?.cancel()
+        let added = folders.filter { !self.folders.contains($0) }
         self.folders = folders
-        watcher = folders.isEmpty ? nil : FolderWatcher(roots: folders)
+        gone = []
+        unwatched = []
+        watcher = folders.isEmpty ? nil : FolderWatcher(roots: folders, watchLimit: options.watchLimit, rootCheck: options.rootCheck)
         if !folders.isEmpty && watcher == nil {
             logger.warning("the library folders cannot be watched: no inotify instance left", metadata: ["folders": "\(folders)"])
         }
-        watchers.continuation.yield(watcher)
+        if !added.isEmpty || !started { work.continuation.yield(.rescan(added, because: "it may have changed since it was last read")) }
+        started = true
+        if let watcher {
+            forwarding = Task { [work] in
+                for await change in watcher.changes { work.continuation.yield(.change(change)) }
+            }
+        }
     }
 
-    /// Handles the changes of the folders watched, until cancelled.
+    /// Handles the changes of the folders watched, the rescans and the fallback scans, until cancelled.
     func run() async {
-        for await watcher in watchers.stream {
-            guard let watcher else { continue }
-            for await change in watcher.changes { await handle(change) }
+        for await item in work.stream {
+            if Task.isCancelled { break }
+            await handle(item)
+            updateFallbackTicks()
+        }
+        fallbackTicks?.cancel()
+    }
+
+    private func updateFallbackTicks() {
+        let needed = !unwatched.isEmpty || someOffline
+        if needed && fallbackTicks == nil {
+            fallbackTicks = Task { [work, options] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: options.fallbackScan)
+                    work.continuation.yield(.fallbackScan)
+                }
+            }
+        } else if !needed {
+            fallbackTicks?.cancel()
+            fallbackTicks = nil
+        }
+    }
+
+    private func handle(_ item: Work) async {
+        switch item {
+        case .change(let change):
+            await handle(change)
+        case .rescan(let roots, let reason):
+            await refreshOffline()
+            for root in roots where FileManager.default.fileExists(atPath: root) {
+                await importAgain(root, because: reason)
+            }
+        case .fallbackScan:
+            let cameBack = await refreshOffline()
+            for folder in bookFolders(unwatched.union(cameBack)) where FileManager.default.fileExists(atPath: folder) {
+                await importAgain(folder, because: cameBack.contains(folder) ? "its disk is back" : "it is beyond the watch limit")
+            }
         }
     }
 
     private func handle(_ change: FolderWatcher.Change) async {
         switch change {
         case .settled(let folders):
-            // A change inside a book's folder (one disc of several) is read as the whole book's.
-            let changed = folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }
-            for folder in FolderWatcher.outermost(Set(changed)) {
-                guard FileManager.default.fileExists(atPath: folder) else {
-                    logger.info("a watched folder was removed or moved away; its books keep their place", metadata: ["folder": "\(folder)"])
-                    continue
+            for folder in bookFolders(Set(folders)) {
+                if FileManager.default.fileExists(atPath: folder) {
+                    await importAgain(folder, because: "it changed")
+                } else {
+                    logger.info("a watched folder was removed or moved away: its files are missing", metadata: ["folder": "\(folder)"])
+                    await markMissing(under: folder)
                 }
-                await importAgain(folder, because: "it changed")
             }
-        case .rootBack(let root):
-            await importAgain(root, because: "it is back")
-        case .rootGone(let root):
-            logger.warning("a library folder went away (unmounted, deleted or moved); its books keep their place",
-                           metadata: ["folder": "\(root)"])
+        case .back(let folder):
+            gone.remove(folder)
+            logger.notice("a library folder is back", metadata: ["folder": "\(folder)"])
+            await refreshOffline()
+            await importAgain(folder, because: "it is back")
+        case .gone(let folder):
+            gone.insert(folder)
+            logger.warning("a library folder went away (unmounted, deleted or moved): its books are offline",
+                           metadata: ["folder": "\(folder)"])
+            await refreshOffline()
         case .unwatched(let folders):
-            logger.warning("too many folders to watch: these are read only by `lectern import`",
+            unwatched.formUnion(folders)
+            logger.warning("too many folders to watch: these are scanned every \(options.fallbackScan) instead",
                            metadata: ["count": "\(folders.count)", "first": "\(folders.first ?? "")"])
         case .overflowed:
-            for root in folders {
-                await importAgain(root, because: "changes were too many to follow")
-            }
+            for root in folders { await importAgain(root, because: "changes were too many to follow") }
         }
     }
 
+    /// `folders`, each as the folder of the book it is in, if any (a change inside a book's folder, one disc of
+    /// several, is read as the whole book's: the disc's alone would be a book of its own), the outermost.
+    private func bookFolders(_ folders: Set<String>) -> [String] {
+        FolderWatcher.outermost(Set(folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }))
+    }
+
+    /// Imports `folder` again, then marks missing what of it is no longer on disk (the import marks the files of
+    /// the books it finds; a book none of whose files it finds is marked here).
     private func importAgain(_ folder: String, because reason: String) async {
         logger.info("importing a library folder again", metadata: ["folder": "\(folder)", "why": "\(reason)"])
         do {
             try await service.importChanged(folder)
         } catch {
             logger.warning("a library folder could not be imported", metadata: ["folder": "\(folder)", "error": "\(error)"])
+        }
+        await markMissing(under: folder)
+    }
+
+    private func markMissing(under folder: String) async {
+        do {
+            let files = try service.library.filesGone(under: folder)
+            let books = try await service.writer.write { try $0.markMissing(files) }
+            if !books.isEmpty {
+                logger.notice("files no longer on disk are missing", metadata: ["folder": "\(folder)", "books": "\(books)"])
+                service.availabilityChanged(books)
+            }
+        } catch {
+            logger.warning("files no longer on disk could not be marked missing", metadata: ["folder": "\(folder)", "error": "\(error)"])
+        }
+    }
+
+    /// Marks offline the books whose library folder or mount is gone, and available again those whose are back;
+    /// the folders of the books back (to import again).
+    @discardableResult
+    private func refreshOffline() async -> Set<String> {
+        let mounts = Mounts.current()
+        let goneFolders = gone.union(folders.filter { !FileManager.default.fileExists(atPath: $0) })
+        func isOffline(_ place: BookPlace) -> Bool {
+            if let mount = place.mountPath, !mounts.isMounted(mount) { return true }
+            guard let source = place.sourcePath else { return false }
+            return goneFolders.contains { source == $0 || source.hasPrefix($0 + "/") }
+        }
+        do {
+            let places = try service.library.bookPlaces()
+            let nowOffline = places.filter { !$0.offline && isOffline($0) }
+            let back = places.filter { $0.offline && !isOffline($0) }
+            someOffline = places.contains { $0.offline ? !back.contains($0) : nowOffline.contains($0) }
+            let changed = try await service.writer.write { library in
+                try library.setOffline(nowOffline.map(\.id), true) + library.setOffline(back.map(\.id), false)
+            }
+            if !nowOffline.isEmpty { logger.notice("books offline", metadata: ["books": "\(nowOffline.map(\.id))"]) }
+            if !back.isEmpty { logger.notice("books available again", metadata: ["books": "\(back.map(\.id))"]) }
+            service.availabilityChanged(changed)
+            return Set(back.compactMap(\.sourcePath).filter { source in folders.contains { source == $0 || source.hasPrefix($0 + "/") } })
+        } catch {
+            logger.warning("the books' state could not be updated", metadata: ["error": "\(error)"])
+            return []
         }
     }
 }

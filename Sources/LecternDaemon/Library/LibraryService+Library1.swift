@@ -159,6 +159,8 @@ extension LibraryService {
             properties: [
                 Property("CurrentBook", .int64),
                 Property("BookCount", .uint32),
+                Property("OfflineBooks", .uint32),
+                Property("MissingFiles", .uint32),
                 Property("DatabaseStatus", .string, changes: .const),
                 Property("CanSave", .boolean),
                 Property("LastError", .string),
@@ -178,9 +180,9 @@ extension LibraryService {
     }
 
     /// Imports `folder` again (a watched library folder that changed), announced as a client's import is; returns
-    /// when it is done.
+    /// when it is done. A folder without audio files (its books deleted) imports no book, and is no failure.
     func importChanged(_ folder: String) async throws {
-        try await imports.importNow(path: folder, shelfPath: "") { [self] event in announce(event) }
+        try await imports.importNow(path: folder, shelfPath: "", emptyIsFine: true) { [self] event in announce(event) }
     }
 
     /// An import's progress and end as ImportProgress and ImportFinished, and the books it made as BookChanged,

@@ -73,6 +73,8 @@ extension LibraryService {
                 "position_offset": .int64(book.positionOffset),
             ]
             let total = totals[book.id ?? 0]
+            map["state"] = .string(book.offline ? "offline" : "available")
+            map["missing"] = .uint32(UInt32(clamping: book.offline ? 0 : (total.map { $0.files - $0.available } ?? 0)))
             map["files"] = .uint32(UInt32(clamping: total?.files ?? 0))
             map["duration"] = .int64(total?.duration ?? 0)
             return .vardict(map)
@@ -83,6 +85,7 @@ extension LibraryService {
         var map: [String: DBusValue] = [
             "id": .int64(file.id ?? 0), "book": .int64(file.bookId), "path": .string(file.path),
             "index": .int64(file.position), "duration": .int64(file.duration ?? 0), "available": .boolean(file.available),
+            "state": .string(file.available ? "present" : "missing"),
         ]
         for (key, value) in [("title", file.title), ("artist", file.artist), ("album", file.album),
                              ("album_artist", file.albumArtist), ("composer", file.composer), ("genre", file.genre)] {

@@ -50,9 +50,11 @@ final class LibraryService: Sendable {
         try? object.emit(interface, signal, arguments)
     }
 
-    /// Publishes the number of books after an import or a delete: read here, on the caller's task, so that
-    /// `Get BookCount` and `PlaylistCount` are answered from the stored value, without SQLite on the I/O thread.
+    /// Publishes the number of books after an import or a delete (and OfflineBooks and MissingFiles): read here, on
+    /// the caller's task, so that `Get BookCount` and `PlaylistCount` are answered from the stored value, without
+    /// SQLite on the I/O thread.
     func refreshBookCount() {
+        refreshAvailability()
         guard let count = try? library.bookCount() else { return }
         object.withLock { $0 }?.update(Self.libraryInterface, ["BookCount": .uint32(UInt32(clamping: count))])
         bookCountChanged(count)
@@ -60,6 +62,23 @@ final class LibraryService: Sendable {
 
     /// A book changed: through a client's call, or by the daemon itself (e.g. marked finished).
     func bookChanged(_ id: Int64) { emit(Self.libraryInterface, "BookChanged", [.int64(id)]) }
+
+    /// Files of `books` went missing or came back, or the books went offline or came back: BookChanged for each,
+    /// and OfflineBooks and MissingFiles again.
+    func availabilityChanged(_ books: [Int64]) {
+        for book in books { bookChanged(book) }
+        refreshAvailability()
+    }
+
+    /// Publishes how many books are offline and how many files are missing, read here, on the caller's task.
+    func refreshAvailability() {
+        guard let counts = try? library.availability() else { return }
+        object.withLock { $0 }?.update(Self.libraryInterface, Self.availabilityProperties(counts))
+    }
+
+    static func availabilityProperties(_ counts: LibraryAvailability) -> [String: DBusValue] {
+        ["OfflineBooks": .uint32(UInt32(clamping: counts.offlineBooks)), "MissingFiles": .uint32(UInt32(clamping: counts.missingFiles))]
+    }
 
     /// A book's bookmarks changed: through a client's call, or by the daemon itself (the sleep timer, an unplug).
     func bookmarksChanged(_ book: Int64) { emit(Self.bookmarksInterface, "BookmarksChanged", [.int64(book)]) }

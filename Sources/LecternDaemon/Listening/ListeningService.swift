@@ -38,13 +38,17 @@ final class ListeningService: PlayerObserver {
     }
 
     /// Files of a book left out at activation (missing, unreadable, not audio): FileFailed with file -1.
-    func filesSkipped(_ files: [URL]) {
-        guard let object = object.withLock({ $0 }), let last = files.last else { return }
-        let message = "cannot be played (missing, unreadable, empty or not an audio file): left out of the book"
-        for file in files {
-            try? object.emit(Self.interface, "FileFailed", [.int32(-1), .string(file.absoluteString), .string(message)])
+    func filesSkipped(_ files: [(URL, missing: Bool)]) {
+        guard let object = object.withLock({ $0 }), !files.isEmpty else { return }
+        func message(missing: Bool) -> String {
+            missing ? "missing: no longer on disk, left out of the book until it is back"
+                : "cannot be played (unreadable, empty or not an audio file): left out of the book"
         }
-        object.update(Self.interface, ["LastError": .string("\(last.absoluteString): \(message)")])
+        for (file, missing) in files {
+            try? object.emit(Self.interface, "FileFailed", [.int32(-1), .string(file.absoluteString), .string(message(missing: missing))])
+        }
+        let (last, missing) = files[files.count - 1]
+        object.update(Self.interface, ["LastError": .string("\(last.absoluteString): \(message(missing: missing))")])
     }
 
     /// The step of SkipForward / SkipBackward, from a client or a reloaded configuration.
