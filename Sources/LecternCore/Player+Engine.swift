@@ -63,16 +63,25 @@ extension Player {
             state.lastError = message
             publish()
         case .failed(let message):
-            // This file can't be played (truncated, not audio): say which, and go on with the next one, so that
-            // one bad file doesn't stop a book. After every file of the queue failed in a row, stop.
-            outputPause = nil
-            engineLoad = .idle
-            consecutiveFailures += 1
             if let index = state.currentIndex {
                 let item = state.queue[index]
                 logger.error("cannot play a file", metadata: ["file": "\(item.url.path)", "error": "\(message)"])
                 tell(.itemFailed(item, index: index, message: message))
             }
+            if state.status == .paused {
+                // Paused, the place stays where the listener left it: the file may be back by the next Play (a
+                // disk mounted again, a file restored). Play loads it again there; only a failure then goes on.
+                engineLoad = .lost
+                engine.stop()
+                state.lastError = message
+                publish()
+                return
+            }
+            // This file can't be played (truncated, not audio): go on with the next one, so that one bad file
+            // doesn't stop a book. After every file of the queue failed in a row, stop.
+            outputPause = nil
+            engineLoad = .idle
+            consecutiveFailures += 1
             if state.status != .stopped, consecutiveFailures < state.queue.count,
                let next = nextOrderPosition(wrapping: state.loop == .queue) {
                 load(orderPosition: next, at: .zero)

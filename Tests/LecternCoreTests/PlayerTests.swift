@@ -813,6 +813,35 @@ import Testing
         }
     }
 
+    @Test func aFailureWhilePausedKeepsThePlaceAndPlayTriesTheFileAgain() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3), startAt: 1)
+            await h.ready(.seconds(100))
+            h.engine.advance(by: .seconds(42))
+            await h.player.pause()
+            let paused = await h.player.snapshot.queue[1]
+            h.reset()
+
+            // The paused file is gone (a disk unmounted): the place stays, nothing else is loaded.
+            await h.send(.failed("Resource not found."))
+            #expect(h.log.all.first == .itemFailed(paused, index: 1, message: "Resource not found."))
+            #expect(h.engine.calls == [.stop])
+            #expect(h.log.lastState?.status == .paused)
+            #expect(h.log.lastState?.currentIndex == 1)
+            #expect(h.log.lastState?.lastError == "Resource not found.")
+            #expect(await h.player.position == .seconds(42))
+
+            // Play tries the same file at the same place; failing again while playing, it goes on.
+            h.reset()
+            await h.player.play()
+            #expect(h.engine.calls.first == .load(fileURL(1), at: .seconds(42)))
+            await h.send(.failed("Resource not found."))
+            #expect(h.engine.calls.contains(.load(fileURL(2), at: .zero)))
+            #expect(h.log.lastState?.currentIndex == 2)
+            #expect(h.log.lastState?.status == .playing)
+        }
+    }
+
     @Test func withLoopQueueEveryFileIsTriedOnceThenItStops() async {
         await withHarness { h in
             await h.player.open(makeItems(3), startAt: 1, settings: PlaybackSettings(loop: .queue))

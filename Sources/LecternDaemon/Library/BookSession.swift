@@ -67,8 +67,9 @@ actor BookSession {
     // MARK: - Activating
 
     /// Makes `bookId` current: its files that can be played (missing ones are left out, each told as a
-    /// FileFailed), at its saved position (from the start when it was finished; at the start of the next file
-    /// there when the position's file is missing), with its settings; playing or paused. An offline book fails.
+    /// FileFailed), at its saved position (from the start when it was finished), with its settings; playing or
+    /// paused. When the position's file is missing, playing starts at the next file; paused, the place stays in that
+    /// file until the listener plays (it may be back by then: a disk mounted again). An offline book fails.
     func activate(_ bookId: Int64, play: Bool) async throws {
         savePosition()
         var book = try library.book(bookId)
@@ -78,7 +79,10 @@ actor BookSession {
                                                + "not mounted, or in a library folder that is gone")
         }
         let all = try library.files(of: bookId)
-        let available = all.filter { $0.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: $0.path)) }
+        let available = all.filter { file in
+            (!play && file.id == book.positionFileId && !book.finished)
+                || file.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: file.path))
+        }
         let skipped = all.filter { file in !available.contains { $0.id == file.id } }
         if !skipped.isEmpty {
             logger.warning("skipping files that cannot be played (missing, unreadable, empty or not a file)",
