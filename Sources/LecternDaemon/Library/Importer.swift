@@ -38,16 +38,29 @@ struct Importer: Sendable {
     }
 
     /// How much of a folder an import walks: a collector's library, not the whole file system.
-    static let folderLimits = MediaOpener.FolderLimits(depth: 12, entries: 2_000_000, files: 500_000)
+    static let folderLimits = FolderWalk.Limits(depth: 12, entries: 2_000_000, files: 500_000)
 
     /// Imports `folder` (or a single file), putting new books on `shelfPath` ("Series/Discworld"; nil = top level,
-    /// or where they already are). Returns the ids of the books imported, in title order.
-    func run(_ folder: URL, shelfPath: String?, progress: (Progress) -> Void) async throws -> [Int64] {
+    /// or where they already are). Returns the ids of the books imported, in title order; `skipped` counts what was
+    /// left out (even when the import fails).
+    func run(_ folder: URL, shelfPath: String?, skipped: inout SkippedFiles,
+             progress: (Progress) -> Void) async throws -> [Int64] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
             throw LibraryError.notFound("no such file or folder: \(folder.path)")
         }
-        let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder, limits: Self.folderLimits) : [folder]
+        let paths: [String]
+        if isDirectory.boolValue {
+            let walked = try FolderWalk.audioFiles(in: folder.path, limits: Self.folderLimits)
+            skipped.merge(walked.skipped)
+            paths = walked.files
+        } else if let reason = FolderWalk.reasonToSkip(file: folder.path) {
+            skipped.add(reason, folder.path)
+            throw LibraryError.invalidArgument("not an audio file to import (\(reason.rawValue)): \(folder.path)")
+        } else {
+            paths = [folder.path]
+        }
+        let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
         guard !files.isEmpty else { throw LibraryError.invalidArgument("no audio files in \(folder.path)") }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
@@ -59,13 +72,16 @@ struct Importer: Sendable {
         if !unchanged.isEmpty {
             logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchanged.count)"])
         }
-        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, progress: progress)
+        let (fresh, failed) = try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, progress: progress)
+        found += fresh
+        failed.forEach { skipped.add(.unplayable, $0) }
         guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
 
         var books: [(String, Int64)] = []
         for group in Self.group(found) {
             let imported = book(from: group)
             let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
+            outcome.duplicates.forEach { skipped.add(.copy, $0) }
             if !outcome.duplicates.isEmpty {
                 logger.notice("left out files the library has in another folder",
                               metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
@@ -79,9 +95,10 @@ struct Importer: Sendable {
 
     /// Reads `urls`, each media reader one file at a time, and reports the progress (`total` counts the files that
     /// were not read too, done before these). A file that can't be read (a reader crashed on it, it is no audio) is
-    /// logged and left out.
-    private func read(_ urls: [URL], of total: Int, progress: (Progress) -> Void) async throws -> [Found] {
+    /// left out: its path is among the `failed`.
+    private func read(_ urls: [URL], of total: Int, progress: (Progress) -> Void) async throws -> (found: [Found], failed: [String]) {
         var found: [Found] = []
+        var failed: [String] = []
         var done = total - urls.count
         progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
         try await withThrowingTaskGroup(of: (reader: Int, found: Found?, path: String).self) { group in
@@ -93,23 +110,27 @@ struct Importer: Sendable {
             for reader in 0..<opener.readerCount { start(on: reader) }
             while let result = try await group.next() {
                 try Task.checkCancellation()
-                if let file = result.found { found.append(file) }
+                if let file = result.found { found.append(file) } else { failed.append(result.path) }
                 done += 1
                 progress(Progress(done: done, total: total, current: result.path))
                 start(on: result.reader)
             }
         }
-        return found
+        return (found, failed)
     }
 
     /// One file, read by media reader `reader`, with its fingerprint; nil when it can't be read.
     private func read(_ url: URL, with reader: Int) async -> Found? {
-        let fingerprint = FileFingerprint.of(url.path)
+        // Not readable, or no longer a regular file since the walk (a FIFO in its place would block the reader).
+        guard let fingerprint = FileFingerprint.of(url.path) else {
+            logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)"])
+            return nil
+        }
         let info: MediaInfo
         do {
             info = try await opener.discover(url, reader: reader)
         } catch {
-            logger.warning("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
+            logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
             return nil
         }
         let file = ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
