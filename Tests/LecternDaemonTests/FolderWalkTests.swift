@@ -110,6 +110,12 @@ import TestSupport
         #expect(FolderWalk.reasonToSkip(file: root.path + "/notes.txt") == .notAudio)
         #expect(FolderWalk.reasonToSkip(file: root.path + "/fifo.mp3") == .special)
         #expect(FolderWalk.reasonToSkip(file: root.path) == .notAudio)
+        try FileManager.default.createSymbolicLink(atPath: root.path + "/gone.mp3", withDestinationPath: root.path + "/nothing.mp3")
+        try FileManager.default.createSymbolicLink(atPath: root.path + "/loop.mp3", withDestinationPath: root.path + "/loop.mp3")
+        try FileManager.default.createSymbolicLink(atPath: root.path + "/fine.mp3", withDestinationPath: root.path + "/ok.mp3")
+        #expect(FolderWalk.reasonToSkip(file: root.path + "/gone.mp3") == .link)
+        #expect(FolderWalk.reasonToSkip(file: root.path + "/loop.mp3") == .link)
+        #expect(FolderWalk.reasonToSkip(file: root.path + "/fine.mp3") == nil)  // named by the user: followed
     }
 
     /// Root reads everything: the walk runs on a thread whose file-system user is `nobody` (setfsuid is per thread

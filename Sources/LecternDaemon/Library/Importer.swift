@@ -72,9 +72,7 @@ struct Importer: Sendable {
         if !unchanged.isEmpty {
             logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchanged.count)"])
         }
-        let (fresh, failed) = try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, progress: progress)
-        found += fresh
-        failed.forEach { skipped.add(.unplayable, $0) }
+        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, skipped: &skipped, progress: progress)
         guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
 
         var books: [(String, Int64)] = []
@@ -95,13 +93,13 @@ struct Importer: Sendable {
 
     /// Reads `urls`, each media reader one file at a time, and reports the progress (`total` counts the files that
     /// were not read too, done before these). A file that can't be read (a reader crashed on it, it is no audio) is
-    /// left out: its path is among the `failed`.
-    private func read(_ urls: [URL], of total: Int, progress: (Progress) -> Void) async throws -> (found: [Found], failed: [String]) {
+    /// left out, counted in `skipped`.
+    private func read(_ urls: [URL], of total: Int, skipped: inout SkippedFiles,
+                      progress: (Progress) -> Void) async throws -> [Found] {
         var found: [Found] = []
-        var failed: [String] = []
         var done = total - urls.count
         progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
-        try await withThrowingTaskGroup(of: (reader: Int, found: Found?, path: String).self) { group in
+        try await withThrowingTaskGroup(of: (reader: Int, found: Result<Found, Skipped>, path: String).self) { group in
             var pending = urls.makeIterator()
             func start(on reader: Int) {
                 guard let url = pending.next() else { return }
@@ -110,28 +108,37 @@ struct Importer: Sendable {
             for reader in 0..<opener.readerCount { start(on: reader) }
             while let result = try await group.next() {
                 try Task.checkCancellation()
-                if let file = result.found { found.append(file) } else { failed.append(result.path) }
+                switch result.found {
+                case .success(let file): found.append(file)
+                case .failure(let why): skipped.add(why.kind, result.path)
+                }
                 done += 1
                 progress(Progress(done: done, total: total, current: result.path))
                 start(on: result.reader)
             }
         }
-        return (found, failed)
+        return found
     }
 
-    /// One file, read by media reader `reader`, with its fingerprint; nil when it can't be read.
-    private func read(_ url: URL, with reader: Int) async -> Found? {
+    /// Why a file was not read.
+    private struct Skipped: Error {
+        var kind: SkippedFiles.Kind
+    }
+
+    /// One file, read by media reader `reader`, with its fingerprint; why not when it can't be read.
+    private func read(_ url: URL, with reader: Int) async -> Result<Found, Skipped> {
         // Not readable, or no longer a regular file since the walk (a FIFO in its place would block the reader).
         guard let fingerprint = FileFingerprint.of(url.path) else {
             logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)"])
-            return nil
+            return .failure(Skipped(kind: .unreadable))
         }
         let info: MediaInfo
         do {
             info = try await opener.discover(url, reader: reader)
         } catch {
             logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
-            return nil
+            if case MediaError.unreadable = error { return .failure(Skipped(kind: .unreadable)) }
+            return .failure(Skipped(kind: .unplayable))
         }
         let file = ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
                                      artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
@@ -139,8 +146,8 @@ struct Importer: Sendable {
                                      trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
                                      chapters: chapters(of: url, info), fingerprint: fingerprint)
         // The cover's bytes go to the cache now: an import of many files holds none of them.
-        return Found(url: url, file: file, leadArtist: info.artists.first,
-                     cover: info.cover.flatMap { opener.coverURL(for: url, $0) })
+        return .success(Found(url: url, file: file, leadArtist: info.artists.first,
+                              cover: info.cover.flatMap { opener.coverURL(for: url, $0) }))
     }
 
     struct Group {

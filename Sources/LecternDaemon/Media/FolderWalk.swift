@@ -116,7 +116,11 @@ enum FolderWalk {
     /// be an audio file's. `stat` only: nothing is opened.
     static func reasonToSkip(file path: String) -> SkippedFiles.Kind? {
         var info = stat()
-        guard stat(path, &info) == 0 else { return errno == EACCES ? .unreadable : .link }
+        guard stat(path, &info) == 0 else {
+            // A link that leads nowhere (or in a loop) is a link; anything else in the way, unreadable.
+            var link = stat()
+            return lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK ? .link : .unreadable
+        }
         switch info.st_mode & S_IFMT {
         case S_IFREG: break
         case S_IFDIR: return .notAudio
