@@ -35,6 +35,17 @@ import TestSupport
         #expect(probed == discovered)
     }
 
+    /// GStreamer's own encoder and Xing writer (lamemp3enc, xingmux, id3v2mux: a padded ID3v2.4 tag, another layout).
+    @Test func aFileWrittenByGStreamerIsReadAlike() throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("gst.mp3")
+        try AudioFiles.gst("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! xingmux ! id3v2mux", to: file)
+        let discovered = try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        let probed = try #require(MP3Probe.read(file.path))
+        #expect(probed == discovered)
+    }
+
     @Test func aCoverIsTheDiscoverersToo() throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
