@@ -35,9 +35,10 @@ public struct FileFingerprint: Sendable, Equatable {
         return FileFingerprint(size: Int64(info.st_size), modified: Self.nanoseconds(info.st_mtim), value: nil)
     }
 
-    /// Size, modification time and the hash of the slices; nil when the file can't be opened or read.
+    /// Size, modification time and the hash of the slices; nil when the file can't be opened or read, or is not a
+    /// regular file (a FIFO put in its place is opened without blocking, and left).
     public static func of(_ path: String) -> FileFingerprint? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()

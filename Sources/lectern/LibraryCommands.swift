@@ -26,15 +26,44 @@ struct Import: AsyncParsableCommand {
             }
         }
         var books: [[String: DBusValue]] = []
-        for folder in folders { books += try await importBooks(from: folder, daemon: daemon) }
-        if json { print(JSON.encode(books.map(JSON.book))) } else {
+        var skipped: [String] = []
+        for folder in folders {
+            let imported = try await importBooks(from: folder, daemon: daemon)
+            books += imported.books
+            skipped += imported.skipped
+        }
+        if json {
+            print(JSON.encode(books.map(JSON.book)))
+            for line in skipped { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        } else {
             print("imported \(books.count) book\(books.count == 1 ? "" : "s")")
             for book in books { print(Format.bookLine(book)) }
+            for line in skipped { print(line) }
         }
     }
 
-    /// Imports `folder` (an absolute path), showing the progress on standard error; the books imported.
-    private func importBooks(from folder: String, daemon: Daemon) async throws -> [[String: DBusValue]] {
+    /// What ImportFinished says an import left out, a line per kind: "skipped 3 empty files: /a/1.mp3, …".
+    static func skippedLines(_ skipped: DBusValue?) -> [String] {
+        let phrases = [
+            "not-audio": "files that are not audio (by their names)", "empty": "empty files",
+            "unreadable": "files or folders that can't be read (permission denied)",
+            "special": "FIFOs, devices or sockets (never opened)", "link": "symbolic links (not followed)",
+            "other-file-system": "folders on another file system (not entered)", "too-deep": "folders too deep (not entered)",
+            "name-not-utf8": "names that are not UTF-8 (rename them to import them)",
+            "unplayable": "files that can't be played (damaged, or no audio in them)",
+            "copy": "copies of files the library has in another folder",
+        ]
+        return (skipped?.elements ?? []).compactMap { entry in
+            guard let parts = entry.fields, parts.count == 3, let kind = parts[0].string, let count = parts[1].int64 else { return nil }
+            let examples = parts[2].stringArray ?? []
+            let more = count > examples.count ? ", …" : ""
+            return "skipped \(count) \(phrases[kind] ?? kind): " + examples.joined(separator: ", ") + more
+        }
+    }
+
+    /// Imports `folder` (an absolute path), showing the progress on standard error; the books imported, and what
+    /// was left out (``skippedLines(_:)``).
+    private func importBooks(from folder: String, daemon: Daemon) async throws -> (books: [[String: DBusValue]], skipped: [String]) {
         let signals = try await daemon.connection.signals(MatchRule(interface: "org.lectern.Library1", path: "/org/lectern/Lectern1"))
         let job = try await daemon.library("Import", [.string(folder), .string(shelf ?? "")]).first?.int64 ?? 0
         // On a terminal a bar that redraws; otherwise a plain line at each tenth of the files.
@@ -56,11 +85,15 @@ struct Import: AsyncParsableCommand {
                 }
             } else if signal.member == "ImportFinished" {
                 if showProgress { FileHandle.standardError.write(Data("\n".utf8)) }
-                if let error = signal.arguments[2].string, !error.isEmpty { throw CLIError("import of \(folder) failed: \(error)") }
+                let skipped = Self.skippedLines(signal.arguments.count > 3 ? signal.arguments[3] : nil)
+                if let error = signal.arguments[2].string, !error.isEmpty {
+                    for line in skipped { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+                    throw CLIError("import of \(folder) failed: \(error)")
+                }
                 let ids = signal.arguments[1].elements?.compactMap(\.int64) ?? []
                 var books: [[String: DBusValue]] = []
                 for id in ids { books.append(try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]) }
-                return books
+                return (books, skipped)
             }
         }
         throw CLIError("the daemon went away during the import", unreachable: true)

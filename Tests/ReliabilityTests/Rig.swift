@@ -106,7 +106,7 @@ final class Rig: Sendable {
         let finished = self.finished
         Task.detached {
             for await signal in stream {
-                guard case .uint32(let job)? = signal.arguments.first, signal.arguments.count == 3 else { continue }
+                guard case .uint32(let job)? = signal.arguments.first, signal.arguments.count >= 3 else { continue }
                 let books = signal.arguments[1].elements?.compactMap(\.int64) ?? []
                 finished.entries.withLock { $0.append((job, books, signal.arguments[2].string ?? "?")) }
             }

@@ -12,8 +12,8 @@ import Synchronization
 final class ImportJobs: Sendable {
     enum Event: Sendable {
         case progress(job: UInt32, Importer.Progress)
-        /// The books imported, or why the import failed (logged already).
-        case finished(job: UInt32, Result<[Int64], any Error>)
+        /// The books imported, or why the import failed (logged already), and what it left out either way.
+        case finished(job: UInt32, Result<[Int64], any Error>, skipped: SkippedFiles)
     }
 
     private let library: Library
@@ -58,19 +58,26 @@ final class ImportJobs: Sendable {
     private func run(_ job: UInt32, _ folder: URL, shelfPath: String, emptyIsFine: Bool = false,
                      events: @escaping @Sendable (Event) -> Void) async {
         var lastReport = ContinuousClock.now - .seconds(1)
+        var skipped = SkippedFiles()
+        let result: Result<[Int64], any Error>
         do {
-            let books = try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath) { progress in
+            result = .success(try await importer.run(folder, shelfPath: shelfPath.isEmpty ? nil : shelfPath, skipped: &skipped) { progress in
                 let now = ContinuousClock.now
                 guard now - lastReport >= .milliseconds(100) || progress.done == progress.total else { return }
                 lastReport = now
                 events(.progress(job: job, progress))
-            }
-            events(.finished(job: job, .success(books)))
+            })
         } catch is Importer.NoAudioFiles where emptyIsFine {
-            events(.finished(job: job, .success([])))
+            result = .success([])
         } catch {
             logger.warning("import failed", metadata: ["path": "\(folder.path)", "error": "\(error)"])
-            events(.finished(job: job, .failure(error)))
+            result = .failure(error)
         }
+        // One line per kind of what was left out, however many files: a folder of 100,000 of them logs a few lines.
+        for (kind, entry) in skipped.all {
+            logger.notice("an import left files out", metadata: ["folder": "\(folder.path)", "why": "\(kind.rawValue)",
+                                                                 "count": "\(entry.count)", "examples": "\(entry.examples)"])
+        }
+        events(.finished(job: job, result, skipped: skipped))
     }
 }

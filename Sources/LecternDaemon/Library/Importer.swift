@@ -45,16 +45,29 @@ struct Importer: Sendable {
     }
 
     /// How much of a folder an import walks: a collector's library, not the whole file system.
-    static let folderLimits = MediaOpener.FolderLimits(depth: 12, entries: 2_000_000, files: 500_000)
+    static let folderLimits = FolderWalk.Limits(depth: 12, entries: 2_000_000, files: 500_000)
 
     /// Imports `folder` (or a single file), putting new books on `shelfPath` ("Series/Discworld"; nil = top level,
-    /// or where they already are). Returns the ids of the books imported, in title order.
-    func run(_ folder: URL, shelfPath: String?, progress: (Progress) -> Void) async throws -> [Int64] {
+    /// or where they already are). Returns the ids of the books imported, in title order; `skipped` counts what was
+    /// left out (even when the import fails).
+    func run(_ folder: URL, shelfPath: String?, skipped: inout SkippedFiles,
+             progress: (Progress) -> Void) async throws -> [Int64] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
             throw LibraryError.notFound("no such file or folder: \(folder.path)")
         }
-        let files = isDirectory.boolValue ? try MediaOpener.audioFiles(in: folder, limits: Self.folderLimits) : [folder]
+        let paths: [String]
+        if isDirectory.boolValue {
+            let walked = try FolderWalk.audioFiles(in: folder.path, limits: Self.folderLimits)
+            skipped.merge(walked.skipped)
+            paths = walked.files
+        } else if let reason = FolderWalk.reasonToSkip(file: folder.path) {
+            skipped.add(reason, folder.path)
+            throw LibraryError.invalidArgument("not an audio file to import (\(reason.rawValue)): \(folder.path)")
+        } else {
+            paths = [folder.path]
+        }
+        let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
         guard !files.isEmpty else { throw NoAudioFiles(folder: folder.path) }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
@@ -66,7 +79,7 @@ struct Importer: Sendable {
         if !unchanged.isEmpty {
             logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchanged.count)"])
         }
-        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, progress: progress)
+        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, skipped: &skipped, progress: progress)
         guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
 
         var books: [(String, Int64)] = []
@@ -74,6 +87,7 @@ struct Importer: Sendable {
         for group in Self.group(found) {
             let imported = book(from: group, mounts: mounts)
             let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
+            outcome.duplicates.forEach { skipped.add(.copy, $0) }
             if !outcome.duplicates.isEmpty {
                 logger.notice("left out files the library has in another folder",
                               metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
@@ -87,12 +101,13 @@ struct Importer: Sendable {
 
     /// Reads `urls`, each media reader one file at a time, and reports the progress (`total` counts the files that
     /// were not read too, done before these). A file that can't be read (a reader crashed on it, it is no audio) is
-    /// logged and left out.
-    private func read(_ urls: [URL], of total: Int, progress: (Progress) -> Void) async throws -> [Found] {
+    /// left out, counted in `skipped`.
+    private func read(_ urls: [URL], of total: Int, skipped: inout SkippedFiles,
+                      progress: (Progress) -> Void) async throws -> [Found] {
         var found: [Found] = []
         var done = total - urls.count
         progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
-        try await withThrowingTaskGroup(of: (reader: Int, found: Found?, path: String).self) { group in
+        try await withThrowingTaskGroup(of: (reader: Int, found: Result<Found, Skipped>, path: String).self) { group in
             var pending = urls.makeIterator()
             func start(on reader: Int) {
                 guard let url = pending.next() else { return }
@@ -101,7 +116,10 @@ struct Importer: Sendable {
             for reader in 0..<opener.readerCount { start(on: reader) }
             while let result = try await group.next() {
                 try Task.checkCancellation()
-                if let file = result.found { found.append(file) }
+                switch result.found {
+                case .success(let file): found.append(file)
+                case .failure(let why): skipped.add(why.kind, result.path)
+                }
                 done += 1
                 progress(Progress(done: done, total: total, current: result.path))
                 start(on: result.reader)
@@ -110,15 +128,25 @@ struct Importer: Sendable {
         return found
     }
 
-    /// One file, read by media reader `reader`, with its fingerprint; nil when it can't be read.
-    private func read(_ url: URL, with reader: Int) async -> Found? {
-        let fingerprint = FileFingerprint.of(url.path)
+    /// Why a file was not read.
+    private struct Skipped: Error {
+        var kind: SkippedFiles.Kind
+    }
+
+    /// One file, read by media reader `reader`, with its fingerprint; why not when it can't be read.
+    private func read(_ url: URL, with reader: Int) async -> Result<Found, Skipped> {
+        // Not readable, or no longer a regular file since the walk (a FIFO in its place would block the reader).
+        guard let fingerprint = FileFingerprint.of(url.path) else {
+            logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)"])
+            return .failure(Skipped(kind: .unreadable))
+        }
         let info: MediaInfo
         do {
             info = try await opener.discover(url, reader: reader)
         } catch {
-            logger.warning("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
-            return nil
+            logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)", "error": "\(error)"])
+            if case MediaError.unreadable = error { return .failure(Skipped(kind: .unreadable)) }
+            return .failure(Skipped(kind: .unplayable))
         }
         let file = ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
                                      artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
@@ -126,8 +154,8 @@ struct Importer: Sendable {
                                      trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
                                      chapters: chapters(of: url, info), fingerprint: fingerprint)
         // The cover's bytes go to the cache now: an import of many files holds none of them.
-        return Found(url: url, file: file, leadArtist: info.artists.first,
-                     cover: info.cover.flatMap { opener.coverURL(for: url, $0) })
+        return .success(Found(url: url, file: file, leadArtist: info.artists.first,
+                              cover: info.cover.flatMap { opener.coverURL(for: url, $0) }))
     }
 
     struct Group {

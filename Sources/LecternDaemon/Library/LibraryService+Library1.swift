@@ -170,7 +170,8 @@ extension LibraryService {
                 SignalDecl("BookChanged", [("id", .int64)]),
                 SignalDecl("BookRemoved", [("id", .int64)]),
                 SignalDecl("ImportProgress", [("job", .uint32), ("done", .uint32), ("total", .uint32), ("path", .string)]),
-                SignalDecl("ImportFinished", [("job", .uint32), ("books", .array(.int64)), ("error", .string)]),
+                SignalDecl("ImportFinished", [("job", .uint32), ("books", .array(.int64)), ("error", .string),
+                                               ("skipped", .array(Self.skippedEntry))]),
             ])
     }
 
@@ -192,13 +193,23 @@ extension LibraryService {
         case .progress(let job, let progress):
             emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
                                                            .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
-        case .finished(let job, .success(let books)):
+        case .finished(let job, .success(let books), let skipped):
             for book in books { bookChanged(book) }
             refreshBookCount()
             emit(Self.libraryInterface, "ShelvesChanged")
-            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string("")])
-        case .finished(let job, .failure(let error)):
-            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string("\(error)")])
+            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string(""),
+                                                           Self.encode(skipped)])
+        case .finished(let job, .failure(let error), let skipped):
+            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string("\(error)"), Self.encode(skipped)])
         }
+    }
+
+    /// What an import left out, one (kind, count, first paths) per kind.
+    private static let skippedEntry = DBusType.structure([.string, .uint32, .array(.string)])
+
+    private static func encode(_ skipped: SkippedFiles) -> DBusValue {
+        .array(skippedEntry, skipped.all.map { kind, entry in
+            .structure([.string(kind.rawValue), .uint32(UInt32(clamping: entry.count)), .array(.string, entry.examples.map(DBusValue.string))])
+        })
     }
 }

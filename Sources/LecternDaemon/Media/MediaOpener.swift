@@ -15,9 +15,6 @@ public final class MediaOpener: Sendable {
         "audio/mpeg", "audio/mp4", "audio/x-m4b", "audio/aac", "audio/ogg", "audio/x-vorbis+ogg", "audio/opus",
         "audio/flac", "audio/x-flac", "audio/x-wav", "audio/wav", "audio/x-matroska", "audio/webm",
     ]
-    static let audioExtensions: Set<String> = [
-        "mp3", "m4a", "m4b", "mp4", "aac", "ogg", "oga", "opus", "flac", "wav", "mka", "webm", "aif", "aiff", "wv", "ape", "wma",
-    ]
 
     private let coverDirectory: URL
     private let logger: Logger
@@ -135,67 +132,14 @@ public final class MediaOpener: Sendable {
     /// Whether `url` is a file to play: an audio file name, which stays one once symlinks are resolved, naming a
     /// non-empty regular file this process may read.
     static func isPlayableFile(_ url: URL) -> Bool {
-        let resolved = url.resolvingSymlinksInPath()
-        guard audioExtensions.contains(url.pathExtension.lowercased()),
-              audioExtensions.contains(resolved.pathExtension.lowercased()) else { return false }
-        var info = stat()
-        guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return false }
-        return access(url.path, R_OK) == 0
+        FolderWalk.reasonToSkip(file: url.path) == nil
     }
 
-    /// The audio files below `folder` (subfolders included), in natural order of their relative paths. Hidden
-    /// names (a leading dot) are skipped, and so are symbolic links: a link is neither listed nor followed (no loops,
-    /// no escape from the folder). A subfolder that can't be read is skipped; `folder` itself must be readable.
-    static func audioFiles(in folder: URL, limits: FolderLimits = FolderLimits()) throws -> [URL] {
-        let base = folder.standardizedFileURL
-        do {
-            _ = try FileManager.default.contentsOfDirectory(atPath: base.path)
-        } catch {
-            throw BusError.failed("Cannot read the folder \(base.path): \(error.localizedDescription)")
-        }
-        // The enumerator does not descend into a link to a folder; links to files are left out below.
-        let keys: [URLResourceKey] = [.isRegularFileKey, .isSymbolicLinkKey, .isDirectoryKey]
-        let walk = FileManager.default.enumerator(at: base, includingPropertiesForKeys: keys, options: [.skipsHiddenFiles],
-                                                  errorHandler: { _, _ in true })  // an unreadable subfolder: skipped
-        let device = Self.device(of: base.path)
-        let prefix = base.path.hasSuffix("/") ? base.path : base.path + "/"
-        var files: [(relative: String, path: String)] = []
-        var seen = 0
-        while let url = walk?.nextObject() as? URL {
-            seen += 1
-            guard seen <= limits.entries, files.count <= limits.files else {
-                throw BusError.invalidArgs("\(base.path) holds too much to open as one queue (more than "
-                    + "\(limits.entries) entries or \(limits.files) audio files): open a book's own folder")
-            }
-            let values = try? url.resourceValues(forKeys: Set(keys))
-            if values?.isDirectory == true {
-                // Not into other file systems (/proc, a mount), nor deeper than a collection of books goes.
-                if (walk?.level ?? 0) >= limits.depth || Self.device(of: url.path) != device { walk?.skipDescendants() }
-                continue
-            }
-            guard values?.isSymbolicLink != true, values?.isRegularFile == true,
-                  audioExtensions.contains(url.pathExtension.lowercased()) else { continue }
-            let path = url.path
-            files.append((path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : url.lastPathComponent, path))
-        }
-        return files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }
-            .map { URL(fileURLWithPath: $0.path, isDirectory: false) }
-    }
-
-    /// How much of a folder OpenUri walks: a book's folder, or a series of them, is far within these; the root of the
-    /// file system or a home folder is not, and is refused rather than walked.
-    struct FolderLimits {
-        /// Folders below the one opened.
-        var depth = 6
-        /// Files and folders looked at.
-        var entries = 20_000
-        /// Audio files in the queue.
-        var files = 5_000
-    }
-
-    private static func device(of path: String) -> UInt64? {
-        var info = stat()
-        return stat(path, &info) == 0 ? UInt64(info.st_dev) : nil
+    /// The audio files below `folder` (subfolders included), in natural order of their relative paths
+    /// (``FolderWalk``: links neither listed nor followed, hidden names and unreadable subfolders skipped).
+    static func audioFiles(in folder: URL, limits: FolderWalk.Limits = FolderWalk.Limits()) throws -> [URL] {
+        try FolderWalk.audioFiles(in: folder.standardizedFileURL.path, limits: limits).files
+            .map { URL(fileURLWithPath: $0, isDirectory: false) }
     }
 
     // MARK: - Covers

@@ -1,0 +1,93 @@
+import Foundation
+import GStreamer
+import Testing
+import TestSupport
+@testable import LecternDaemon
+
+/// MP3Probe says of an MP3 file what the discoverer says (to the nanosecond), or leaves it to the discoverer.
+@Suite struct MP3ProbeTests {
+    /// Files as LAME (through FFmpeg) writes them: sample rates of MPEG-1, 2 and 2.5, mono and stereo, CBR and VBR,
+    /// tags in ID3v2.3 and 2.4, Latin-1, UTF-16 and UTF-8, a cover.
+    static let cases: [(name: String, arguments: [String])] = [
+        ("plain", ["-ar", "44100"]),
+        ("tagged 2.4", ["-ar", "44100", "-metadata", "title=Part One", "-metadata", "artist=Ann Author",
+                        "-metadata", "album=A Book", "-metadata", "album_artist=The Reader", "-metadata", "genre=Audiobook",
+                        "-metadata", "track=3/12", "-metadata", "disc=2"]),
+        ("tagged 2.3", ["-ar", "48000", "-id3v2_version", "3", "-metadata", "title=Brontë’s Émile", "-metadata", "artist=Zoë",
+                        "-metadata", "album=Straße", "-metadata", "track=7"]),
+        ("mono 22050 VBR", ["-ar", "22050", "-ac", "1", "-q:a", "4", "-metadata", "title=Mono"]),
+        ("mono 8000", ["-ar", "8000", "-ac", "1", "-metadata", "title=Eight"]),
+        ("stereo 32000 VBR", ["-ar", "32000", "-ac", "2", "-q:a", "2"]),
+        ("long", ["-ar", "44100", "-t", "61.3"]),
+    ]
+
+    @Test(arguments: cases.map(\.name))
+    func theProbeSaysWhatTheDiscovererSays(_ name: String) throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("file.mp3")
+        let arguments = Self.cases.first { $0.name == name }!.arguments
+        let seconds = arguments.contains("-t") ? [] : ["-t", "2.5"]
+        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=70"] + seconds + arguments
+                              + ["-c:a", "libmp3lame", file.path])
+        let probed = try #require(MP3Probe.read(file.path), "the probe left \(name) to the discoverer")
+        let discovered = try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        #expect(probed == discovered)
+    }
+
+    /// GStreamer's own encoder and Xing writer (lamemp3enc, xingmux, id3v2mux: a padded ID3v2.4 tag, another layout).
+    @Test func aFileWrittenByGStreamerIsReadAlike() throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("gst.mp3")
+        try AudioFiles.gst("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! xingmux ! id3v2mux", to: file)
+        let discovered = try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        let probed = try #require(MP3Probe.read(file.path))
+        #expect(probed == discovered)
+    }
+
+    @Test func aCoverIsTheDiscoverersToo() throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let plain = folder.url.appendingPathComponent("plain.mp3")
+        let cover = folder.url.appendingPathComponent("cover.png")
+        let file = folder.url.appendingPathComponent("covered.mp3")
+        try AudioFiles.mp3(plain, seconds: 2, tags: .init(title: "T", artist: "A", album: "B"))
+        try AudioFiles.png(cover)
+        try AudioFiles.mp3WithCover(plain, cover: cover, output: file)
+        let probed = try #require(MP3Probe.read(file.path))
+        #expect(probed.cover?.mimeType == "image/png")
+        #expect(probed == (try Discoverer.Reader(timeout: .seconds(10)).discover(file)))
+    }
+
+    @Test func whatItDoesNotKnowIsLeftToTheDiscoverer() throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("file.mp3")
+        try AudioFiles.mp3(file, seconds: 2, tags: .init(title: "T", artist: "A", album: "B"))
+        let bytes = try Data(contentsOf: file)
+        func variant(_ name: String, _ change: (inout Data) -> Void) throws -> String {
+            var data = bytes
+            change(&data)
+            let url = folder.url.appendingPathComponent(name)
+            try data.write(to: url)
+            return url.path
+        }
+        // An ID3v1 tag at the end, a truncated stream, no ID3 tag and no Xing header (random bytes), a numeric genre.
+        let withV1 = try variant("v1.mp3") { $0.append(Data("TAG".utf8) + Data(count: 125)) }
+        let truncated = try variant("cut.mp3") { $0 = $0.prefix($0.count / 2) }
+        let noise = try variant("noise.mp3") { $0 = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }) }
+        #expect(MP3Probe.read(file.path) != nil)
+        #expect(MP3Probe.read(withV1) == nil)
+        #expect(MP3Probe.read(truncated) == nil)
+        #expect(MP3Probe.read(noise) == nil)
+        let numeric = folder.url.appendingPathComponent("genre.mp3")
+        try AudioFiles.ffmpeg(["-i", file.path, "-c", "copy", "-metadata", "genre=(17)", numeric.path])
+        #expect(MP3Probe.read(numeric.path) == nil)
+        let chaptered = folder.url.appendingPathComponent("chapters.mp3")
+        let metadata = folder.url.appendingPathComponent("chapters.txt")
+        try ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n".write(to: metadata, atomically: true, encoding: .utf8)
+        try AudioFiles.ffmpeg(["-i", file.path, "-i", metadata.path, "-map_metadata", "1", "-map_chapters", "1", "-c", "copy", chaptered.path])
+        #expect(MP3Probe.read(chaptered.path) == nil)
+    }
+}
