@@ -93,7 +93,7 @@ extension Integration {
 
                 // Pages of every order add up to the whole listing, each book once.
                 var byOrder: [String: [String]] = [:]
-                for order in ["title", "author", "played", "added", "progress"] {
+                for order in ["title", "author", "played", "added", "progress", "modified", "user"] {
                     var titles: [String] = []
                     var offset: UInt32 = 0
                     while true {
@@ -112,6 +112,8 @@ extension Integration {
                 let added = try #require(byOrder["added"])
                 #expect(Set(added.prefix(LibraryMedia.treeTitles.count)) == Set(LibraryMedia.treeTitles), "imported now, after the others")
                 #expect(Array(added.dropFirst(LibraryMedia.treeTitles.count).prefix(2)) == ["Generated 130", "Generated 129"])
+                #expect(Array(byOrder["modified"]?.dropFirst(LibraryMedia.treeTitles.count).prefix(2) ?? []) == ["Generated 130", "Generated 129"])
+                #expect(Array(byOrder["user"]?.suffix(2) ?? []) == ["Generated 129", "Generated 130"], "the order they were added in")
                 #expect(byOrder["author"]?.first == "Mp3 Saga", "Ann Author")
                 #expect(Set(byOrder["author"]?.suffix(2) ?? []) == ["Flac Book", "Untagged Tales"], "no author: last")
                 #expect(try await d.page("title", offset: UInt32(all), limit: 200).books.isEmpty)
@@ -138,7 +140,7 @@ extension Integration {
                 let mark = d.signals.mark
                 let refusals: [(String, [DBusValue], String)] = [
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("bogus"), .uint32(0), .uint32(10)],
-                     "order is one of title, author, played, added, progress, not 'bogus'"),
+                     "order is one of title, author, played, added, progress, modified, user, not 'bogus'"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(201)], "a page holds 1 to 200 books, not 201"),
                     ("Search", [.string("mix"), .vardict([:]), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),
