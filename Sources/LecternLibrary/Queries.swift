@@ -140,7 +140,7 @@ extension Library {
         guard !books.isEmpty else { return [:] }
         let rows = try Row.fetchAll(db, sql: """
             SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
-            WHERE bookId IN (\(books.map { _ in "?" }.joined(separator: ","))) GROUP BY bookId
+            WHERE bookId IN (\(Self.placeholders(books.count))) GROUP BY bookId
             """, arguments: StatementArguments(books))
         return Dictionary(uniqueKeysWithValues: rows.map {
             ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))

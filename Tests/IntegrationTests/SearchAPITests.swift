@@ -85,6 +85,36 @@ extension Integration {
             }
         }
 
+        /// Listings read through the database's reader connections while an import writes: each reply is the library at
+        /// one moment (every book with all its files, the total its books), and once the import is done, all of it.
+        @Test func listingsReadWhileAnImportWritesShowWholeBooks() async throws {
+            try await DaemonFixture.with { d in
+                let mark = d.signals.mark
+                let reply = try await d.lib("Import", [.string(try await d.libraryMedia.tree.path), .string("")])
+                let job = try #require(reply.first?.int64)
+                func finished() -> Bool {
+                    d.signals.since(mark).contains { $0.member == "ImportFinished" && $0.arguments.first?.int64 == job }
+                }
+                var filesSeen: [Int64: Int64] = [:]
+                let deadline = ContinuousClock.now + .seconds(60)
+                while !finished(), ContinuousClock.now < deadline {
+                    let page = try await d.page("added", offset: 0, limit: 200)
+                    #expect(Int(page.total) == page.books.count)
+                    for book in page.books {
+                        guard let id = book["id"]?.int64, let files = book["files"]?.int64 else { continue }
+                        #expect(files > 0, "a book listed without its files")
+                        filesSeen[id] = files
+                    }
+                }
+                #expect(finished())
+                let after = try await d.page("title", offset: 0, limit: 200)
+                #expect(after.books.compactMap { $0["title"]?.string } == LibraryMedia.treeTitles)
+                for (id, files) in filesSeen {
+                    #expect(Int64(try await d.files(of: id).count) == files, "book \(id): all its files, or none of it")
+                }
+            }
+        }
+
         @Test func listingsComeAPageAtATimeSortedByTheDatabase() async throws {
             try await DaemonFixture.with { d in
                 try await d.importOK(try await d.libraryMedia.tree)
