@@ -89,8 +89,9 @@ public final class Library: Sendable {
     }
 
     /// One read: `body` in a read transaction on one of the pool's reader connections (kept open: its schema parsed, its
-    /// functions registered, its cache of pages warm from earlier reads). It sees every write that ended before it
-    /// began, and none made while it runs; the writer and the other readers go on meanwhile.
+    /// functions registered, its cache of pages warm from earlier reads), or on the queue's one connection. It sees
+    /// every write that ended before it began, and none made while it runs; in a pool, the writer and the other
+    /// readers go on meanwhile.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try database.read(body)
