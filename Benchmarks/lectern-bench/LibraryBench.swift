@@ -15,8 +15,8 @@ import Glibc
 //    MPRIS Gets issued during the import (against Gets on the idle daemon).
 // 2. A big library (`books` books of `filesPerBook` files on 100 shelves in 10 parent shelves), written
 //    directly through LecternLibrary; then lecternd on it: ListBooks, ListBooksPage, Search, ListShelves, Find,
-//    Group, GetPlaylists, each against the same query run in this process through LecternLibrary and as raw SQL
-//    (GRDB rows); and MPRIS Gets while another client loops on the largest page of a listing or a search.
+//    Group, GetPlaylists, each against the same LecternLibrary call in this process (the same SQL, the same
+//    transaction); and MPRIS Gets while another client loops on the largest page of a listing or a search.
 
 struct LibrarySettings {
     var calls = 200
@@ -75,7 +75,6 @@ struct CallSeries {
     var replyBytes = 0
     var items = 0
     var library: Samples?
-    var raw: Samples?
 }
 
 struct BigLibraryResult {
@@ -408,7 +407,7 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
     let leaves = try populate(database, settings: settings, into: &result)  // the Library is closed on return
     result.closedBytes = (fileSize(database.path), fileSize(database.path + "-wal"), fileSize(database.path + "-shm"))
 
-    // References in this process: the same LecternLibrary calls, and the same SQL as raw rows.
+    // The reference in this process: the same LecternLibrary calls. The file's figures through a plain connection.
     let library = try Library(path: database.path)
     let raw = try DatabaseQueue(path: database.path)
     try raw.read { db in
@@ -453,9 +452,8 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         return Samples(values)
     }
 
-    func series(_ name: String, expect: Int?, _ make: () -> OpaquePointer, library libraryCall: () throws -> Int,
-                raw rawCall: (Database) throws -> Int) throws -> CallSeries {
-        progress("library: \(name), \(settings.warmup) + \(settings.calls) calls (D-Bus, LecternLibrary, raw SQL)")
+    func series(_ name: String, expect: Int?, _ make: () -> OpaquePointer, library libraryCall: () throws -> Int) throws -> CallSeries {
+        progress("library: \(name), \(settings.warmup) + \(settings.calls) calls (D-Bus, LecternLibrary)")
         var s = CallSeries(name: name)
         let reply = try client.call(make(), timeoutMs: 60_000)
         s.replyBytes = MessageReader(reply).wireSize
@@ -469,61 +467,26 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         }
         s.errors = errors
         let libraryItems = try libraryCall()
-        let rawItems = try raw.read { try rawCall($0) }
-        if libraryItems != s.items || rawItems != s.items {
-            notes.append("\(name): D-Bus \(s.items) items, LecternLibrary \(libraryItems), raw SQL \(rawItems)")
-        }
+        if libraryItems != s.items { notes.append("\(name): D-Bus \(s.items) items, LecternLibrary \(libraryItems)") }
         s.library = try timeSeries { _ = try libraryCall() }
-        s.raw = try timeSeries { _ = try raw.read { try rawCall($0) } }
         return s
-    }
-
-    // The SQL the daemon runs, as GRDB generates it (Library.books(in:), totals(of:), shelves(in:), find, books(ordered:)).
-    let localized = DatabaseCollation.localizedCaseInsensitiveCompare.name
-    func totalsSQL(_ db: Database, _ ids: [Int64]) throws -> Int {
-        guard !ids.isEmpty else { return 0 }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
-            WHERE bookId IN (\(ids.map { _ in "?" }.joined(separator: ","))) GROUP BY bookId
-            """, arguments: StatementArguments(ids))
-        return rows.count
-    }
-    func booksThenTotals(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> Int {
-        let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
-        _ = try totalsSQL(db, rows.map { $0["id"] as Int64 })
-        return rows.count
     }
 
     let shelf = leaves[0]
     let perShelf = settings.books / leaves.count + (settings.books % leaves.count > 0 ? 1 : 0)
     let firstPage = min(Library.defaultPageSize, settings.books)
-    // A page's SQL as Library.books(in:recursive:sortedBy:offset:limit:) runs it: the page, its totals, the count.
-    func pageSQL(_ db: Database, _ condition: String, _ arguments: StatementArguments, order: String, offset: Int,
-                 limit: Int) throws -> Int {
-        let n = try booksThenTotals(db, "SELECT * FROM book WHERE \(condition) ORDER BY \(order) LIMIT ? OFFSET ?",
-                                    arguments + [limit, offset])
-        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments)
-        return n
-    }
     result.series.append(try series("ListBooks(shelf, false), a shelf of \(perShelf) books", expect: min(perShelf, firstPage), {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(shelf), .bool(false)])
     }, library: {
         let page = try library.books(in: shelf, recursive: false, sortedBy: .title, offset: 0, limit: Library.defaultPageSize)
-        _ = try library.totals(of: page.books.compactMap(\.id))
         return page.books.count
-    }, raw: { db in
-        _ = try Row.fetchOne(db, sql: "SELECT * FROM \"shelf\" WHERE \"id\" = ?", arguments: [shelf])
-        return try pageSQL(db, "shelfId IN (?)", [shelf], order: BookSort.title.orderBy, offset: 0, limit: Library.defaultPageSize)
     }))
 
     result.series.append(try series("ListBooks(0, true), the first \(firstPage) of every book", expect: firstPage, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(0), .bool(true)])
     }, library: {
         let page = try library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: Library.defaultPageSize)
-        _ = try library.totals(of: page.books.compactMap(\.id))
         return page.books.count
-    }, raw: { db in
-        try pageSQL(db, "1", [], order: BookSort.title.orderBy, offset: 0, limit: Library.defaultPageSize)
     }))
 
     // Pages sorted by the database, at the start and 90 % of the way into the listing; the largest page last.
@@ -539,10 +502,7 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
             listPage(order, index, size)
         }, library: {
             let page = try library.books(in: nil, recursive: true, sortedBy: order, offset: index, limit: size)
-            _ = try library.totals(of: page.books.compactMap(\.id))
-            return page.books.count
-        }, raw: { db in
-            try pageSQL(db, "1", [], order: order.orderBy, offset: index, limit: size)
+                return page.books.count
         }))
     }
 
@@ -550,7 +510,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
     // start and deep, and the largest page).
     let author = authorName(42 % settings.authors)
     let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
-    let weights = "10.0, 6.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0"
     let searches: [(text: String, byAuthor: Bool, offset: Int, size: Int, expect: Int?)] = [
         ("silent riv", false, 0, 50, nil),
         (author.lowercased(), false, 0, 50, booksPerAuthor),
@@ -565,24 +524,13 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
                               .uint32(UInt32(size))])
     }
     for search in searches {
-        let pattern = search.text.split(separator: " ").map { "\"\($0)\"*" }.joined(separator: " AND ")
-        let filter = search.byAuthor ? " AND bookSearch.author LIKE ?" : ""
-        let filterArguments: StatementArguments = search.byAuthor ? ["%" + author + "%"] : []
         let described = search.byAuthor ? "{author: \"\(author)\"}" : "{}"
         result.series.append(try series("Search(\"\(search.text)\", \(described), \(search.offset), \(search.size))", expect: search.expect, {
             searchCall(search.text, byAuthor: search.byAuthor, search.offset, search.size)
         }, library: {
             let page = try library.search(search.text, search.byAuthor ? LibraryQuery(author: author) : LibraryQuery(),
                                           offset: search.offset, limit: search.size)
-            _ = try library.totals(of: page.books.compactMap(\.id))
-            return page.books.count
-        }, raw: { db in
-            let from = "book b JOIN bookSearch ON bookSearch.rowid = b.id WHERE bookSearch MATCH ?\(filter)"
-            let n = try booksThenTotals(db, """
-                SELECT b.* FROM \(from) ORDER BY bm25(bookSearch, \(weights)), b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
-                """, [pattern] + filterArguments + [search.size, search.offset])
-            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from)", arguments: [pattern] + filterArguments)
-            return n
+                return page.books.count
         }))
     }
 
@@ -639,9 +587,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
     }, library: {
         try library.shelves(in: nil).count
-    }, raw: { db in
-        try Row.fetchAll(db, sql: "SELECT * FROM \"shelf\" WHERE \"parentId\" IS NULL ORDER BY \"name\" COLLATE \(localized)")
-            .count
     }))
 
     // Find: a substring of the search table's authors (the book's and its files' artists), the first page.
@@ -649,54 +594,23 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Find", [.stringVardict([("author", author)])])
     }, library: {
         let page = try library.search("", LibraryQuery(author: author), offset: 0, limit: Library.defaultPageSize)
-        _ = try library.totals(of: page.books.compactMap(\.id))
         return page.books.count
-    }, raw: { db in
-        let from = "book b JOIN bookSearch ON bookSearch.rowid = b.id WHERE bookSearch.author LIKE ?"
-        let n = try booksThenTotals(db, "SELECT b.* FROM \(from) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ?",
-                                    ["%" + author + "%", Library.defaultPageSize])
-        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from)", arguments: ["%" + author + "%"])
-        return n
     }))
 
     result.series.append(try series("Group({}, author), \(settings.authors) authors", expect: settings.authors, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Group", [.stringVardict([]), .string("author")])
     }, library: {
         try library.group(LibraryQuery(), by: .author).count
-    }, raw: { db in
-        try Row.fetchAll(db, sql: """
-            SELECT coalesce(b.author, (SELECT coalesce(f.albumArtist, f.artist) FROM bookFile f
-                                       WHERE f.bookId = b.id AND coalesce(f.albumArtist, f.artist) IS NOT NULL
-                                       ORDER BY f.position LIMIT 1)) AS v, count(*)
-            FROM book b WHERE v IS NOT NULL GROUP BY v ORDER BY v COLLATE NOCASE
-            """).count
     }))
 
-    for order in BookOrder.allCases {
-        let key: String = switch order {
-        case .alphabetical: "title COLLATE NOCASE ASC, id ASC"
-        case .created: "addedAt ASC, id ASC"
-        case .modified: "modifiedAt ASC, id ASC"
-        case .played: "lastPlayedAt IS NOT NULL ASC, lastPlayedAt ASC, id ASC"
-        case .user: "userOrder ASC, id ASC"
-        }
-        let ordering: String = switch order {
-        case .alphabetical: "Alphabetical"
-        case .created: "Created"
-        case .modified: "Modified"
-        case .played: "Played"
-        case .user: "User"
-        }
+    for ordering in BookSort.mprisOrderings {
         for index in [0, deep] {
             let expect = min(50, max(0, settings.books - index))
-            result.series.append(try series("GetPlaylists(\(index), 50, \(ordering), false)", expect: expect, {
+            result.series.append(try series("GetPlaylists(\(index), 50, \(ordering.name), false)", expect: expect, {
                 BusClient.methodCall(player.busName, mprisPath, "org.mpris.MediaPlayer2.Playlists", "GetPlaylists",
-                                     [.uint32(UInt32(index)), .uint32(50), .string(ordering), .bool(false)])
+                                     [.uint32(UInt32(index)), .uint32(50), .string(ordering.name), .bool(false)])
             }, library: {
-                try library.books(ordered: order, reversed: false, offset: index, limit: 50).count
-            }, raw: { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(key) LIMIT ? OFFSET ?", arguments: [50, index])
-                    .count
+                try library.books(sortedBy: ordering.sort, reversed: ordering.reversed, offset: index, limit: 50).count
             }))
         }
     }
@@ -780,18 +694,13 @@ enum LibraryReport {
             out += "| lecternd VmRSS idle → after the calls; VmHWM, MB | \(Report.mb(b.idleRSSKB)) → "
                 + "\(Report.mb(b.endRSSKB)); \(Report.mb(b.endHWMKB)) |\n\n"
             out += "| call (sequential, one client) | n | D-Bus p50 / p95 / p99, ms | reply: items, KB | "
-                + "LecternLibrary in-process p50 / p99, ms | raw SQL (GRDB rows) p50 / p99, ms | "
-                + "D-Bus ÷ raw SQL (p50) | D-Bus ÷ LecternLibrary (p50) |\n|---|---|---|---|---|---|---|---|\n"
+                + "LecternLibrary in-process p50 / p99, ms | D-Bus ÷ LecternLibrary (p50) |\n|---|---|---|---|---|---|\n"
             for s in b.series {
                 let errors = s.errors > 0 ? " (\(s.errors) errors)" : ""
                 let reply = s.replyBytes > 0 ? "\(s.items), " + String(format: "%.1f", Double(s.replyBytes) / 1024) : "—"
                 let lib = s.library.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
-                let rawCell = s.raw.map { "\(ms($0.p50)) / \(ms($0.p99))" } ?? "—"
-                let overRaw = s.dbus.count > 0 ? s.raw.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—" : "—"
                 let overLib = s.dbus.count > 0 ? s.library.map { Report.ratio(s.dbus.p50, $0.p50) } ?? "—" : "—"
-                let n = s.dbus.count > 0 ? s.dbus.count : s.raw?.count ?? 0
-                out += "| \(s.name) | \(n) | \(triple(s.dbus))\(errors) | \(reply) | \(lib) | \(rawCell) | "
-                    + "\(overRaw) | \(overLib) |\n"
+                out += "| \(s.name) | \(s.dbus.count) | \(triple(s.dbus))\(errors) | \(reply) | \(lib) | \(overLib) |\n"
             }
         }
         for note in r.notes { out += "\nNote: \(note)\n" }
@@ -825,8 +734,7 @@ enum LibraryReport {
                 "idleRSSKB": b.idleRSSKB, "endRSSKB": b.endRSSKB, "endHWMKB": b.endHWMKB,
                 "calls": b.series.map { s -> [String: Any] in
                     ["name": s.name, "dbusMs": s.dbus.json(unit: 1e6), "errors": s.errors, "replyBytes": s.replyBytes,
-                     "items": s.items, "libraryMs": s.library?.json(unit: 1e6) ?? NSNull(),
-                     "rawSQLMs": s.raw?.json(unit: 1e6) ?? NSNull()]
+                     "items": s.items, "libraryMs": s.library?.json(unit: 1e6) ?? NSNull()]
                 },
             ] as [String: Any]
         }

@@ -30,28 +30,30 @@ extension DBusValue {
     /// Throws unless the value can be marshalled: types consistent, no NUL in strings, within depth limits.
     public func validate() throws(MarshallingError) { try validate(depth: 0) }
 
-    /// `depth`: the containers around the value (1 for a variant's content).
-    func validate(depth: Int) throws(MarshallingError) {
+    /// `depth`: the containers around the value (1 for a variant's content). `typeChecked`: the value's signature is
+    /// part of one already checked (a container's, or a variant's), so it isn't parsed again for each element.
+    func validate(depth: Int, typeChecked: Bool = false) throws(MarshallingError) {
         switch self {
         case .string(let s):
             if s.utf8.contains(0) { throw .stringContainsNUL }
         case .variant(let inner):
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-            try Self.checkSignature(inner.type)
-            try inner.validate(depth: depth + 1)
+            let type = inner.type
+            if !type.isBasic { try Self.checkSignature(type) }
+            try inner.validate(depth: depth + 1, typeChecked: true)
         case .array(let elementType, let elements):
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-            try Self.checkSignature(.array(elementType))
+            if !typeChecked { try Self.checkSignature(.array(elementType)) }
             for element in elements {
                 guard element.type == elementType else {
                     throw .elementTypeMismatch(expected: elementType.signature, found: element.type.signature)
                 }
-                try element.validate(depth: depth + 1)
+                try element.validate(depth: depth + 1, typeChecked: true)
             }
         case .dictionary(let keyType, let valueType, let entries):
             guard depth + 1 < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             guard keyType.isBasic else { throw .dictionaryKeyNotBasic(keyType.signature) }
-            try Self.checkSignature(.dictionary(key: keyType, value: valueType))
+            if !typeChecked { try Self.checkSignature(.dictionary(key: keyType, value: valueType)) }
             for entry in entries {
                 guard entry.key.type == keyType else {
                     throw .elementTypeMismatch(expected: keyType.signature, found: entry.key.type.signature)
@@ -59,13 +61,13 @@ extension DBusValue {
                 guard entry.value.type == valueType else {
                     throw .elementTypeMismatch(expected: valueType.signature, found: entry.value.type.signature)
                 }
-                try entry.key.validate(depth: depth + 2)
-                try entry.value.validate(depth: depth + 2)
+                try entry.key.validate(depth: depth + 2, typeChecked: true)
+                try entry.value.validate(depth: depth + 2, typeChecked: true)
             }
         case .structure(let fields):
             guard !fields.isEmpty else { throw .emptyStructure }
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-            for field in fields { try field.validate(depth: depth + 1) }
+            for field in fields { try field.validate(depth: depth + 1, typeChecked: typeChecked) }
         default:
             break
         }

@@ -18,9 +18,22 @@ final class ReplyOrder: Sendable {
         var send: (@Sendable () -> Void)?
     }
 
-    /// By sender, in the order of its calls; a sender with nothing held has no entry. Replies that leave the queue
-    /// are sent under this lock, so that two completions can't reorder them.
-    private let held = Mutex<[String: [HeldReply]]>([:])
+    /// A sender's replies held, in the order of its calls, and whether a completion is sending them (`draining`).
+    private struct Held {
+        var queue: [HeldReply] = []
+        var draining = false
+
+        /// Puts `reply` before the first later serial.
+        mutating func insert(_ reply: HeldReply) {
+            queue.insert(reply, at: queue.firstIndex { ReplyOrder.precedes(reply.serial, $0.serial) } ?? queue.endIndex)
+        }
+    }
+
+    /// By sender; a sender with nothing held has no entry. A reply is marshalled and sent outside this lock (a page
+    /// of 200 books takes milliseconds, and the I/O thread looks here before answering any Get): the one completion
+    /// draining a sender's queue sends its replies one after another, and the sender's other replies join the queue
+    /// meanwhile, so none overtakes another.
+    private let held = Mutex<[String: Held]>([:])
 
     /// Whether serial `a` came before `b` from the same sender (serials increase, wrapping at 2³²).
     static func precedes(_ a: UInt32, _ b: UInt32) -> Bool { Int32(bitPattern: a &- b) < 0 }
@@ -32,20 +45,20 @@ final class ReplyOrder: Sendable {
     func holdLaterReplies(after serial: UInt32, from sender: String?) {
         guard let sender else { return }
         held.withLock { held in
-            var queue = held[sender] ?? []
-            queue.insert(HeldReply(serial: serial, send: nil), at: Self.index(of: serial, in: queue))
-            held[sender] = queue
+            held[sender, default: Held()].insert(HeldReply(serial: serial, send: nil))
         }
     }
 
-    /// Sends at once, unless an earlier deferred call of the same sender is still running.
+    /// Sends at once, unless an earlier deferred call of the same sender is still running or its replies are being
+    /// sent.
     func send(to sender: String?, serial: UInt32, _ send: @escaping @Sendable () -> Void) {
         if let sender {
             let waits = held.withLock { held -> Bool in
-                guard var queue = held[sender],
-                      queue.contains(where: { $0.send == nil && Self.precedes($0.serial, serial) }) else { return false }
-                queue.insert(HeldReply(serial: serial, send: send), at: Self.index(of: serial, in: queue))
-                held[sender] = queue
+                guard var replies = held[sender],
+                      replies.draining || replies.queue.contains(where: { $0.send == nil && Self.precedes($0.serial, serial) })
+                else { return false }
+                replies.insert(HeldReply(serial: serial, send: send))
+                held[sender] = replies
                 return true
             }
             if waits { return }
@@ -56,22 +69,36 @@ final class ReplyOrder: Sendable {
     /// The deferred call `serial` finished: its reply, and those that waited for it, go out in order.
     func complete(to sender: String?, serial: UInt32, _ send: @escaping @Sendable () -> Void) {
         guard let sender else { return send() }
-        held.withLock { held in
-            guard var queue = held[sender], let index = queue.firstIndex(where: { $0.serial == serial && $0.send == nil }) else {
-                send()
-                return
-            }
-            queue[index].send = send
-            while let first = queue.first, let ready = first.send {
-                ready()
-                queue.removeFirst()
-            }
-            held[sender] = queue.isEmpty ? nil : queue
+        enum Next { case sendAlone, drain, leaveToTheDrainer }
+        let next = held.withLock { held -> Next in
+            guard var replies = held[sender],
+                  let index = replies.queue.firstIndex(where: { $0.serial == serial && $0.send == nil }) else { return .sendAlone }
+            replies.queue[index].send = send
+            let drainedElsewhere = replies.draining
+            replies.draining = true
+            held[sender] = replies
+            return drainedElsewhere ? .leaveToTheDrainer : .drain
+        }
+        switch next {
+        case .sendAlone: send()
+        case .drain: while let ready = nextReady(of: sender) { ready() }
+        case .leaveToTheDrainer: break
         }
     }
 
-    /// Where `serial` goes in a sender's queue: before the first later serial.
-    private static func index(of serial: UInt32, in queue: [HeldReply]) -> Int {
-        queue.firstIndex { precedes(serial, $0.serial) } ?? queue.endIndex
+    /// The first of `sender`'s held replies when it is ready, taken off the queue; nil (and the draining over) when
+    /// the first still waits for its deferred call or none is left.
+    private func nextReady(of sender: String) -> (@Sendable () -> Void)? {
+        held.withLock { held in
+            guard var replies = held[sender] else { return nil }
+            if let ready = replies.queue.first?.send {
+                replies.queue.removeFirst()
+                held[sender] = replies
+                return ready
+            }
+            replies.draining = false
+            held[sender] = replies.queue.isEmpty ? nil : replies
+            return nil
+        }
     }
 }

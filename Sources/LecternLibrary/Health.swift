@@ -102,8 +102,7 @@ extension Library {
         guard !positions.isEmpty || current != nil || !played.isEmpty else { return true }
         do {
             try checkWritable()
-            guard let writer else { return false }
-            try writer.write { db in
+            try database.write { db in
                 for (book, place) in positions where try Book.exists(db, key: book) {
                     _ = try Self.writePosition(db, book: book, file: place.file, offset: place.offset)
                 }

@@ -148,7 +148,7 @@ extension Library {
     /// `PRAGMA integrity_check`: "ok" when the file is sound, else SQLite's report (or its error).
     public func integrityCheck() throws -> String {
         do {
-            return try reader.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+            return try database.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
         } catch let error as DatabaseError where Self.isCorrupt(error) {
             return error.message ?? "database disk image is malformed"
         } catch let error as DatabaseError {

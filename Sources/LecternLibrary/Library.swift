@@ -14,10 +14,9 @@ import Synchronization
 /// let shelf = try library.createShelf(named: "Discworld", in: nil)
 /// ```
 public final class Library: Sendable {
-    /// Where reads go: the pool (or queue), or a snapshot of it (``snapshot()``).
-    let reader: any DatabaseReader
-    /// Where writes go; nil in a snapshot.
-    let writer: (any DatabaseWriter)?
+    /// The database: a pool (one writer, readers beside it, each connection kept open and reused), or a queue for
+    /// an in-memory library or a file that can only be read.
+    let database: any DatabaseWriter
     /// Set when the file at the path was corrupt and had to be moved aside: where it went.
     public let movedAsideCorruptFile: String?
     /// True when the file could only be opened read-only (file mode, immutable file, read-only directory or
@@ -34,8 +33,7 @@ public final class Library: Sendable {
     /// A file that can't be written is opened read-only (``isReadOnly``).
     public init(path: String) throws {
         let opened = try Self.openFile(at: path)
-        writer = opened.writer
-        reader = opened.writer
+        database = opened.writer
         movedAsideCorruptFile = opened.movedAside
         isReadOnly = opened.isReadOnly
         file = (path, FileIdentity(path))
@@ -48,43 +46,20 @@ public final class Library: Sendable {
     public init() throws {
         let queue = try DatabaseQueue(configuration: Self.configuration())
         try Schema.migrator.migrate(queue)
-        writer = queue
-        reader = queue
+        database = queue
         movedAsideCorruptFile = nil
         isReadOnly = false
         file = nil
     }
 
-    private init(snapshot: DatabaseSnapshot) {
-        writer = nil
-        reader = snapshot
-        movedAsideCorruptFile = nil
-        isReadOnly = true
-        file = nil
-        state.withLock { $0.failure = "a snapshot of the library is never written" }
-    }
-
-    /// The library as it is now, frozen: reads on it see none of the changes made after this call. Long reads
-    /// (a listing of every book) run on it off the D-Bus call queue, with the result the call had when it
-    /// arrived. Costs a connection of its own (about a millisecond); released with the last reference.
-    /// An in-memory or read-only library is its own snapshot (nothing else writes to the read-only one).
-    public func snapshot() throws -> Library {
-        guard let pool = writer as? DatabasePool else { return self }
-        do {
-            return Library(snapshot: try pool.makeSnapshot())
-        } catch let error as DatabaseError {
-            throw Self.translate(error)
-        }
-    }
-
     /// Closes the database, the last thing the daemon does: SQLite copies the write-ahead log into the file and
-    /// removes the -wal and -shm files. Every later call fails. Throws when a connection is still in use (a snapshot
-    /// being read); the files then stay, as after a crash, and SQLite recovers them at the next open.
+    /// removes the -wal and -shm files. Every later call fails. Reads still running finish first. When the file can't be
+    /// closed the files stay, as after a crash, and SQLite recovers them at the next open.
     public func close() throws {
         // The readers first: GRDB's close ends with them, and a read-only connection that is the last can't remove the
         // log (GRDB issue 739). The writer, then last, checkpoints and removes it.
-        (writer as? DatabasePool)?.invalidateReadOnlyConnections()
-        do { try writer?.close() } catch let error as DatabaseError { throw Self.translate(error) }
+        (database as? DatabasePool)?.invalidateReadOnlyConnections()
+        do { try database.close() } catch let error as DatabaseError { throw Self.translate(error) }
     }
 
     // MARK: - Transactions
@@ -100,8 +75,7 @@ public final class Library: Sendable {
         let result: T
         do {
             try checkWritable()
-            guard let writer else { preconditionFailure("a snapshot of the library is never written") }
-            result = try transaction ? writer.write(body) : writer.writeWithoutTransaction(body)
+            result = try transaction ? database.write(body) : database.writeWithoutTransaction(body)
         } catch let error as LibraryError {
             throw error
         } catch let error as DatabaseError {
@@ -114,9 +88,13 @@ public final class Library: Sendable {
         return result
     }
 
+    /// One read: `body` in a read transaction on one of the pool's reader connections (kept open: its schema parsed, its
+    /// functions registered, its cache of pages warm from earlier reads), or on the queue's one connection. It sees
+    /// every write that ended before it began, and none made while it runs; in a pool, the writer and the other
+    /// readers go on meanwhile.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try reader.read(body)
+            return try database.read(body)
         } catch let error as LibraryError {
             throw error
         } catch let error as DatabaseError {

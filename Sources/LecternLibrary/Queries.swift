@@ -31,12 +31,6 @@ public struct LibraryQuery: Sendable, Equatable {
     }
 }
 
-/// The orderings of books in pages (MPRIS Playlists' orderings): by title, when added, modified or last played,
-/// or the user's order.
-public enum BookOrder: Sendable, CaseIterable {
-    case alphabetical, created, modified, played, user
-}
-
 /// Totals of a book's files.
 public struct BookTotals: Sendable, Equatable {
     public var files: Int
@@ -74,15 +68,6 @@ extension Library {
         return (from, condition, StatementArguments(predicates.map { Folding.fold($0.0) }))
     }
 
-    /// The books matching every predicate, by title.
-    public func find(_ query: LibraryQuery) throws -> [Book] {
-        let (from, condition, arguments) = Self.matching(query)
-        return try read { db in
-            try Book.fetchAll(db, sql: "SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id",
-                              arguments: arguments)
-        }
-    }
-
     /// The values of `property` among the matching books, each with how many books have it.
     public func group(_ query: LibraryQuery, by property: LibraryQuery.Property) throws -> [(value: String, books: Int)] {
         let (from, condition, arguments) = Self.matching(query)
@@ -110,10 +95,13 @@ extension Library {
         }
     }
 
-    public func randomBook(_ query: LibraryQuery) throws -> Book? {
+    /// A random book of the matching ones, with its totals.
+    public func randomBook(_ query: LibraryQuery) throws -> (book: Book, totals: BookTotals)? {
         let (from, condition, arguments) = Self.matching(query)
         return try read { db in
-            try Book.fetchOne(db, sql: "SELECT b.* FROM \(from) WHERE \(condition) ORDER BY random() LIMIT 1", arguments: arguments)
+            guard let book = try Book.fetchOne(db, sql: "SELECT b.* FROM \(from) WHERE \(condition) ORDER BY random() LIMIT 1",
+                                               arguments: arguments), let id = book.id else { return nil }
+            return (book, try Self.totals(db, of: [id])[id] ?? BookTotals(files: 0, available: 0, duration: 0))
         }
     }
 
@@ -134,33 +122,28 @@ extension Library {
         try read { db in try Book.fetchCount(db) }
     }
 
-    /// A page of books in one of the MPRIS orderings.
-    public func books(ordered order: BookOrder, reversed: Bool, offset: Int, limit: Int) throws -> [Book] {
-        let direction = reversed ? "DESC" : "ASC"
-        let key: String = switch order {
-        case .alphabetical: "title COLLATE NOCASE \(direction), id \(direction)"
-        case .created: "addedAt \(direction), id \(direction)"
-        case .modified: "modifiedAt \(direction), id \(direction)"
-        case .played: "lastPlayedAt IS NOT NULL \(direction), lastPlayedAt \(direction), id \(direction)"
-        case .user: "userOrder \(direction), id \(direction)"
-        }
-        return try read { db in
-            try Book.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(key) LIMIT ? OFFSET ?",
+    /// Books of the whole library in `order` (every key the other way when `reversed`), any number of them: MPRIS
+    /// Playlists' GetPlaylists, which takes its own count.
+    public func books(sortedBy order: BookSort, reversed: Bool, offset: Int, limit: Int) throws -> [Book] {
+        try read { db in
+            try Book.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(order.orderBy(reversed: reversed)) LIMIT ? OFFSET ?",
                               arguments: [max(0, limit), max(0, offset)])
         }
     }
 
     /// Files and total duration of each of `books`.
     public func totals(of books: [Int64]) throws -> [Int64: BookTotals] {
+        try read { db in try Self.totals(db, of: books) }
+    }
+
+    static func totals(_ db: Database, of books: [Int64]) throws -> [Int64: BookTotals] {
         guard !books.isEmpty else { return [:] }
-        return try read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
-                WHERE bookId IN (\(books.map { _ in "?" }.joined(separator: ","))) GROUP BY bookId
-                """, arguments: StatementArguments(books))
-            return Dictionary(uniqueKeysWithValues: rows.map {
-                ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))
-            })
-        }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
+            WHERE bookId IN (\(Self.placeholders(books.count))) GROUP BY bookId
+            """, arguments: StatementArguments(books))
+        return Dictionary(uniqueKeysWithValues: rows.map {
+            ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))
+        })
     }
 }

@@ -84,6 +84,48 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     }
 }
 
+extension Book {
+    /// Read column by column rather than through Decodable: GRDB's decoder of a record took most of the time of reading
+    /// a page of books (docs/benchmarks.md, "Library"). Written through Encodable, as the other records.
+    public init(row: Row) throws {
+        func date(_ column: String) throws -> Date? {
+            let value: DatabaseValue = try row.decode(forColumn: column)
+            guard !value.isNull else { return nil }
+            guard let date = StoredDate.date(value) else {
+                throw LibraryError.unavailable("database error: book.\(column) is not a date: \(value)")
+            }
+            return date
+        }
+        func present<T>(_ value: T?, _ column: String) throws -> T {
+            guard let value else { throw LibraryError.unavailable("database error: book.\(column) is NULL") }
+            return value
+        }
+        id = try row.decode(forColumn: "id")
+        shelfId = try row.decode(forColumn: "shelfId")
+        title = try row.decode(forColumn: "title")
+        author = try row.decode(forColumn: "author")
+        narrator = try row.decode(forColumn: "narrator")
+        coverPath = try row.decode(forColumn: "coverPath")
+        sourcePath = try row.decode(forColumn: "sourcePath")
+        albumKey = try row.decode(forColumn: "albumKey")
+        addedAt = try present(try date("addedAt"), "addedAt")
+        modifiedAt = try present(try date("modifiedAt"), "modifiedAt")
+        lastPlayedAt = try date("lastPlayedAt")
+        finished = try row.decode(forColumn: "finished")
+        note = try row.decode(forColumn: "note")
+        volume = try row.decode(forColumn: "volume")
+        speed = try row.decode(forColumn: "speed")
+        shuffle = try row.decode(forColumn: "shuffle")
+        let loop: String = try row.decode(forColumn: "loop")
+        self.loop = try present(BookSettings.Loop(rawValue: loop), "loop")
+        positionFileId = try row.decode(forColumn: "positionFileId")
+        positionOffset = try row.decode(forColumn: "positionOffset")
+        userOrder = try row.decode(forColumn: "userOrder")
+        offline = try row.decode(forColumn: "offline")
+        mountPath = try row.decode(forColumn: "mountPath")
+    }
+}
+
 /// One audio file of a book, with its tags.
 public struct BookFile: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
     public var id: Int64?

@@ -1,8 +1,9 @@
 import Foundation
 import GRDB
 
-/// The orders of a listing, each in the direction a reader expects: titles and authors from A, the books played or
-/// added most recently first, the furthest read first.
+/// The orders of a listing, each in the direction a reader expects: titles and authors from A, the books played,
+/// added or changed most recently first, the furthest read first, the user's order. MPRIS Playlists' orderings are
+/// some of these, in either direction (``mprisOrderings``).
 public enum BookSort: String, Sendable, CaseIterable {
     /// By title, case-insensitively (ASCII letters: SQLite's NOCASE, which the index uses).
     case title
@@ -14,17 +15,33 @@ public enum BookSort: String, Sendable, CaseIterable {
     case added
     /// The furthest through first (finished books count as read to the end); unstarted books last.
     case progress
+    /// The most recently changed first (renamed, moved, its files or note changed).
+    case modified
+    /// The user's order of the books (the order they were first added in, until something reorders them).
+    case user
 
-    /// The listing's ORDER BY on `book`, each read in an index (Schema v2 and v7).
-    public var orderBy: String {
-        switch self {
-        case .title: "title COLLATE NOCASE, id"
-        case .author: "author IS NULL, author COLLATE NOCASE, title COLLATE NOCASE, id"
-        case .played: "lastPlayedAt IS NOT NULL DESC, lastPlayedAt DESC, id DESC"
-        case .added: "addedAt DESC, id DESC"
-        case .progress: "progress DESC, id DESC"
+    /// The listing's ORDER BY on `book` (or `reversed`, every key the other way), each read in an index (Schema v2
+    /// and v7).
+    public func orderBy(reversed: Bool = false) -> String {
+        let keys: [(String, descending: Bool)] = switch self {
+        case .title: [("title COLLATE NOCASE", false), ("id", false)]
+        case .author: [("author IS NULL", false), ("author COLLATE NOCASE", false), ("title COLLATE NOCASE", false), ("id", false)]
+        case .played: [("lastPlayedAt IS NOT NULL", true), ("lastPlayedAt", true), ("id", true)]
+        case .added: [("addedAt", true), ("id", true)]
+        case .progress: [("progress", true), ("id", true)]
+        case .modified: [("modifiedAt", true), ("id", true)]
+        case .user: [("userOrder", false), ("id", false)]
         }
+        return keys.map { $0.0 + ($0.descending != reversed ? " DESC" : "") }.joined(separator: ", ")
     }
+
+    /// MPRIS Playlists' orderings (`Playlist_Ordering`), by name, each the order GetPlaylists gives without
+    /// ReverseOrder, ascending (A first, the oldest first): `sort`, or `sort` reversed (for
+    /// ``Library/books(sortedBy:reversed:offset:limit:)``).
+    public static let mprisOrderings: [(name: String, sort: BookSort, reversed: Bool)] = [
+        ("Alphabetical", .title, false), ("Created", .added, true), ("Modified", .modified, true),
+        ("Played", .played, true), ("User", .user, false),
+    ]
 }
 
 /// One page of a listing or search, and how many books there are in all.
@@ -32,10 +49,13 @@ public struct BookPage: Sendable, Equatable {
     public var books: [Book]
     /// Every book of the listing or search, on every page.
     public var total: Int
+    /// The files and duration of each book of the page, read with it.
+    public var totals: [Int64: BookTotals]
 
-    public init(books: [Book], total: Int) {
+    public init(books: [Book], total: Int, totals: [Int64: BookTotals] = [:]) {
         self.books = books
         self.total = total
+        self.totals = totals
     }
 }
 
@@ -59,16 +79,16 @@ extension Library {
             if let shelf {
                 _ = try Self.existingShelf(db, shelf)
                 let shelves = recursive ? try Self.descendantShelves(db, of: shelf) + [shelf] : [shelf]
-                condition = "shelfId IN (\(shelves.map { _ in "?" }.joined(separator: ",")))"
+                condition = "shelfId IN (\(Self.placeholders(shelves.count)))"
                 arguments = StatementArguments(shelves)
             } else if !recursive {
                 condition = "shelfId IS NULL"
             }
-            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy) LIMIT ? OFFSET ?",
+            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy()) LIMIT ? OFFSET ?",
                                           arguments: arguments + [limit, offset])
-            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+            return try Self.page(db, books, offset: offset, limit: limit) {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
-            })
+            }
         }
     }
 
@@ -96,20 +116,35 @@ extension Library {
         // Counted without the books when no predicate needs them (the index's matches alone, or every book).
         let counted = query != LibraryQuery() ? from : pattern == nil ? "book b" : "bookSearch"
         return try read { db in
-            let books = try Book.fetchAll(db, sql: """
-                SELECT b.* FROM \(from) WHERE \(condition) ORDER BY \(rank)b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
-                """, arguments: arguments + [limit, offset])
-            return BookPage(books: books, total: try Self.total(of: books, offset: offset, limit: limit) {
+            // Ranked, the page's ids first: the sort then carries (rank, title, id) for every match, not whole books
+            // (a word of every book at offset 9,000: 9,050 of them). Unranked, the title's index gives the order.
+            let books = try pattern == nil
+                ? Book.fetchAll(db, sql: """
+                    SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
+                    """, arguments: arguments + [limit, offset])
+                : Self.books(db, Int64.fetchAll(db, sql: """
+                    SELECT b.id FROM \(from) WHERE \(condition) ORDER BY \(rank)b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
+                    """, arguments: arguments + [limit, offset]))
+            return try Self.page(db, books, offset: offset, limit: limit) {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM \(counted) WHERE \(condition)", arguments: arguments) ?? 0
-            })
+            }
         }
     }
 
-    /// How many books a listing has, given its page: known without counting them when the page is neither full nor
-    /// past the end.
-    static func total(of page: [Book], offset: Int, limit: Int, counting: () throws -> Int) rethrows -> Int {
-        guard page.count == limit || page.isEmpty && offset > 0 else { return offset + page.count }
-        return try counting()
+    /// The books whose ids are `ids`, in that order.
+    static func books(_ db: Database, _ ids: [Int64]) throws -> [Book] {
+        guard !ids.isEmpty else { return [] }
+        let found = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE id IN (\(Self.placeholders(ids.count)))",
+                                      arguments: StatementArguments(ids))
+        let byID = Dictionary(uniqueKeysWithValues: found.map { ($0.id ?? 0, $0) })
+        return ids.compactMap { byID[$0] }
+    }
+
+    /// The page of `books`, with their totals and how many books the listing has: known without counting them when
+    /// the page is neither full nor past the end.
+    static func page(_ db: Database, _ books: [Book], offset: Int, limit: Int, counting: () throws -> Int) throws -> BookPage {
+        let total = books.count == limit || books.isEmpty && offset > 0 ? try counting() : offset + books.count
+        return BookPage(books: books, total: total, totals: try totals(db, of: books.compactMap(\.id)))
     }
 
     /// The FTS5 query for `text`: each word (split at white space) quoted, as a prefix, all of them required; nil when
@@ -119,6 +154,11 @@ extension Library {
             .filter { $0.unicodeScalars.contains { CharacterSet.alphanumerics.contains($0) } }
         guard !words.isEmpty else { return nil }
         return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " AND ")
+    }
+
+    /// "?,?,?": the parameters of an `IN (…)` of `count` values.
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ",")
     }
 
     static func checkPage(offset: Int, limit: Int) throws {

@@ -192,7 +192,7 @@ struct BookCommand: AsyncParsableCommand {
         @OptionGroup var bus: BusOptions
         @Option(help: "Only this shelf (id or path).") var shelf: String?
         @Flag(help: "Include the shelves below it.") var recursive = false
-        @Option(help: "title, author, played (recent first), added (recent first) or progress (furthest first).") var sort = "title"
+        @Option(help: "title, author, played (recent first), added (recent first), progress (furthest first), modified (recent first) or user.") var sort = "title"
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)

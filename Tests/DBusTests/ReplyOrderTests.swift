@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import Testing
 @testable import DBus
@@ -69,5 +70,31 @@ import Testing
         order.complete(to: ":1.5", serial: 4, sent.reply(4))
         order.complete(to: nil, serial: 5, sent.reply(5))
         #expect(sent.all == [4, 5])
+    }
+
+    /// A reply is sent outside the lock: a big one takes milliseconds to marshal, and the I/O thread asks `isHolding`
+    /// before answering any sender's Get. The sender's replies that come meanwhile wait for it, in order.
+    @Test func aReplyBeingSentHoldsNoLockAndItsSendersNextRepliesFollowIt() {
+        let order = ReplyOrder(), sent = Sent()
+        order.holdLaterReplies(after: 7, from: ":1.5")
+        order.complete(to: ":1.5", serial: 7) {
+            // From another thread, as the I/O thread and the call queue would: never kept waiting by this reply.
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                _ = order.isHolding(":1.6")
+                order.send(to: ":1.5", serial: 8, sent.reply(8))
+                order.holdLaterReplies(after: 9, from: ":1.5")
+                order.complete(to: ":1.5", serial: 9, sent.reply(9))
+                order.send(to: ":1.6", serial: 3, sent.reply(3))  // another sender: at once
+                done.signal()
+            }.start()
+            #expect(done.wait(timeout: .now() + 60) == .success, "the other thread waited for this reply to be sent")
+            #expect(sent.all == [3], "8 and 9 wait for 7")
+            sent.reply(7)()
+        }
+        #expect(sent.all == [3, 7, 8, 9])
+        #expect(!order.isHolding(":1.5"))
+        order.send(to: ":1.5", serial: 10, sent.reply(10))
+        #expect(sent.all == [3, 7, 8, 9, 10])
     }
 }

@@ -85,6 +85,36 @@ extension Integration {
             }
         }
 
+        /// Listings read through the database's reader connections while an import writes: each reply is the library at
+        /// one moment (every book with all its files, the total its books), and once the import is done, all of it.
+        @Test func listingsReadWhileAnImportWritesShowWholeBooks() async throws {
+            try await DaemonFixture.with { d in
+                let mark = d.signals.mark
+                let reply = try await d.lib("Import", [.string(try await d.libraryMedia.tree.path), .string("")])
+                let job = try #require(reply.first?.int64)
+                func finished() -> Bool {
+                    d.signals.since(mark).contains { $0.member == "ImportFinished" && $0.arguments.first?.int64 == job }
+                }
+                var filesSeen: [Int64: Int64] = [:]
+                let deadline = ContinuousClock.now + .seconds(60)
+                while !finished(), ContinuousClock.now < deadline {
+                    let page = try await d.page("added", offset: 0, limit: 200)
+                    #expect(Int(page.total) == page.books.count)
+                    for book in page.books {
+                        guard let id = book["id"]?.int64, let files = book["files"]?.int64 else { continue }
+                        #expect(files > 0, "a book listed without its files")
+                        filesSeen[id] = files
+                    }
+                }
+                #expect(finished())
+                let after = try await d.page("title", offset: 0, limit: 200)
+                #expect(after.books.compactMap { $0["title"]?.string } == LibraryMedia.treeTitles)
+                for (id, files) in filesSeen {
+                    #expect(Int64(try await d.files(of: id).count) == files, "book \(id): all its files, or none of it")
+                }
+            }
+        }
+
         @Test func listingsComeAPageAtATimeSortedByTheDatabase() async throws {
             try await DaemonFixture.with { d in
                 try await d.importOK(try await d.libraryMedia.tree)
@@ -93,7 +123,7 @@ extension Integration {
 
                 // Pages of every order add up to the whole listing, each book once.
                 var byOrder: [String: [String]] = [:]
-                for order in ["title", "author", "played", "added", "progress"] {
+                for order in ["title", "author", "played", "added", "progress", "modified", "user"] {
                     var titles: [String] = []
                     var offset: UInt32 = 0
                     while true {
@@ -112,6 +142,8 @@ extension Integration {
                 let added = try #require(byOrder["added"])
                 #expect(Set(added.prefix(LibraryMedia.treeTitles.count)) == Set(LibraryMedia.treeTitles), "imported now, after the others")
                 #expect(Array(added.dropFirst(LibraryMedia.treeTitles.count).prefix(2)) == ["Generated 130", "Generated 129"])
+                #expect(Array(byOrder["modified"]?.dropFirst(LibraryMedia.treeTitles.count).prefix(2) ?? []) == ["Generated 130", "Generated 129"])
+                #expect(Array(byOrder["user"]?.suffix(2) ?? []) == ["Generated 129", "Generated 130"], "the order they were added in")
                 #expect(byOrder["author"]?.first == "Mp3 Saga", "Ann Author")
                 #expect(Set(byOrder["author"]?.suffix(2) ?? []) == ["Flac Book", "Untagged Tales"], "no author: last")
                 #expect(try await d.page("title", offset: UInt32(all), limit: 200).books.isEmpty)
@@ -138,7 +170,7 @@ extension Integration {
                 let mark = d.signals.mark
                 let refusals: [(String, [DBusValue], String)] = [
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("bogus"), .uint32(0), .uint32(10)],
-                     "order is one of title, author, played, added, progress, not 'bogus'"),
+                     "order is one of title, author, played, added, progress, modified, user, not 'bogus'"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(201)], "a page holds 1 to 200 books, not 201"),
                     ("Search", [.string("mix"), .vardict([:]), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),

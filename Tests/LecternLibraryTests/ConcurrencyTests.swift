@@ -51,10 +51,10 @@ struct ConcurrencyTests {
                 #expect(stored.positionOffset == position.offset)
             }
         }
-        let shared = try #require(try library.find(LibraryQuery(title: "Shared")).first)
+        let shared = try #require(try library.everyMatch(LibraryQuery(title: "Shared")).first)
         #expect(try library.files(of: shared.id!).map(\.position) == [0, 1, 2])
         #expect(try library.totals(of: all + [shared.id!]).values.allSatisfy { $0 == BookTotals(files: 3, available: 3, duration: 3_000_000) })
-        #expect(Set(try library.books(ordered: .user, reversed: false, offset: 0, limit: 100).map(\.userOrder)).count == 41)
+        #expect(Set(try library.books(sortedBy: .user, reversed: false, offset: 0, limit: 100).map(\.userOrder)).count == 41)
         #expect(try library.integrityCheck() == "ok")
     }
 
@@ -71,8 +71,8 @@ struct ConcurrencyTests {
                 for _ in 0..<100 {
                     let count = try library.bookCount()
                     #expect(count <= 41)
-                    _ = try library.books(ordered: .alphabetical, reversed: false, offset: 0, limit: 1000)
-                    _ = try library.find(LibraryQuery(title: "W"))
+                    _ = try library.books(sortedBy: .title, reversed: false, offset: 0, limit: 1000)
+                    _ = try library.everyMatch(LibraryQuery(title: "W"))
                 }
                 return WorkerResult()
             }
@@ -103,17 +103,51 @@ struct ConcurrencyTests {
         try Self.check(second, results)
     }
 
-    @Test("A snapshot reads the library as it was when it was taken")
-    func snapshotIsolation() throws {
+    @Test("Reads reuse the pool's reader connections and see every write made since their last read")
+    func readersSeeLaterWrites() throws {
         let t = try TestLibrary()
-        let first = try t.library.add(importedBook("/one", title: "One"))
-        let snapshot = try t.library.snapshot()
-        try t.library.renameBook(first, to: "Renamed")
-        let second = try t.library.add(importedBook("/two", title: "Two"))
-        #expect(try snapshot.books(in: nil, recursive: true).map(\.title) == ["One"])
-        #expect(try snapshot.find(LibraryQuery(title: "two")).isEmpty)
-        #expect(try snapshot.totals(of: [first, second]).keys.sorted() == [first])
-        #expect(try t.library.books(in: nil, recursive: true).map(\.title) == ["Renamed", "Two"])
-        expectError(.unavailable) { try snapshot.createShelf(named: "Never", in: nil) }
+        let library = t.library
+        let first = try library.add(importedBook("/one", title: "One"))
+        func page() throws -> BookPage { try library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 10) }
+        #expect(try page().books.map(\.title) == ["One"])
+        #expect(try library.search("one", offset: 0, limit: 10).books.map(\.id) == [first])
+        try library.renameBook(first, to: "Renamed")
+        let second = try library.add(importedBook("/two", title: "Two", paths: ["1.mp3", "2.mp3"]))
+        let now = try page()
+        #expect(now.books.map(\.title) == ["Renamed", "Two"])
+        #expect(now.total == 2)
+        #expect(now.totals[first]?.files == 3 && now.totals[second]?.files == 2)
+        #expect(try library.search("one", offset: 0, limit: 10).books.isEmpty)
+        #expect(try library.search("renamed", offset: 0, limit: 10).books.map(\.id) == [first])
+        try library.deleteBook(first)
+        #expect(try page().books.map(\.id) == [second])
+        #expect(try library.group(LibraryQuery(), by: .title).map(\.value) == ["Two"])
+    }
+
+    @Test("A page's books, their totals and its count are read at one moment while another task adds and deletes books")
+    func pagesAreConsistentWhileWritten() async throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let kept = try (0..<5).map { try library.add(importedBook("/kept/\($0)", title: "Kept \($0)")) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for round in 0..<40 {
+                    let id = try library.add(importedBook("/passing/\(round)", title: "Passing \(round)"))
+                    try library.deleteBook(id)
+                }
+            }
+            group.addTask {
+                for _ in 0..<200 {
+                    let page = try library.books(in: nil, recursive: true, sortedBy: .added, offset: 0, limit: 3)
+                    #expect(page.books.count == 3)
+                    // Every book listed has its three files counted, a passing one too: read in the same transaction.
+                    #expect(page.books.allSatisfy { page.totals[$0.id!] == BookTotals(files: 3, available: 3, duration: 3_000_000) })
+                    #expect((5...6).contains(page.total))
+                    let all = try library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 200)
+                    #expect(all.total == all.books.count && Set(kept).isSubset(of: all.books.map(\.id!)))
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 }

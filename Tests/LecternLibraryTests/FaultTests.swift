@@ -232,8 +232,8 @@ struct FaultTests {
         #expect(library.health.lastError.contains("read-only"), "\(library.health.lastError)")
         #expect(try Snapshot(library) == before)
         #expect(try library.integrityCheck() == "ok")
-        #expect(try library.find(LibraryQuery(title: "ro")).map(\.id) == [bookId])
-        #expect(try library.find(LibraryQuery(title: "RO")).map(\.id) == [bookId])
+        #expect(try library.everyMatch(LibraryQuery(title: "ro")).map(\.id) == [bookId])
+        #expect(try library.everyMatch(LibraryQuery(title: "RO")).map(\.id) == [bookId])
         expectError(.unavailable) { try library.createShelf(named: "New", in: nil) }
         expectError(.unavailable) { try library.importBook(importedBook("/new"), into: nil) }
         expectError(.unavailable) { try library.savePosition(of: bookId, file: fileId, offset: 99) }

@@ -203,8 +203,8 @@ struct MigrationTests {
         _ = try library.add(ImportedBook(sourcePath: "/new", albumKey: "", title: "Emma", author: nil, coverPath: nil,
                                          files: [track("/new/1.mp3", artist: "Juliet Stevenson", genre: "Classics")]))
         #expect(try library.search("juliet", offset: 0, limit: 10).books.map(\.title) == ["Emma"])
-        #expect(try library.find(LibraryQuery(genre: "classics")).map(\.title) == ["Emma"])
-        #expect(try library.find(LibraryQuery(author: "brick")).map(\.title) == ["Dune Messiah"])
+        #expect(try library.everyMatch(LibraryQuery(genre: "classics")).map(\.title) == ["Emma"])
+        #expect(try library.everyMatch(LibraryQuery(author: "brick")).map(\.title) == ["Dune Messiah"])
         let reader = try DatabaseQueue(path: path, configuration: { var c = Configuration(); c.readonly = true; return c }())
         let differing = try reader.read { db in
             try Int.fetchOne(db, sql: """

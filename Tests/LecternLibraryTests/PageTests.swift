@@ -3,7 +3,7 @@ import LecternLibrary
 import Testing
 import TestSupport
 
-@Suite("Pages (MPRIS orderings)")
+@Suite("Pages of the whole library in every order, both ways (MPRIS Playlists)")
 struct PageTests {
     static let titles = ["grape", "Banana", "apple", "Date", "cherry", "Fig", "elder"]
 
@@ -17,16 +17,16 @@ struct PageTests {
         }
     }
 
-    static func all(_ library: Library, _ order: BookOrder, reversed: Bool) throws -> [Int64] {
-        try library.books(ordered: order, reversed: reversed, offset: 0, limit: 1000).map(\.id!)
+    static func all(_ library: Library, _ order: BookSort, reversed: Bool) throws -> [Int64] {
+        try library.books(sortedBy: order, reversed: reversed, offset: 0, limit: 1000).map(\.id!)
     }
 
-    @Test("Every order, both directions, pages of every size add up to the whole list", arguments: BookOrder.allCases)
-    func paging(order: BookOrder) throws {
+    @Test("Every order, both directions, pages of every size add up to the whole list", arguments: BookSort.allCases)
+    func paging(order: BookSort) throws {
         let t = try TestLibrary()
         let library = t.library
         _ = try Self.make(library)
-        try library.markPlayed(try library.books(in: nil, recursive: true)[2].id!, at: Date(timeIntervalSince1970: 1000))
+        try library.markPlayed(try library.everyBook(in: nil, recursive: true)[2].id!, at: Date(timeIntervalSince1970: 1000))
         let count = try library.bookCount()
         #expect(count == 7)
         for reversed in [false, true] {
@@ -37,7 +37,7 @@ struct PageTests {
                 var pages: [Int64] = []
                 var offset = 0
                 while true {
-                    let page = try library.books(ordered: order, reversed: reversed, offset: offset, limit: limit)
+                    let page = try library.books(sortedBy: order, reversed: reversed, offset: offset, limit: limit)
                     #expect(page.count <= limit)
                     if page.isEmpty { break }
                     pages += page.map(\.id!)
@@ -46,31 +46,31 @@ struct PageTests {
                 #expect(pages == whole, "limit \(limit)")
                 #expect(offset == ((count + limit - 1) / limit) * limit)
             }
-            #expect(try library.books(ordered: order, reversed: reversed, offset: count, limit: 5).isEmpty)
-            #expect(try library.books(ordered: order, reversed: reversed, offset: 100, limit: 5).isEmpty)
-            #expect(try library.books(ordered: order, reversed: reversed, offset: 0, limit: 0).isEmpty)
-            #expect(try library.books(ordered: order, reversed: reversed, offset: -3, limit: 2).map(\.id!) == Array(whole.prefix(2)))
-            #expect(try library.books(ordered: order, reversed: reversed, offset: 5, limit: 10).map(\.id!) == Array(whole.suffix(2)))
+            #expect(try library.books(sortedBy: order, reversed: reversed, offset: count, limit: 5).isEmpty)
+            #expect(try library.books(sortedBy: order, reversed: reversed, offset: 100, limit: 5).isEmpty)
+            #expect(try library.books(sortedBy: order, reversed: reversed, offset: 0, limit: 0).isEmpty)
+            #expect(try library.books(sortedBy: order, reversed: reversed, offset: -3, limit: 2).map(\.id!) == Array(whole.prefix(2)))
+            #expect(try library.books(sortedBy: order, reversed: reversed, offset: 5, limit: 10).map(\.id!) == Array(whole.suffix(2)))
         }
         // Reversed is the exact reverse.
         #expect(try Self.all(library, order, reversed: true) == Self.all(library, order, reversed: false).reversed())
     }
 
-    @Test("Alphabetical, Created and User orders")
+    @Test("Title, added and user orders")
     func simpleOrders() throws {
         let t = try TestLibrary()
         let library = t.library
         let ids = try Self.make(library)
         let byTitle = zip(Self.titles, ids).sorted { $0.0.lowercased() < $1.0.lowercased() }.map(\.1)
-        #expect(try Self.all(library, .alphabetical, reversed: false) == byTitle)
-        #expect(try library.books(ordered: .alphabetical, reversed: false, offset: 0, limit: 3).map(\.title) == ["apple", "Banana", "cherry"])
-        #expect(try Self.all(library, .created, reversed: false) == ids)
+        #expect(try Self.all(library, .title, reversed: false) == byTitle)
+        #expect(try library.books(sortedBy: .title, reversed: false, offset: 0, limit: 3).map(\.title) == ["apple", "Banana", "cherry"])
+        #expect(try Self.all(library, .added, reversed: false) == ids.reversed())  // the most recently added first
         #expect(try Self.all(library, .user, reversed: false) == ids)
         #expect(try Self.all(library, .user, reversed: true) == ids.reversed())
         // Renaming changes the alphabetical order only.
         try library.renameBook(ids[0], to: "Aardvark")
-        #expect(try Self.all(library, .alphabetical, reversed: false).first == ids[0])
-        #expect(try Self.all(library, .created, reversed: false) == ids)
+        #expect(try Self.all(library, .title, reversed: false).first == ids[0])
+        #expect(try Self.all(library, .added, reversed: true) == ids)
     }
 
     @Test("Modified order follows the last change")
@@ -83,9 +83,8 @@ struct PageTests {
             try library.renameBook(ids[index], to: "Renamed \(index)")
             Thread.sleep(forTimeInterval: 0.01)
         }
-        let order = try Self.all(library, .modified, reversed: false)
-        #expect(Array(order.suffix(3)) == [ids[4], ids[0], ids[2]])
-        #expect(try Self.all(library, .modified, reversed: true).prefix(3) == [ids[2], ids[0], ids[4]])
+        #expect(try Self.all(library, .modified, reversed: false).prefix(3) == [ids[2], ids[0], ids[4]])  // the latest first
+        #expect(Array(try Self.all(library, .modified, reversed: true).suffix(3)) == [ids[4], ids[0], ids[2]])
     }
 
     @Test("Played order: never-played books together, at one end, in both directions")
@@ -97,15 +96,15 @@ struct PageTests {
         try library.markPlayed(ids[1], at: Date(timeIntervalSince1970: 1000))
         try library.markPlayed(ids[3], at: Date(timeIntervalSince1970: 3000))
         let never = [ids[0], ids[2], ids[4], ids[6]]
-        let forward = try Self.all(library, .played, reversed: false)
-        #expect(forward == never + [ids[1], ids[5], ids[3]])
-        let backward = try Self.all(library, .played, reversed: true)
-        #expect(backward == [ids[3], ids[5], ids[1]] + never.reversed())
-        #expect(try library.books(ordered: .played, reversed: true, offset: 0, limit: 1).map(\.id) == [ids[3]])
+        let latestFirst = try Self.all(library, .played, reversed: false)
+        #expect(latestFirst == [ids[3], ids[5], ids[1]] + never.reversed())
+        let oldestFirst = try Self.all(library, .played, reversed: true)
+        #expect(oldestFirst == never + [ids[1], ids[5], ids[3]])
+        #expect(try library.books(sortedBy: .played, reversed: false, offset: 0, limit: 1).map(\.id) == [ids[3]])
         // Playing a book moves it to the "most recent" end.
         try library.markPlayed(ids[0], at: Date(timeIntervalSince1970: 4000))
-        #expect(try Self.all(library, .played, reversed: true).first == ids[0])
-        #expect(try Self.all(library, .played, reversed: false) == [ids[2], ids[4], ids[6], ids[1], ids[5], ids[3], ids[0]])
+        #expect(try Self.all(library, .played, reversed: false).first == ids[0])
+        #expect(try Self.all(library, .played, reversed: true) == [ids[2], ids[4], ids[6], ids[1], ids[5], ids[3], ids[0]])
     }
 
     @Test("totals(of:)")

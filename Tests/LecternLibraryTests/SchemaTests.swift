@@ -14,7 +14,7 @@ struct SchemaTests {
         #expect(try t.library.bookCount() == 0)
         #expect(try t.library.allShelves().isEmpty)
         #expect(try t.library.currentBook() == nil)
-        #expect(try t.library.books(in: nil, recursive: true).isEmpty)
+        #expect(try t.library.everyBook(in: nil, recursive: true).isEmpty)
 
         guard let tables = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") else {
             Issue.record("sqlite3 is not installed: the schema was only checked through the API")
@@ -131,7 +131,7 @@ struct SchemaTests {
         _ = try sqlite3(path, "INSERT INTO grdb_migrations VALUES ('v99: from the future')")
         let library = try Library(path: path)
         #expect(library.movedAsideCorruptFile == nil)
-        #expect(try library.books(in: nil, recursive: true).map(\.title) == ["Mort"])
+        #expect(try library.everyBook(in: nil, recursive: true).map(\.title) == ["Mort"])
     }
 
     @Test("The in-memory library has the same schema and rules")
@@ -142,6 +142,6 @@ struct SchemaTests {
         expectError(.invalidArgument) { try library.createShelf(named: "A", in: nil) }
         let book = try library.add(importedBook("/x"), into: shelf.id)
         expectError(.invalidArgument) { try library.deleteShelf(shelf.id!, recursive: false) }
-        #expect(try library.books(in: shelf.id, recursive: false).map(\.id) == [book])
+        #expect(try library.everyBook(in: shelf.id, recursive: false).map(\.id) == [book])
     }
 }

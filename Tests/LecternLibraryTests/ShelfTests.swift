@@ -30,8 +30,8 @@ struct ShelfTests {
         #expect(try library.allShelves().count == 13)
         // A book at the bottom is found recursively from the top.
         let book = try library.add(importedBook("/deep"), into: chain.last!)
-        #expect(try library.books(in: top.id, recursive: true).map(\.id) == [book])
-        #expect(try library.books(in: top.id, recursive: false).isEmpty)
+        #expect(try library.everyBook(in: top.id, recursive: true).map(\.id) == [book])
+        #expect(try library.everyBook(in: top.id, recursive: false).isEmpty)
         #expect(try library.integrityCheck() == "ok")
     }
 
@@ -257,7 +257,7 @@ struct ShelfTests {
         for id in doomedBookmarks { expectError(.notFound) { try library.bookmark(id) } }
         #expect(try library.totals(of: doomed).isEmpty)
         #expect(try library.allShelves().compactMap(\.id).sorted() == [keep.id!, keepInner.id!])
-        #expect(try library.books(in: nil, recursive: true).compactMap(\.id).sorted() == kept.sorted())
+        #expect(try library.everyBook(in: nil, recursive: true).compactMap(\.id).sorted() == kept.sorted())
         for id in keptBookmarks { #expect(try library.bookmark(id).title == "k") }
         #expect(try library.bookCount() == 2)
         #expect(try library.integrityCheck() == "ok")
@@ -289,7 +289,7 @@ struct ShelfTests {
         expectError(.notFound) { try library.moveShelf(4242, to: nil) }
         expectError(.notFound) { try library.moveShelf(real.id!, to: 4242) }
         expectError(.notFound) { try library.deleteShelf(4242, recursive: true) }
-        expectError(.notFound) { try library.books(in: 4242, recursive: false) }
+        expectError(.notFound) { try library.everyBook(in: 4242, recursive: false) }
         expectError(.notFound) { try library.shelves(in: 4242) }
         expectError(.notFound) { try library.importBook(importedBook("/x"), into: 4242) }
         let book = try library.add(importedBook("/y"))

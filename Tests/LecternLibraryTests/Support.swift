@@ -89,6 +89,21 @@ extension Library {
     func fileIds(of book: Int64) throws -> [Int64] {
         try files(of: book).map { $0.id! }
     }
+
+    /// Every book of a shelf (nil: the top level), with its sub-shelves' when `recursive`, by title: the first page of
+    /// the listing, which holds them all in a test's library.
+    func everyBook(in shelf: Int64?, recursive: Bool) throws -> [Book] {
+        let page = try books(in: shelf, recursive: recursive, sortedBy: .title, offset: 0, limit: Library.maximumPageSize)
+        #expect(page.total == page.books.count, "more books than a page")
+        return page.books
+    }
+
+    /// Every book matching `query`, by title (as `everyBook`).
+    func everyMatch(_ query: LibraryQuery) throws -> [Book] {
+        let page = try search("", query, offset: 0, limit: Library.maximumPageSize)
+        #expect(page.total == page.books.count, "more books than a page")
+        return page.books
+    }
 }
 
 /// Everything observable in a library, to check that a refused operation changed nothing.
@@ -102,7 +117,7 @@ struct Snapshot: Equatable {
 
     init(_ library: Library) throws {
         shelves = try library.allShelves().sorted { $0.id! < $1.id! }
-        books = try library.books(in: nil, recursive: true).sorted { $0.id! < $1.id! }
+        books = try library.everyBook(in: nil, recursive: true).sorted { $0.id! < $1.id! }
         var files: [Int64: [BookFile]] = [:]
         var chapters: [Int64: [Int64: [Chapter]]] = [:]
         var bookmarks: [Int64: [Bookmark]] = [:]

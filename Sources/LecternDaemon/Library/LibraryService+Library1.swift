@@ -3,7 +3,7 @@ import Foundation
 import LecternLibrary
 
 // org.lectern.Library1, the face: each method decodes its arguments, calls the library (or LibraryRules, ImportJobs)
-// and announces what changed. Listings are deferred: read from a snapshot taken in call order, off the call queue.
+// and announces what changed. Listings are deferred: read and encoded off the call queue, after the calls before them.
 extension LibraryService {
     func libraryInterfaceDeclaration(_ rules: LibraryRules) -> Interface {
         let dict = DBusType.dictionary(key: .string, value: .variant)
@@ -41,22 +41,22 @@ extension LibraryService {
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
-                // Listings scale with the library: read from a snapshot taken in call order, off the call queue.
+                // Listings scale with the library: read and encoded off the call queue, after the calls before them.
                 // Each reply is one page, sorted and cut by the database: ListBooks and Find, which take no size, the first.
-                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { call, snapshot in
+                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { call, library in
                     let (shelf, recursive) = try call.arguments(Int64.self, Bool.self)
-                    let page = try snapshot.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: .title,
-                                                  offset: 0, limit: Library.defaultPageSize)
-                    return [.array(dict, try Self.encode(page.books, snapshot))]
+                    let page = try library.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: .title,
+                                                 offset: 0, limit: Library.defaultPageSize)
+                    return [Self.encode(page.books, page.totals)]
                 },
                 deferred("ListBooksPage", in: [("shelf", .int64), ("recursive", .boolean), ("order", .string), ("offset", .uint32), ("limit", .uint32)],
-                         out: [("books", .array(dict)), ("total", .uint32)]) { call, snapshot in
+                         out: [("books", .array(dict)), ("total", .uint32)]) { call, library in
                     let (shelf, recursive, order, offset, limit) = try call.arguments(Int64.self, Bool.self, String.self, UInt32.self, UInt32.self)
                     guard let sort = BookSort(rawValue: order) else {
                         throw LibraryError.invalidArgument("order is one of \(BookSort.allCases.map(\.rawValue).joined(separator: ", ")), not '\(order)'")
                     }
-                    return try Self.encode(try snapshot.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: sort,
-                                                              offset: Int(offset), limit: Int(limit)), snapshot)
+                    return Self.encode(try library.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: sort,
+                                                         offset: Int(offset), limit: Int(limit)))
                 },
                 method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { call in
                     [try self.encodeDetails(call.argument(0))]
@@ -124,32 +124,32 @@ extension LibraryService {
                     let (path, shelfPath) = try call.arguments(String.self, String.self)
                     return [.uint32(try self.startImport(path: path, shelfPath: shelfPath))]
                 },
-                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { call, snapshot in
-                    let page = try snapshot.search("", try Self.query(call.argument(0)), offset: 0, limit: Library.defaultPageSize)
-                    return [.array(dict, try Self.encode(page.books, snapshot))]
+                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { call, library in
+                    let page = try library.search("", try Self.query(call.argument(0)), offset: 0, limit: Library.defaultPageSize)
+                    return [Self.encode(page.books, page.totals)]
                 },
                 deferred("Search", in: [("text", .string), ("query", dict), ("offset", .uint32), ("limit", .uint32)],
-                         out: [("books", .array(dict)), ("total", .uint32)]) { call, snapshot in
+                         out: [("books", .array(dict)), ("total", .uint32)]) { call, library in
                     let (text, query, offset, limit) = try call.arguments(String.self, [String: DBusValue].self, UInt32.self, UInt32.self)
-                    return try Self.encode(try snapshot.search(text, try Self.query(query), offset: Int(offset), limit: Int(limit)), snapshot)
+                    return Self.encode(try library.search(text, try Self.query(query), offset: Int(offset), limit: Int(limit)))
                 },
-                deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { call, snapshot in
+                deferred("Group", in: [("query", dict), ("property", .string)], out: [("groups", .array(.structure([.string, .uint32])))]) { call, library in
                     let (query, groupBy) = try call.arguments([String: DBusValue].self, String.self)
                     guard let property = LibraryQuery.Property(rawValue: groupBy) else {
                         throw LibraryError.invalidArgument("group by one of: title, author, album, composer, genre")
                     }
-                    let groups = try snapshot.group(try Self.query(query), by: property)
+                    let groups = try library.group(try Self.query(query), by: property)
                     return [.array(.structure([.string, .uint32]), groups.map { .structure([.string($0.value), .uint32(UInt32(clamping: $0.books))]) })]
                 },
-                deferred("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { call, snapshot in
+                deferred("Random", in: [("query", dict), ("what", .string)], out: [("found", dict)]) { call, library in
                     let (conditions, what) = try call.arguments([String: DBusValue].self, String.self)
                     let query = try Self.query(conditions)
                     switch what {
                     case "book":
-                        guard let book = try snapshot.randomBook(query) else { throw LibraryError.notFound("no book matches") }
-                        return [try Self.encode([book], snapshot)[0]]
+                        guard let (book, totals) = try library.randomBook(query) else { throw LibraryError.notFound("no book matches") }
+                        return [Self.encode(book, totals)]
                     case "file":
-                        guard let file = try snapshot.randomFile(query) else { throw LibraryError.notFound("no file matches") }
+                        guard let file = try library.randomFile(query) else { throw LibraryError.notFound("no file matches") }
                         return [Self.encode(file)]
                     default:
                         throw LibraryError.invalidArgument("Random picks a 'book' or a 'file'")

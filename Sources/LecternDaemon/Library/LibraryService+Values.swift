@@ -54,31 +54,30 @@ extension LibraryService {
     }
 
     /// A page as ListBooksPage and Search give it: the books, and how many there are on every page.
-    static func encode(_ page: BookPage, _ library: Library) throws -> [DBusValue] {
-        [.array(.dictionary(key: .string, value: .variant), try encode(page.books, library)), .uint32(UInt32(clamping: page.total))]
+    static func encode(_ page: BookPage) -> [DBusValue] {
+        [encode(page.books, page.totals), .uint32(UInt32(clamping: page.total))]
     }
 
-    /// Books as ListBooks gives them, with their totals read from `library` (the snapshot the books came from).
-    static func encode(_ books: [Book], _ library: Library) throws -> [DBusValue] {
-        let totals = try library.totals(of: books.compactMap(\.id))
-        return books.map { book in
-            var map: [String: DBusValue] = [
-                "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
-                "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
-                "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
-                "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
-                "finished": .boolean(book.finished), "note": .string(book.note),
-                "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
-                "loop": .string(spelling(of: book.loop)), "position_file": .int64(book.positionFileId ?? 0),
-                "position_offset": .int64(book.positionOffset),
-            ]
-            let total = totals[book.id ?? 0]
-            map["state"] = .string(book.offline ? "offline" : "available")
-            map["missing"] = .uint32(UInt32(clamping: book.offline ? 0 : (total.map { $0.files - $0.available } ?? 0)))
-            map["files"] = .uint32(UInt32(clamping: total?.files ?? 0))
-            map["duration"] = .int64(total?.duration ?? 0)
-            return .vardict(map)
-        }
+    /// Books as ListBooks gives them (`aa{sv}`), with their totals.
+    static func encode(_ books: [Book], _ totals: [Int64: BookTotals]) -> DBusValue {
+        .array(.dictionary(key: .string, value: .variant), books.map { encode($0, totals[$0.id ?? 0]) })
+    }
+
+    /// A book as ListBooks gives it, with its files' totals (none: no files).
+    static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
+        .vardict([
+            "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
+            "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
+            "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
+            "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
+            "finished": .boolean(book.finished), "note": .string(book.note),
+            "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
+            "loop": .string(spelling(of: book.loop)), "position_file": .int64(book.positionFileId ?? 0),
+            "position_offset": .int64(book.positionOffset),
+            "files": .uint32(UInt32(clamping: totals?.files ?? 0)), "duration": .int64(totals?.duration ?? 0),
+            "state": .string(book.offline ? "offline" : "available"),
+            "missing": .uint32(UInt32(clamping: book.offline ? 0 : (totals.map { $0.files - $0.available } ?? 0))),
+        ])
     }
 
     static func encode(_ file: BookFile) -> DBusValue {
@@ -137,7 +136,7 @@ extension LibraryService {
 
     func encodeDetails(_ id: Int64) throws -> DBusValue {
         let book = try library.book(id)
-        guard case .dictionary(_, _, var entries) = try Self.encode([book], library)[0] else { return .emptyVardict }
+        guard case .dictionary(_, _, var entries) = Self.encode(book, try library.totals(of: [id])[id]) else { return .emptyVardict }
         let chapters = try library.chapters(of: id)
         let files = try library.files(of: id).map { file -> DBusValue in
             guard case .dictionary(let k, let v, var fileEntries) = Self.encode(file) else { return .emptyVardict }

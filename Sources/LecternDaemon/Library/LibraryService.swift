@@ -131,15 +131,15 @@ final class LibraryService: Sendable {
         [libraryInterfaceDeclaration(rules), bookmarksInterfaceDeclaration(rules)]
     }
 
-    /// A method that reads a snapshot of the library taken in call order (on the call queue) and does the rest,
-    /// the query and the encoding, off the queue: other callers aren't kept waiting (Method.deferred).
+    /// A method that reads the library, and encodes its reply, off the call queue: other callers aren't kept waiting
+    /// (Method.deferred). Its turn on the queue comes after the calls that arrived before it have returned, so the
+    /// read, which begins after that turn, sees all they wrote; it may also see what later calls wrote by the time it
+    /// begins. Each read is one transaction: a reply shows the library at one moment.
     func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                   _ body: @escaping @Sendable (MethodCall, Library) throws -> [DBusValue]) -> Method {
         Method.deferred(name, in: inputs, out: outputs) { call in
-            // Without a snapshot (its connection can't be opened: the file was deleted), read the library itself.
-            let snapshot = (try? self.library.snapshot()) ?? self.library
-            return {
-                do { return try body(call, snapshot) } catch let error as LibraryError { throw Self.busError(error) }
+            {
+                do { return try body(call, self.library) } catch let error as LibraryError { throw Self.busError(error) }
             }
         }
     }

@@ -28,13 +28,14 @@ enum MPRISPlaylists {
                 Method("GetPlaylists", in: [("Index", .uint32), ("MaxCount", .uint32), ("Order", .string), ("ReverseOrder", .boolean)],
                        out: [("Playlists", .array(playlistType))]) { call in
                     let (index, maxCount, orderName, reversed) = try call.arguments(UInt32.self, UInt32.self, String.self, Bool.self)
-                    guard let order = BookOrder(mprisOrdering: orderName) else {
-                        throw BusError.invalidArgs("Order must be one of \(BookOrder.allCases.map(\.mprisOrdering).joined(separator: ", "))")
+                    guard let ordering = BookSort.mprisOrderings.first(where: { $0.name == orderName }) else {
+                        throw BusError.invalidArgs("Order must be one of \(BookSort.mprisOrderings.map(\.name).joined(separator: ", "))")
                     }
                     let library = await session.value.library
                     let books: [Book]
                     do {
-                        books = try library.books(ordered: order, reversed: reversed, offset: Int(index), limit: Int(maxCount))
+                        books = try library.books(sortedBy: ordering.sort, reversed: reversed != ordering.reversed,
+                                                  offset: Int(index), limit: Int(maxCount))
                     } catch let error as LibraryError {
                         throw LibraryService.busError(error)
                     }
@@ -51,7 +52,7 @@ enum MPRISPlaylists {
 
     static func properties(current: Book?) -> [String: DBusValue] {
         [
-            "Orderings": .strings(BookOrder.allCases.map(\.mprisOrdering)),
+            "Orderings": .strings(BookSort.mprisOrderings.map(\.name)),
             "ActivePlaylist": .structure([.boolean(current != nil),
                                           current.map(playlist) ?? .structure([.objectPath(.root), .string(""), .string("")])]),
         ]

@@ -31,22 +31,3 @@ extension LoopMode {
         self = mode
     }
 }
-
-extension BookOrder {
-    /// A `Playlist_Ordering` of MPRIS Playlists: "Alphabetical", "Created", "Modified", "Played" or "User".
-    var mprisOrdering: String {
-        switch self {
-        case .alphabetical: "Alphabetical"
-        case .created: "Created"
-        case .modified: "Modified"
-        case .played: "Played"
-        case .user: "User"
-        }
-    }
-
-    /// The order an MPRIS `Playlist_Ordering` names; nil for any other string.
-    init?(mprisOrdering: String) {
-        guard let order = Self.allCases.first(where: { $0.mprisOrdering == mprisOrdering }) else { return nil }
-        self = order
-    }
-}
