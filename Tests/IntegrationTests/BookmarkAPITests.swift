@@ -156,7 +156,7 @@ extension Integration {
                 // Within the current book: to the first file and back.
                 try await d.setPosition(9_000_000)
                 let early = try await d.marks("AddBookmark", [.int64(long), .string("Nine"), .string("")]).first?.int64 ?? 0
-                try await d.call("Previous")
+                try await d.listen("JumpToFile", [.int32(0), .int64(0)])
                 try await d.waitForURL(endingWith: "/longbook/1.ogg")
                 try await d.marks("JumpToBookmark", [.int64(early)])
                 #expect(try await d.waitForURL(endingWith: "/longbook/2.ogg")?.hasSuffix("/longbook/2.ogg") == true)

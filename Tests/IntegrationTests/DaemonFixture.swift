@@ -440,13 +440,22 @@ final class DaemonFixture: Sendable {
         try await waitForProperty("PlaybackStatus", timeout: timeout) { $0.string == status }.string
     }
 
-    /// Waits for the current xesam:url to end with `suffix`; returns the last one read.
+    /// Waits for the current xesam:url to end with `suffix`, and returns it; throws when it does not in `timeout`.
     @discardableResult
     func waitForURL(endingWith suffix: String, timeout: Duration = .seconds(5)) async throws -> String? {
-        let metadata = try await waitForProperty("Metadata", timeout: timeout) {
-            $0.stringKeyedDictionary?["xesam:url"]?.string?.hasSuffix(suffix) == true
+        // The suffix as written in the URI, or as a path ("/Part 3.mp3" for ".../Part%203.mp3").
+        func matches(_ url: String?) -> Bool {
+            guard let url else { return false }
+            return url.hasSuffix(suffix) || (url.removingPercentEncoding ?? url).hasSuffix(suffix)
         }
-        return metadata.stringKeyedDictionary?["xesam:url"]?.string
+        let metadata = try await waitForProperty("Metadata", timeout: timeout) {
+            matches($0.stringKeyedDictionary?["xesam:url"]?.string)
+        }
+        let url = metadata.stringKeyedDictionary?["xesam:url"]?.string
+        guard matches(url) else {
+            throw FixtureError("the current file is \(url ?? "none"), not one ending with \(suffix), after \(timeout)")
+        }
+        return url
     }
 
     /// Waits until the engine reports a position of at least `microseconds` (i.e. the pipeline really plays).

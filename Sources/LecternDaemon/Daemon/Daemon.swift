@@ -158,7 +158,8 @@ public enum Daemon {
         let writer = LibraryWriter(library: library, executor: databaseWrites)
         let service = LibraryService(library: library, writer: writer,
                                      importer: Importer(library: library, writer: writer, opener: opener, logger: logger), logger: logger,
-                                     bookCountChanged: mpris.bookCountChanged)
+                                     bookCountChanged: mpris.bookCountChanged,
+                                     booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } })
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
                                   logger: logger) { news in
             switch news {

@@ -135,6 +135,26 @@ actor BookSession {
         announce(.currentBook(book))
     }
 
+    /// An import wrote `books`: when the current book is among them and a file of its queue is now at another path
+    /// (renamed, moved), or a file it left out is back, the book is opened again at its place, playing or paused as
+    /// it was, so that the queue plays the files where they are. The queue keeps the paths it was opened with
+    /// otherwise, and the files after the place would fail as missing.
+    func booksImported(_ books: [Int64]) async {
+        guard !closed, let id = book?.id, books.contains(id), let now = try? library.files(of: id) else { return }
+        let changed = now.contains { file in
+            guard let fileId = file.id, file.available else { return false }
+            return files[fileId]?.path != file.path
+        }
+        guard changed else { return }
+        let playing = player.view.state.status == .playing
+        logger.info("the current book's files moved: opening it again", metadata: ["book": "\(id)"])
+        do {
+            try await activate(id, play: playing)
+        } catch {
+            logger.warning("could not open the current book again", metadata: ["book": "\(id)", "error": "\(error)"])
+        }
+    }
+
     /// Whether the folder of `book` is there, on its mount.
     private static func isReachable(_ book: Book) -> Bool {
         guard let folder = book.sourcePath, FileManager.default.fileExists(atPath: folder) else { return false }

@@ -195,6 +195,7 @@ extension LibraryService {
                                                            .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
         case .finished(let job, .success(let books), let skipped):
             for book in books { bookChanged(book) }
+            booksImported(books)
             refreshBookCount()
             emit(Self.libraryInterface, "ShelvesChanged")
             emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string(""),

@@ -33,14 +33,17 @@ final class LibraryService: Sendable {
 
     /// Told the number of books after it may have changed (MPRIS PlaylistCount follows it).
     let bookCountChanged: @Sendable (Int) -> Void
+    /// Told the books an import wrote (the current one may have files at new paths).
+    let booksImported: @Sendable ([Int64]) -> Void
 
     init(library: Library, writer: LibraryWriter, importer: Importer, logger: Logger,
-         bookCountChanged: @escaping @Sendable (Int) -> Void) {
+         bookCountChanged: @escaping @Sendable (Int) -> Void, booksImported: @escaping @Sendable ([Int64]) -> Void) {
         self.library = library
         self.writer = writer
         imports = ImportJobs(library: library, importer: importer, logger: logger)
         self.logger = logger
         self.bookCountChanged = bookCountChanged
+        self.booksImported = booksImported
     }
 
     // MARK: - Signals
