@@ -326,6 +326,8 @@ public final class MPRISService: PlayerObserver {
         if let genre = item.genre { map["xesam:genre"] = .strings([genre]) }
         if let number = item.discNumber { map["xesam:discNumber"] = .int32(Int32(clamping: number)) }
         if let art = item.artURL { map["mpris:artUrl"] = .string(art.absoluteString) }
+        // The file's whole text (its chapters share it), the same string each time: comparing it is cheap.
+        if let text = item.lyrics?.text, !text.isEmpty { map["xesam:asText"] = .string(text) }
         return .vardict(map)
     }
 }
