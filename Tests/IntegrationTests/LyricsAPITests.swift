@@ -112,6 +112,31 @@ extension Integration {
             }
         }
 
+        @Test func lecternLyricsPrintsTheTextAndFollowsTheLines() async throws {
+            let book = try LyricsBook()
+            try await DaemonFixture.with { d in
+                let nothing = try await d.lectern("lyrics")
+                #expect(nothing.status == 1 && nothing.stderr.contains("nothing is loaded"), "\(nothing)")
+                try await d.openPaused(book.folder)
+                let printed = try await d.lectern("lyrics")
+                #expect(printed.status == 0)
+                #expect(printed.stdout == LyricsBook.text("one"))
+
+                try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(1_200_000)])
+                #expect(try await d.listenProperty("LyricsLine") == .string("one 1"))
+                let follow = try Subprocess(builtExecutable("lectern").path, ["lyrics", "--follow"], environment: d.environment)
+                defer { follow.kill() }
+                #expect(await follow.readLine(timeout: .seconds(5)) == "one 1", "the line heard now, at once")
+                try await d.call("Play")
+                var lines: [String] = []
+                for _ in 0..<3 {
+                    guard let line = await follow.readLine(timeout: .seconds(5)) else { break }
+                    lines.append(line)
+                }
+                #expect(lines == ["one 2", "one 3", "one 4"])
+            }
+        }
+
         /// An LRC file that cannot be used gives no text and a warning naming it; the file plays.
         @Test(arguments: ["not-utf8", "huge", "malformed", "fifo"])
         func aBadLRCFileGivesNoTextAndAWarning(_ kind: String) async throws {
