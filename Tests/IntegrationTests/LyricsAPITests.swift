@@ -42,6 +42,21 @@ extension RecordedSignal {
     }
 }
 
+/// The lyrics lines, seeks and files (xesam:url) signalled since `mark`, one a line: to tell what happened.
+func trace(_ d: DaemonFixture, since mark: Int) -> String {
+    var lines: [String] = []
+    for signal in d.signals.since(mark) {
+        if let line = signal.lyricsLine {
+            lines.append("#\(signal.index) line \(line.index) \(line.start) \(line.next) \(line.text)")
+        } else if let position = signal.seekedPosition {
+            lines.append("#\(signal.index) Seeked \(position)")
+        } else if let url = signal.playerChanges["Metadata"]?.stringKeyedDictionary?["xesam:url"]?.string {
+            lines.append("#\(signal.index) url \(url)")
+        }
+    }
+    return lines.joined(separator: "\n")
+}
+
 extension Integration {
     /// Lyrics and transcripts: an LRC file beside a file gives its text (MPRIS xesam:asText) and its lines, one
     /// LyricsLineChanged at each, in step with playback.
@@ -55,9 +70,9 @@ extension Integration {
                 #expect(try await d.listenProperty("LyricsLineIndex") == .int32(-1))
                 #expect(try await d.listenProperty("LyricsLine") == .string(""))
                 #expect(try await d.listenProperty("LyricsNextLineStart") == .int64(500_000))
-                // The second file's text is in its TrackList metadata.
+                // Not in TrackList metadata: a book's transcripts would make each reply megabytes long.
                 let tracks = try await d.tracksMetadata(try await d.tracks())
-                #expect(tracks.map { $0["xesam:asText"] } == [.string(LyricsBook.text("one")), .string(LyricsBook.text("two"))])
+                #expect(tracks.count == 2 && tracks.allSatisfy { $0["xesam:asText"] == nil && $0["xesam:url"] != nil })
 
                 let mark = d.signals.mark
                 try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(1_200_000)])
@@ -69,14 +84,26 @@ extension Integration {
             }
         }
 
-        /// Seeks forward and back, then playing at 1.5 through the gapless handover into the second file: every
-        /// line once, in order, never before it is heard.
+        @Test func aBookOfTheLibraryHasItsTextToo() async throws {
+            let book = try LyricsBook()
+            try await DaemonFixture.with { d in
+                _ = try await d.activateImported(book.folder)
+                #expect(try await d.metadata()["xesam:asText"] == .string(LyricsBook.text("one")))
+                #expect(try await d.listenProperty("LyricsNextLineStart") == .int64(500_000))
+            }
+        }
+
+        /// Seeks forward and back; then, from the start again, playing at 1.5 through the gapless handover into the
+        /// second file: every line once, in order, never before it is heard. The playing part starts from a new open:
+        /// after a seek near the end of the paused first file and back, a loaded full-suite run once had the second
+        /// file current before Play (not reproduced alone; the lines followed it correctly).
         @Test func linesFollowSeeksSpeedAndTheGaplessHandover() async throws {
             let book = try LyricsBook()
             try await DaemonFixture.with { d in
                 try await d.openPaused(book.folder)
                 let track = try #require(try await d.trackID())
-                var mark = d.signals.mark
+                let start = d.signals.mark
+                var mark = start
                 try await d.call("SetPosition", [.objectPath(track), .int64(3_200_000)])  // forward: "one 5" (3 s)
                 #expect(await d.signals.waitFor(since: mark) { $0.lyricsLine != nil }?.lyricsLine?.text == "one 5")
                 mark = d.signals.mark
@@ -85,7 +112,9 @@ extension Integration {
                 #expect(back?.index == 0)
                 #expect(back?.start == 500_000)
                 #expect(back?.next == 1_000_000)
+                #expect(back?.text == "one 0")
 
+                try await d.openPaused(book.folder)
                 try await d.set("Rate", .double(1.5))
                 mark = d.signals.mark
                 try await d.call("Play")
@@ -105,7 +134,8 @@ extension Integration {
                     }
                     try await Task.sleep(for: .milliseconds(10))
                 }
-                #expect(seen == ["one 1", "one 2", "one 3", "one 4", "one 5", "one 6", "-", "two 0", "two 1"], "\(d.log)")
+                #expect(seen == ["one 0", "one 1", "one 2", "one 3", "one 4", "one 5", "one 6", "-", "two 0", "two 1"],
+                        "\(trace(d, since: start))\n\(d.log)")
                 #expect(heardEarly == [])
                 #expect(try await d.metadata()["xesam:asText"] == .string(LyricsBook.text("two")))
                 #expect(try await d.get("Rate") == .double(1.5))
