@@ -19,11 +19,15 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
     public var chapters: [ChapterMark]
     /// The library's id of this file, when it is a file of a book of the library.
     public var libraryFileID: Int64?
+    /// Its words (lyrics, a transcript), from an LRC file beside it or its tags; nil when it has none.
+    public var lyrics: Lyrics?
 
     public init(id: Int, url: URL, title: String? = nil, artists: [String] = [], album: String? = nil,
                 albumArtists: [String] = [], trackNumber: Int? = nil, discNumber: Int? = nil, genre: String? = nil,
-                duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = [], libraryFileID: Int64? = nil) {
+                duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = [], libraryFileID: Int64? = nil,
+                lyrics: Lyrics? = nil) {
         self.libraryFileID = libraryFileID
+        self.lyrics = lyrics
         self.id = id
         self.url = url
         self.title = title

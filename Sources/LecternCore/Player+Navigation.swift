@@ -75,9 +75,15 @@ extension Player {
     }
 
     /// Playing went past a chapter boundary inside the file: the next chapter is current (or, with loop
-    /// chapter, the chapter starts over).
+    /// chapter, the chapter starts over); or past the start of a synced line of lyrics: it is published.
     func checkPosition() {
         guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
+        if let lyrics = state.current?.lyrics, lyrics.isSynced {
+            // The clock on the engine's position, so that the line is never ahead of what is heard, and publishing
+            // (which places the line by the clock) says the same as this test.
+            anchorClock()
+            if LyricsCursor(lyrics, at: view.position()) != state.lyricsLine { publish() }
+        }
         let now = position
         guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {
             updateSleepTimer()

@@ -133,9 +133,9 @@ extension Player {
 
     // MARK: - Wake-ups
 
-    /// Plans the next wake-up while playing: the next chapter boundary in this file, just past the file's end when
-    /// the engine has a next one, the start of the fade or its next step, the end of the timer. The tick
-    /// (``tickInterval``) catches anything a late wake-up misses.
+    /// Plans the next wake-up while playing: the next chapter boundary in this file, the next synced line of lyrics,
+    /// just past the file's end when the engine has a next one, the start of the fade or its next step, the end of
+    /// the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
@@ -154,6 +154,9 @@ extension Player {
             } else if standing?.position == here {
                 delays.append(Self.handoverLimit / 2)  // standing at (or past) the end: look again
             }
+        }
+        if let next = state.lyricsLine?.nextStart {
+            delays.append((next - view.position()) / rate)
         }
         if let left = sleepTimeLeft {
             let step = Duration.milliseconds(250)

@@ -196,6 +196,7 @@ public actor Player {
         updated.url = state.queue[index].url
         updated.libraryFileID = state.queue[index].libraryFileID
         if updated.duration == nil { updated.duration = state.queue[index].duration }
+        if updated.lyrics == nil { updated.lyrics = state.queue[index].lyrics }
         guard updated != state.queue[index] else { return }
         state.queue[index] = updated
         refreshChapters()
@@ -527,6 +528,7 @@ public actor Player {
     }
 
     func publish() {
+        state.lyricsLine = state.status == .stopped ? nil : state.current?.lyrics.flatMap { LyricsCursor($0, at: view.position()) }
         scheduleWake()
         state.canGoNext = canGoNext
         state.canGoPrevious = canGoPrevious

@@ -60,6 +60,8 @@ public struct PlayerState: Sendable, Equatable {
     public var rate = 1.0
     /// The last error the engine reported for the current item, cleared by the next load.
     public var lastError: String?
+    /// Where playback is in the current file's synced lyrics; nil when it has none, or while stopped.
+    public var lyricsLine: LyricsCursor?
     /// Whether `next()` / `previous()` would change the current item.
     public var canGoNext = false
     public var canGoPrevious = false
@@ -79,5 +81,31 @@ public struct PlayerState: Sendable, Equatable {
     public init() {}
 
     public var current: MediaItem? { currentIndex.map { queue[$0] } }
+    /// The synced line being heard, when there is one.
+    public var currentLyricsLine: Lyrics.Line? {
+        guard let index = lyricsLine?.index, let lines = current?.lyrics?.lines, lines.indices.contains(index) else { return nil }
+        return lines[index]
+    }
     public var chapter: Chapter? { currentChapter.map { chapters[$0] } }
+}
+
+/// Where playback is in the current file's synced lyrics (``Lyrics/lines``).
+public struct LyricsCursor: Sendable, Equatable {
+    /// The line being heard: nil before the first one.
+    public var index: Int?
+    /// When the next line starts (a position in the file): nil after the last one.
+    public var nextStart: Duration?
+
+    public init(index: Int?, nextStart: Duration?) {
+        self.index = index
+        self.nextStart = nextStart
+    }
+
+    /// Where `position` is in `lyrics`; nil when they are not synced.
+    public init?(_ lyrics: Lyrics, at position: Duration) {
+        guard lyrics.isSynced else { return nil }
+        index = lyrics.lineIndex(at: position)
+        let next = index.map { $0 + 1 } ?? 0
+        nextStart = next < lyrics.lines.count ? lyrics.lines[next].start : nil
+    }
 }

@@ -116,7 +116,7 @@ actor BookSession {
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
                       chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
-                      libraryFileID: file.id)
+                      libraryFileID: file.id, lyrics: LyricsFile.lyrics(beside: URL(fileURLWithPath: file.path), logger: logger))
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book

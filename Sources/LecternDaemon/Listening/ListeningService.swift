@@ -25,8 +25,12 @@ final class ListeningService: PlayerObserver {
     /// The player's events, as its observer.
     func handle(_ event: PlayerEvent) {
         switch event {
-        case .stateChanged(let state, _):
-            object.withLock { $0 }?.update(Self.interface, properties(state))
+        case .stateChanged(let state, let previous):
+            guard let object = object.withLock({ $0 }) else { return }
+            object.update(Self.interface, properties(state))
+            if state.lyricsLine != previous.lyricsLine || state.lyricsLine != nil && state.current?.id != previous.current?.id {
+                try? object.emit(Self.interface, "LyricsLineChanged", Self.lyricsLine(state))
+            }
         case .itemFailed(let item, let index, let message):
             guard let object = object.withLock({ $0 }) else { return }
             let uri = item.url.absoluteString
@@ -156,13 +160,17 @@ final class ListeningService: PlayerObserver {
                 Property("BookLength", .int64),
                 Property("SleepTimer", .string),
                 Property("LastError", .string),
+                Property("LyricsLine", .string),
+                Property("LyricsLineIndex", .int32),
+                Property("LyricsNextLineStart", .int64),
                 Property("FilePosition", .int64, changes: .none, get: { .int64(view.progress()?.filePosition.microseconds ?? 0) }),
                 Property("ChapterPosition", .int64, changes: .none, get: { .int64(view.progress()?.chapterPosition.microseconds ?? 0) }),
                 Property("BookPosition", .int64, changes: .none, get: { .int64(view.progress()?.bookPosition.microseconds ?? 0) }),
                 Property("Remaining", .int64, changes: .none, get: { .int64(view.progress()?.remaining.microseconds ?? 0) }),
                 Property("SleepTimeLeft", .int64, changes: .none, get: { .int64(view.sleepTimeLeft()?.microseconds ?? -1) }),
             ],
-            signals: [SignalDecl("FileFailed", [("file", .int32), ("uri", .string), ("message", .string)])])
+            signals: [SignalDecl("LyricsLineChanged", [("index", .int32), ("start", .int64), ("next", .int64), ("text", .string)]),
+                      SignalDecl("FileFailed", [("file", .int32), ("uri", .string), ("message", .string)])])
     }
 
     // MARK: - Values
@@ -179,7 +187,17 @@ final class ListeningService: PlayerObserver {
             "ChapterLength": .int64(state.chapter?.length?.microseconds ?? 0),
             "BookLength": .int64(progress?.bookLength.microseconds ?? 0),
             "SleepTimer": .string(Self.sleepName(state.sleepTimer)),
+            "LyricsLine": .string(state.currentLyricsLine?.text ?? ""),
+            "LyricsLineIndex": .int32(Int32(clamping: state.lyricsLine?.index ?? -1)),
+            "LyricsNextLineStart": .int64(state.lyricsLine?.nextStart?.microseconds ?? -1),
         ]
+    }
+
+    /// LyricsLineChanged's arguments: index, start, next start, text.
+    private static func lyricsLine(_ state: PlayerState) -> [DBusValue] {
+        let line = state.currentLyricsLine
+        return [.int32(Int32(clamping: state.lyricsLine?.index ?? -1)), .int64(line?.start.microseconds ?? -1),
+                .int64(state.lyricsLine?.nextStart?.microseconds ?? -1), .string(line?.text ?? "")]
     }
 
     /// Everything `lectern status` shows, in one reply.

@@ -57,6 +57,7 @@ public final class MediaOpener: Sendable {
         }
         var items = files.map { MediaItem(id: 0, url: $0) }
         items[0] = item(for: first, info)
+        for index in items.indices { items[index].lyrics = LyricsFile.lyrics(beside: items[index].url, logger: logger) }
         return items
     }
 

@@ -1,0 +1,40 @@
+import ArgumentParser
+import DBus
+import Foundation
+
+/// `lectern lyrics`: the current file's lyrics or transcript (MPRIS xesam:asText); with --follow, its synced lines
+/// as playback reaches them (org.lectern.Player1's LyricsLineChanged), never by asking on a timer.
+struct LyricsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "lyrics",
+        abstract: "Show the current file's lyrics or transcript (an .lrc file beside it), or its lines as they are heard.",
+        discussion: examples("lectern lyrics", "lectern lyrics --follow"))
+    @OptionGroup var bus: BusOptions
+    @Flag(help: "Print each synced line as playback reaches it, from the daemon's signals (Ctrl-C ends).")
+    var follow = false
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        guard follow else {
+            let metadata = try await daemon.playerProperty("Metadata").stringKeyedDictionary ?? [:]
+            guard metadata["xesam:url"] != nil else { throw CLIError("nothing is loaded") }
+            guard let text = metadata["xesam:asText"]?.string else {
+                throw CLIError("the current file has no lyrics or transcript (an .lrc file of the same name beside it)")
+            }
+            print(text)
+            return
+        }
+        // Subscribed before the current line is read: no line falls between the two.
+        let lines = try await daemon.connection.signals(MatchRule(sender: Daemon.busName, interface: Daemon.listeningInterface,
+                                                                  member: "LyricsLineChanged"))
+        let current = try await daemon.lecternProperty(Daemon.listeningInterface, "LyricsLine").string ?? ""
+        // Written at once, also into a pipe (print's buffer would keep lines back).
+        func show(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        if !current.isEmpty { show(current) }
+        for await signal in lines {
+            guard signal.arguments.count == 4, signal.arguments[0].int64.map({ $0 >= 0 }) == true,
+                  let text = signal.arguments[3].string else { continue }
+            show(text)
+        }
+        throw CLIError("lecternd went away", unreachable: true)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import LecternCore
+import Testing
+
+/// `Lyrics`: LRC and plain text, read as a listener would see them, and the bad input a file can hold.
+@Suite struct LyricsTests {
+    func parse(_ text: String) throws -> Lyrics { try Lyrics(lrc: Array(text.utf8)) }
+
+    @Test func linesAreSortedByTimeWithRepeatedLinesAtEachOfTheirTimes() throws {
+        let lyrics = try parse("""
+            [ti:A song]
+            [ar:Someone]
+            [00:10.50]Second
+            [00:01.00]First
+            [00:20.00][00:30.25]Chorus
+            [01:02.5]Late
+            [00:25:10]Colon hundredths
+            """)
+        #expect(lyrics.lines == [
+            .init(start: .seconds(1), text: "First"),
+            .init(start: .milliseconds(10_500), text: "Second"),
+            .init(start: .seconds(20), text: "Chorus"),
+            .init(start: .milliseconds(25_100), text: "Colon hundredths"),
+            .init(start: .milliseconds(30_250), text: "Chorus"),
+            .init(start: .milliseconds(62_500), text: "Late"),
+        ])
+        #expect(lyrics.text == "First\nSecond\nChorus\nColon hundredths\nChorus\nLate")
+        #expect(lyrics.isSynced)
+    }
+
+    @Test func theLineAtAPositionIsTheLastStartedOne() throws {
+        let lyrics = try parse("[00:01.00]a\n[00:02.00]b\n[00:02.00]c\n[00:05.00]d")
+        #expect(lyrics.lineIndex(at: .zero) == nil)
+        #expect(lyrics.lineIndex(at: .milliseconds(999)) == nil)
+        #expect(lyrics.lineIndex(at: .seconds(1)) == 0)
+        #expect(lyrics.lineIndex(at: .milliseconds(1_999)) == 0)
+        #expect(lyrics.lineIndex(at: .seconds(2)) == 2)  // two lines at once: the later one in the file
+        #expect(lyrics.lineIndex(at: .seconds(4)) == 2)
+        #expect(lyrics.lineIndex(at: .seconds(500)) == 3)
+        // Against a linear scan, over a long transcript.
+        let long = try parse((0..<5_000).map { "[\(String(format: "%02d:%02d.%02d", $0 / 600, $0 / 10 % 60, $0 % 10 * 10))]line \($0)" }
+            .joined(separator: "\n"))
+        #expect(long.lines.count == 5_000)
+        for tenth in stride(from: -1, to: 5_010, by: 7) {
+            let position = Duration.milliseconds(tenth * 100 + 50)
+            #expect(long.lineIndex(at: position) == long.lines.lastIndex { $0.start <= position })
+        }
+    }
+
+    @Test func anOffsetMovesEveryLineEarlierOrLater() throws {
+        let earlier = try parse("[offset:+500]\n[00:01.00]a\n[00:00.20]b")
+        #expect(earlier.lines.map(\.start) == [.zero, .milliseconds(500)])
+        let later = try parse("[offset:-250]\n[00:01.00]a")
+        #expect(later.lines.map(\.start) == [.milliseconds(1_250)])
+    }
+
+    @Test func aByteOrderMarkCRLFAndWordTimesAreRead() throws {
+        let lyrics = try Lyrics(lrc: [0xEF, 0xBB, 0xBF] + Array("[00:01.00]<00:01.00>Hello <00:01.50>world\r\n[00:02.00] Two \r\n".utf8))
+        #expect(lyrics.lines == [.init(start: .seconds(1), text: "Hello world"), .init(start: .seconds(2), text: "Two")])
+    }
+
+    @Test func textWithoutTimesIsUnsyncedText() throws {
+        let lyrics = try parse("\u{FEFF}\r\nChapter one\r\n\r\n[Narrator] It was a dark night.\r\nThe end.\r\n\r\n")
+        #expect(!lyrics.isSynced)
+        #expect(lyrics.lineIndex(at: .seconds(1)) == nil)
+        #expect(lyrics.text == "Chapter one\n\n[Narrator] It was a dark night.\nThe end.")
+    }
+
+    @Test func badInputIsAnErrorNeverACrash() throws {
+        #expect(throws: LyricsError.notUTF8) { try Lyrics(lrc: Array("[00:01.00]caf".utf8) + [0xE9, 0x0A]) }
+        #expect(throws: LyricsError.tooLarge(Lyrics.maximumSize + 1)) {
+            try Lyrics(lrc: [UInt8](repeating: 0x61, count: Lyrics.maximumSize + 1))
+        }
+        #expect(throws: LyricsError.malformed(line: 2, "not a time: [00:75.00]")) { try parse("[00:01.00]a\n[00:75.00]b") }
+        #expect(throws: LyricsError.malformed(line: 1, "not a time: [1:2:3:4]")) { try parse("[1:2:3:4]x") }
+        #expect(throws: LyricsError.malformed(line: 1, "not an offset in milliseconds: [offset:soon]")) { try parse("[offset:soon]") }
+        #expect(throws: LyricsError.malformed(line: 2, "a control character (0x00)")) { try Lyrics(lrc: Array("a\nb".utf8) + [0x00]) }
+        // Random bytes: an error or some text, never a trap.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            let bytes = (0..<Int.random(in: 0..<200, using: &generator)).map { _ in
+                "[]0123456789:.-+ofset\n\r<>ab".utf8.randomElement(using: &generator)!
+            }
+            _ = try? Lyrics(lrc: bytes)
+        }
+        // Exactly the cap is read.
+        let atCap = try Lyrics(lrc: [UInt8](repeating: 0x61, count: Lyrics.maximumSize))
+        #expect(atCap.text.utf8.count == Lyrics.maximumSize)
+    }
+}
