@@ -458,10 +458,15 @@ final class DaemonFixture: Sendable {
         return url
     }
 
-    /// Waits until the engine reports a position of at least `microseconds` (i.e. the pipeline really plays).
+    /// Waits until the engine reports a position of at least `microseconds` (i.e. the pipeline really plays), and
+    /// returns it; throws when it does not in `timeout`.
     @discardableResult
     func waitForPosition(atLeast microseconds: Int64, timeout: Duration = .seconds(10)) async throws -> Int64 {
-        try await waitForProperty("Position", timeout: timeout) { ($0.int64 ?? -1) >= microseconds }.int64 ?? -1
+        let position = try await waitForProperty("Position", timeout: timeout) { ($0.int64 ?? -1) >= microseconds }.int64 ?? -1
+        guard position >= microseconds else {
+            throw FixtureError("the position is \(position) µs, not \(microseconds) or more, after \(timeout)")
+        }
+        return position
     }
 
     /// Opens `url`, pauses at once and waits for Paused: a deterministic place to start from.
