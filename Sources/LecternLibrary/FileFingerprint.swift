@@ -32,45 +32,29 @@ public struct FileFingerprint: Sendable, Equatable {
     public static func stamp(of path: String) -> FileFingerprint? {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return FileFingerprint(size: Int64(info.st_size), modified: Self.nanoseconds(info.st_mtim), value: nil)
+        return FileFingerprint(size: Int64(info.st_size), modified: RegularFile.nanoseconds(info.st_mtim), value: nil)
     }
 
     /// Size, modification time and the hash of the slices; nil when the file can't be opened or read, or is not a
     /// regular file (a FIFO put in its place is opened without blocking, and left).
     public static func of(_ path: String) -> FileFingerprint? {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        let size = Int64(info.st_size)
+        guard let file = try? RegularFile(path: path) else { return nil }
+        let size = file.size
         // Whole, or the three slices: the start, the middle and the end.
-        let length = Int64(slice)
-        var ranges: [(offset: Int64, count: Int)] = [(0, Int(size))]
-        if size > 3 * length {
-            ranges = [(0, slice), (size / 2 - length / 2, slice), (size - length, slice)]
+        var ranges: [(offset: Int, count: Int)] = [(0, size)]
+        if size > 3 * slice {
+            ranges = [(0, slice), (size / 2 - slice / 2, slice), (size - slice, slice)]
         }
         var hasher = SliceHasher(seed: UInt64(size))
         var buffer = [UInt8](repeating: 0, count: max(1, ranges.map(\.count).max() ?? 1))
         for range in ranges {
-            var done = 0
-            while done < range.count {
-                let count = buffer.withUnsafeMutableBytes { bytes in
-                    pread(fd, bytes.baseAddress! + done, range.count - done, off_t(range.offset) + off_t(done))
-                }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return nil }  // an error, or the file shrank while read
-                done += count
-            }
+            // Short: the file shrank while read.
+            guard file.read(into: &buffer, at: range.offset, upTo: range.count) == range.count else { return nil }
             buffer.withUnsafeBytes { hasher.add(UnsafeRawBufferPointer(rebasing: $0[..<range.count])) }
         }
-        return FileFingerprint(size: size, modified: Self.nanoseconds(info.st_mtim),
-                               value: "\(size):" + String(hasher.finish(), radix: 16))
+        return FileFingerprint(size: Int64(size), modified: file.modified, value: "\(size):" + String(hasher.finish(), radix: 16))
     }
 
-    private static func nanoseconds(_ time: timespec) -> Int64 {
-        Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-    }
 }
 
 /// A 64-bit hash of byte runs, eight bytes a step (xxHash64's round and final mix, one lane): 0.5 GB/s and more

@@ -1,5 +1,6 @@
 import Foundation
 import LecternCore
+import LecternLibrary
 import Logging
 
 /// The LRC file beside a media file (the same name, `.lrc`: `Chapter 1.mp3` → `Chapter 1.lrc`), read when the
@@ -27,21 +28,10 @@ enum LyricsFile {
         }
         guard info.st_mode & S_IFMT == S_IFREG else { throw .unreadable("not a regular file") }
         guard info.st_size <= Lyrics.maximumSize else { throw .tooLarge(Int(info.st_size)) }
-        // O_NONBLOCK: a FIFO put in its place since the stat opens without waiting for a writer; fstat refuses it.
-        let fd = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
-        defer { close(fd) }
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw .unreadable("not a regular file") }
+        let file: RegularFile
+        do { file = try RegularFile(path: url.path) } catch { throw .unreadable("\(error)") }
         // One byte more than the stat said: a file grown since is read to there, and found too large or cut.
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
-        var count = 0
-        while count < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
-            if got == 0 { break }
-            count += got
-        }
-        return try Lyrics(lrc: bytes[..<count])
+        guard let bytes = file.readStart(limit: min(file.size, Lyrics.maximumSize) + 1) else { throw .unreadable(String(cString: strerror(errno))) }
+        return try Lyrics(lrc: bytes[...])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GStreamer
+import LecternLibrary
 
 /// Reads an MP3 file's length and tags without GStreamer, for the files whose layout it knows for certain: an
 /// ID3v2.3 or 2.4 tag of plain text frames (title, artists, album, album artist, genre, track, disc) and at most one
@@ -14,13 +15,9 @@ import GStreamer
 enum MP3Probe {
     /// What the discoverer would say of the MP3 file at `path`; nil when this reader is not certain of it.
     static func read(_ path: String) -> MediaInfo? {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        let size = Int(info.st_size)
-        guard let head = Self.read(fd, at: 0, count: 10) else { return nil }
+        guard let file = try? RegularFile(path: path) else { return nil }
+        let size = file.size
+        guard let head = file.read(at: 0, count: 10) else { return nil }
 
         var tags = Tags()
         var audioStart = 0
@@ -29,13 +26,13 @@ enum MP3Probe {
             // 2.3 and 2.4 only; no unsynchronisation, extended header or experimental flag; 2.4's footer counts.
             guard major == 3 || major == 4, flags & 0xE0 == 0, let length = syncsafe(head[6..<10]) else { return nil }
             audioStart = 10 + length + (major == 4 && flags & 0x10 != 0 ? 10 : 0)
-            guard length <= 16 << 20, audioStart < size, let body = Self.read(fd, at: 10, count: length),
+            guard length <= 16 << 20, audioStart < size, let body = file.read(at: 10, count: length),
                   tags.parse(body, major: major) else { return nil }
         }
         // No ID3v1 or APE tag at the end (GStreamer merges them in): those files are the discoverer's.
-        guard size >= audioStart + 128, let tail = Self.read(fd, at: size - 128, count: 128),
+        guard size >= audioStart + 128, let tail = file.read(at: size - 128, count: 128),
               !tail.starts(with: Array("TAG".utf8)), !tail[96...].starts(with: Array("APETAGEX".utf8)) else { return nil }
-        guard let frame = Self.read(fd, at: audioStart, count: min(512, size - audioStart)),
+        guard let frame = file.read(at: audioStart, count: min(512, size - audioStart)),
               let samples = Self.samples(frame, fileBytes: size - audioStart) else { return nil }
         return MediaInfo(duration: samples.duration, title: tags.title, artists: tags.artists, album: tags.album,
                          albumArtist: tags.albumArtist, genre: tags.genre, trackNumber: tags.track, discNumber: tags.disc,
@@ -228,19 +225,6 @@ enum MP3Probe {
     }
 
     // MARK: Bytes
-
-    private static func read(_ fd: Int32, at offset: Int, count: Int) -> [UInt8]? {
-        guard offset >= 0, count >= 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset + done)) }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { return nil }
-            done += got
-        }
-        return bytes
-    }
 
     private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.reduce(0) { $0 << 8 | UInt32($1) }
