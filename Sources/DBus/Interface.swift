@@ -67,14 +67,14 @@ public struct Method: Sendable {
     }
 
     /// A method for long work (a big listing): `deferred` runs on the call queue in arrival order, where it
-    /// should only check its arguments and fix what it will read (e.g. a database snapshot), and returns the
-    /// work, which runs off the queue while the next calls are handled. The reply still reaches its sender
-    /// after the replies to that sender's earlier calls and before those to its later ones.
+    /// should only check its arguments, and returns the work (the read and the encoding), which runs off the
+    /// queue while the next calls are handled: it starts after every earlier call's turn, so it sees what they
+    /// wrote. The reply still reaches its sender after the replies to that sender's earlier calls and before
+    /// those to its later ones.
     ///
     /// ```swift
     /// Method.deferred("ListAll", out: [("items", .array(.string))]) { call in
-    ///     let snapshot = try store.snapshot()
-    ///     return { [.array(.string, try snapshot.all().map(DBusValue.string))] }
+    ///     return { [.array(.string, try store.all().map(DBusValue.string))] }
     /// }
     /// ```
     public static func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],

@@ -156,7 +156,7 @@ extension Player {
             }
         }
         if let next = state.lyricsLine?.nextStart {
-            delays.append((next - view.position()) / rate)
+            delays.append((next - here) / rate)
         }
         if let left = sleepTimeLeft {
             let step = Duration.milliseconds(250)

@@ -41,8 +41,9 @@ public actor Player {
     var advanceAtEndOfFile = false
     var nextItemID = 1
     var nextQueueNumber = 1
-    /// Why the player is paused for its output, when the output went away or failed while playing; any command
-    /// since clears it (see `resumeForReturnedOutput`).
+    /// Why the player is paused by something other than the listener: its output went away or failed while
+    /// playing, or another sound asked for the output (a call); any command since clears it (see
+    /// `resumeForReturnedOutput`, `interruptionEnded`).
     var outputPause: OutputPause?
     /// The sound server asked the current stream to make way for another sound (a cork request) and has not yet said
     /// it may play again; forgotten with the stream (a load, a stop), and once the player plays through it.
@@ -434,7 +435,7 @@ public actor Player {
     /// it (`.playingThrough`: the server left it muted).
     @discardableResult
     public func resumeForReturnedOutput() -> Bool {
-        guard outputPause != nil, state.status == .paused else { return false }
+        guard isPausedForLostOutput, state.status == .paused else { return false }
         play()
         return true
     }

@@ -192,13 +192,13 @@ public enum Daemon {
         let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session))
             + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
+        let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: bookCount)),
-            "OfflineBooks": .uint32(0), "MissingFiles": .uint32(0),
-        ].merging(LibraryService.healthProperties(library.health)) { $1 })
+        ].merging(LibraryService.healthProperties(library.health)) { $1 }
+            .merging(LibraryService.availabilityProperties(availability)) { $1 })
         service.object.withLock { $0 = lecternObject }
-        service.refreshAvailability()
         library.observeHealth { service.healthChanged($0) }
         listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)

@@ -143,7 +143,9 @@ actor BookSession {
         guard !closed, let id = book?.id, books.contains(id), let now = try? library.files(of: id) else { return }
         let changed = now.contains { file in
             guard let fileId = file.id, file.available else { return false }
-            return files[fileId]?.path != file.path
+            // Not in the queue: back, if it can be played now (one that still can't stays left out).
+            guard let queued = files[fileId] else { return MediaOpener.isPlayableFile(URL(fileURLWithPath: file.path)) }
+            return queued.path != file.path
         }
         guard changed else { return }
         let playing = player.view.state.status == .playing

@@ -205,13 +205,13 @@ actor LibraryFolders {
             let places = try service.library.bookPlaces()
             let nowOffline = places.filter { !$0.offline && isOffline($0) }
             let back = places.filter { $0.offline && !isOffline($0) }
-            someOffline = places.contains { $0.offline ? !back.contains($0) : nowOffline.contains($0) }
+            someOffline = places.count(where: \.offline) - back.count + nowOffline.count > 0
             let changed = try await service.writer.write { library in
                 try library.setOffline(nowOffline.map(\.id), true) + library.setOffline(back.map(\.id), false)
             }
             if !nowOffline.isEmpty { logger.notice("books offline", metadata: ["books": "\(nowOffline.map(\.id))"]) }
             if !back.isEmpty { logger.notice("books available again", metadata: ["books": "\(back.map(\.id))"]) }
-            service.availabilityChanged(changed)
+            if !changed.isEmpty { service.availabilityChanged(changed) }
             return Set(back.compactMap(\.sourcePath).filter { source in folders.contains { source == $0 || source.hasPrefix($0 + "/") } })
         } catch {
             logger.warning("the books' state could not be updated", metadata: ["error": "\(error)"])

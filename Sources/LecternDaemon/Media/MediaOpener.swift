@@ -21,7 +21,7 @@ public final class MediaOpener: Sendable {
     /// Each reads one file at a time, in a child of its own: an import reads with all of them at once.
     private let readers: [MediaReader]
 
-    /// `readers`: at least one; the first reads what is opened, the others only for imports.
+    /// `readers`: at least one; the first reads what is opened; an import reads with all of them.
     public init(coverDirectory: URL, readers: [MediaReader], logger: Logger) {
         precondition(!readers.isEmpty, "a media opener needs a reader")
         self.coverDirectory = coverDirectory
