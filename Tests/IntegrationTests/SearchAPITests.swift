@@ -101,12 +101,14 @@ extension Integration {
                     let page = try await d.page("added", offset: 0, limit: 200)
                     #expect(Int(page.total) == page.books.count)
                     for book in page.books {
-                        guard let id = book["id"]?.int64, let files = book["files"]?.int64 else { continue }
+                        let id = try #require(book["id"]?.int64)
+                        let files = try #require(book["files"]?.int64, "a book listed without its file count")
                         #expect(files > 0, "a book listed without its files")
                         filesSeen[id] = files
                     }
                 }
                 #expect(finished())
+                #expect(!filesSeen.isEmpty, "no page read a book while the import wrote")
                 let after = try await d.page("title", offset: 0, limit: 200)
                 #expect(after.books.compactMap { $0["title"]?.string } == LibraryMedia.treeTitles)
                 for (id, files) in filesSeen {

@@ -34,7 +34,7 @@ extension Integration {
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Lectern's own API answers once the library folders are watched.
                 #expect(try await d.configValues()["library-folders"]?.value == "[\(library.path)]")
-                #expect(await d.startupRescan(folders: 1).allSatisfy { $0.importedBooks.isEmpty }, "an empty library folder")
+                #expect(try await d.startupRescan(folders: 1).allSatisfy { $0.importedBooks.isEmpty }, "an empty library folder")
                 var mark = try await d.signals.barrier()
                 try FileManager.default.copyItem(at: dune, to: library.appendingPathComponent("Dune"))
                 let finished = await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport }
@@ -91,7 +91,7 @@ extension Integration {
             try "library-folders: ['\(library.path)']\n".write(toFile: config, atomically: true, encoding: .utf8)
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 #expect(try await d.configValues()["library-folders"]?.value == "[\(library.path)]")
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 var mark = try await d.signals.barrier()
                 try FileManager.default.copyItem(at: saga, to: library.appendingPathComponent("Saga"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
@@ -135,7 +135,7 @@ extension Integration {
             let (_, config) = try Self.library(in: root, [("Saga", "Saga", 4), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Read at start-up, with no `lectern import`: announced as an import.
-                let rescan = await d.startupRescan(folders: 1)
+                let rescan = try await d.startupRescan(folders: 1)
                 #expect(rescan.count == 1 && rescan[0].importedBooks.count == 2, "\(rescan)\n\(d.log)")
                 #expect(d.signals.since(0).contains { $0.isLibrary("ImportProgress") })
                 let book = try await d.bookID(titled: "Saga")
@@ -182,7 +182,7 @@ extension Integration {
             defer { root.remove() }
             let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Saga")
                 let files = try await d.files(of: book)
                 try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
@@ -223,9 +223,9 @@ extension Integration {
                 try FileManager.default.moveItem(at: moved, to: library.appendingPathComponent("Saga"))
                 let mark = d.signals.mark
                 let replacement = try await d.startReplacementDaemon()
-                _ = await d.startupRescan(folders: 1, since: mark)
+                try await d.startupRescan(folders: 1, since: mark)
                 try await expectSameBook(at: library.appendingPathComponent("Saga"), names: ["01.mp3", "Two.mp3", "Three.mp3"], "while stopped")
-                await d.stopReplacement(replacement)
+                #expect(await d.stopReplacement(replacement) == 0)
             }
         }
 
@@ -236,7 +236,7 @@ extension Integration {
             defer { root.remove() }
             let (library, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Saga")
                 let files = try await d.files(of: book)
                 let third = files[2]["id"]?.int64 ?? -1
@@ -249,7 +249,7 @@ extension Integration {
                 try FileManager.default.moveItem(at: thirdPath, to: kept)
                 let mark = d.signals.mark
                 let replacement = try await d.startReplacementDaemon()
-                _ = await d.startupRescan(folders: 1, since: mark)
+                try await d.startupRescan(folders: 1, since: mark)
                 let states = try await poll(timeout: .seconds(30), { try await d.files(of: book).compactMap { $0["state"]?.string } },
                                             until: { $0.count == 4 && $0[2] == "missing" })
                 #expect(states == ["present", "present", "missing", "present"], "\(d.log)")
@@ -265,7 +265,7 @@ extension Integration {
                 try await d.call("Play")
                 try await d.waitForURL(endingWith: "/03.mp3")
                 #expect(try await d.waitForStatus("Playing") == "Playing", "\(d.log)")
-                await d.stopReplacement(replacement)
+                #expect(await d.stopReplacement(replacement) == 0)
             }
         }
 
@@ -279,7 +279,7 @@ extension Integration {
             let source = try Self.serialDisk(in: root, mountedOn: disk)
             defer { umount2(disk, Int32(MNT_DETACH)) }
             try await DaemonFixture.with(daemonArguments: ["--config", config, "--root-check", "0.2"]) { d in
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Serial")
                 let files = try await d.files(of: book)
                 try await d.placePausedInThirdFile(of: book, files[2]["id"]?.int64 ?? -1)
@@ -321,13 +321,13 @@ extension Integration {
                 #expect(umount2(disk, Int32(MNT_DETACH)) == 0)
                 let restart = d.signals.mark
                 let replacement = try await d.startReplacementDaemon()
-                _ = await d.startupRescan(folders: 1, since: restart)
+                try await d.startupRescan(folders: 1, since: restart)
                 #expect(try await d.getBook(book)["state"] == .string("offline"), "\(d.log)")
                 #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
                 try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
                 let again = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
                 #expect(again == .string("available"), "\(d.log)")
-                await d.stopReplacement(replacement)
+                #expect(await d.stopReplacement(replacement) == 0)
             }
         }
 
@@ -367,7 +367,7 @@ extension Integration {
                 try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0)
                 let back = try await poll(timeout: .seconds(30), { try await d.getBook(book)["state"] }, until: { $0 == .string("available") })
                 #expect(back == .string("available"), "\(d.log)")
-                await d.stopReplacement(replacement)
+                #expect(await d.stopReplacement(replacement) == 0)
             }
         }
 
@@ -382,7 +382,7 @@ extension Integration {
             try FileManager.default.createDirectory(at: staged, withIntermediateDirectories: true)
             try AudioFiles.mp3(staged.appendingPathComponent("1.mp3"), seconds: 1, frequency: 1234, tags: .init(title: "One", album: "Late", track: 1))
             try await DaemonFixture.with(daemonArguments: ["--config", config, "--watch-limit", "2", "--fallback-scan", "1"]) { d in
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 _ = try await poll({ d.log }, until: { $0.contains("too many folders to watch") })
                 try FileManager.default.copyItem(at: staged, to: library.appendingPathComponent("C/Late"))
                 let books = try await poll(timeout: .seconds(60), { try await d.allBooks().compactMap { $0["title"]?.string } },
@@ -406,7 +406,7 @@ extension Integration {
                 for file in 2...100 { try FileManager.default.copyItem(at: first, to: folder.appendingPathComponent(String(format: "%03d.mp3", file))) }
             }
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
-                _ = await d.startupRescan(folders: 1)
+                try await d.startupRescan(folders: 1)
                 let mark = try await d.signals.barrier()
                 for book in 1...10 {
                     try FileManager.default.copyItem(at: staged.appendingPathComponent("Book \(book)"), to: library.appendingPathComponent("Book \(book)"))
@@ -456,13 +456,15 @@ extension DaemonFixture {
         return arguments[2].string ?? ""
     }
 
-    /// The ImportFinished of the start-up rescan of `folders` library folders, since `mark` (the daemon's start).
-    func startupRescan(folders: Int, since mark: Int = 0, timeout: Duration = .seconds(60)) async -> [RecordedSignal] {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let finished = signals.since(mark).filter { $0.isLibrary("ImportFinished") }
-            if finished.count >= folders || ContinuousClock.now >= deadline { return Array(finished.prefix(folders)) }
-            try? await Task.sleep(for: .milliseconds(20))
+    /// The ImportFinished of the start-up rescan of `folders` library folders, since `mark` (the daemon's start);
+    /// throws when fewer came in `timeout`.
+    @discardableResult
+    func startupRescan(folders: Int, since mark: Int = 0, timeout: Duration = .seconds(60)) async throws -> [RecordedSignal] {
+        let finished = try await poll(timeout: timeout, { signals.since(mark).filter { $0.isLibrary("ImportFinished") } },
+                                      until: { $0.count >= folders })
+        guard finished.count >= folders else {
+            throw FixtureError("\(finished.count) of \(folders) start-up imports finished in \(timeout):\n\(log)")
         }
+        return Array(finished.prefix(folders))
     }
 }
