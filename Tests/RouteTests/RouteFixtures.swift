@@ -117,8 +117,7 @@ final class SoundServer: @unchecked Sendable {
             try await startPipeWireAndWirePlumber()
             try await startPulseServer()
             _ = try await plug("speakers")
-            try await pactl("set-default-sink", "speakers")
-            try await waitUntilSpeakersAreTheDefaultSink()
+            try await makeSpeakersTheDefaultSink()
         }
     }
 
@@ -128,10 +127,21 @@ final class SoundServer: @unchecked Sendable {
         try spawn("wireplumber", [])
     }
 
+    /// Chooses "speakers" with `pactl set-default-sink`, then waits until it is the default sink. pactl says "Not
+    /// supported" until WirePlumber has published its default-nodes metadata (a loaded machine takes a while):
+    /// chosen again until it takes.
+    private func makeSpeakersTheDefaultSink() async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (try? await pactl("set-default-sink", "speakers")) == nil {
+            guard ContinuousClock.now < deadline else { throw RouteTestError("speakers cannot be made the default sink\n\(log)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await waitUntilSpeakersAreTheDefaultSink(deadline: deadline)
+    }
+
     /// WirePlumber makes "speakers" the default sink: the one chosen with `pactl set-default-sink`, kept in its
     /// state file (`$XDG_STATE_HOME/wireplumber/default-nodes`) and restored when a sink of that name appears.
-    private func waitUntilSpeakersAreTheDefaultSink() async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+    private func waitUntilSpeakersAreTheDefaultSink(deadline: ContinuousClock.Instant = .now + .seconds(30)) async throws {
         while try await pactl("info").contains("Default Sink: speakers") == false {
             guard ContinuousClock.now < deadline else { throw RouteTestError("speakers is not the default sink\n\(log)") }
             try await Task.sleep(for: .milliseconds(10))
