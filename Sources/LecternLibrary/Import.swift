@@ -200,14 +200,27 @@ extension Library {
             var found: [String: ImportedBook.File] = [:]
             for (path, stamp) in stamps {
                 guard let row = try BookFile.fetchOne(statement, arguments: [path, stamp.size, stamp.modified]) else { continue }
-                let chapters = try Chapter.filter(Column("fileId") == row.id!).order(Column("position")).fetchAll(db)
-                found[path] = ImportedBook.File(
-                    path: path, duration: row.duration, title: row.title, artist: row.artist, album: row.album,
-                    albumArtist: row.albumArtist, composer: row.composer, genre: row.genre, trackNumber: row.trackNumber,
-                    discNumber: row.discNumber, chapters: chapters.map { .init(title: $0.title, start: $0.start, end: $0.end) },
-                    fingerprint: FileFingerprint(size: stamp.size, modified: stamp.modified, value: row.fingerprint))
+                found[path] = try Self.imported(db, row)
             }
             return found
         }
+    }
+
+    /// The present files of book `id` as an import gives them (tags, chapters, fingerprint), in the book's order.
+    public func importedFiles(ofBook id: Int64) throws -> [ImportedBook.File] {
+        try read { db in
+            try BookFile.filter(Column("bookId") == id && Column("available") == true).order(Column("position"))
+                .fetchAll(db).map { try Self.imported(db, $0) }
+        }
+    }
+
+    /// `row` as the import that wrote it gave it.
+    private static func imported(_ db: Database, _ row: BookFile) throws -> ImportedBook.File {
+        let chapters = try Chapter.filter(Column("fileId") == row.id!).order(Column("position")).fetchAll(db)
+        return ImportedBook.File(
+            path: row.path, duration: row.duration, title: row.title, artist: row.artist, album: row.album,
+            albumArtist: row.albumArtist, composer: row.composer, genre: row.genre, trackNumber: row.trackNumber,
+            discNumber: row.discNumber, chapters: chapters.map { .init(title: $0.title, start: $0.start, end: $0.end) },
+            fingerprint: FileFingerprint(size: row.size ?? 0, modified: row.modified ?? 0, value: row.fingerprint))
     }
 }

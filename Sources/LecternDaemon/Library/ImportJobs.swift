@@ -78,6 +78,8 @@ final class ImportJobs: Sendable {
             logger.notice("an import left files out", metadata: ["folder": "\(folder.path)", "why": "\(kind.rawValue)",
                                                                  "count": "\(entry.count)", "examples": "\(entry.examples)"])
         }
+        // Without this lecternd would stay at its peak after a big import (161 MB after 100,000 files, 42 trimmed).
+        FreedMemory.giveBack()
         events(.finished(job: job, result, skipped: skipped))
     }
 }

@@ -21,6 +21,8 @@ struct Importer: Sendable {
     let writer: LibraryWriter
     let opener: MediaOpener
     let logger: Logger
+    /// The most files read before their books are written (``batches(_:size:)``).
+    var batchSize = Importer.batchFiles
 
     struct Progress: Sendable {
         var done: Int
@@ -67,45 +69,80 @@ struct Importer: Sendable {
         } else {
             paths = [folder.path]
         }
-        let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
-        guard !files.isEmpty else { throw NoAudioFiles(folder: folder.path) }
+        guard !paths.isEmpty else { throw NoAudioFiles(folder: folder.path) }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
-        let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
-        let unchanged = try library.unchangedFiles(stamps)
-        var found = files.compactMap { url in
-            unchanged[url.path].map { Found(url: url, file: $0, leadArtist: $0.artist?.components(separatedBy: ", ").first) }
-        }
-        if !unchanged.isEmpty {
-            logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchanged.count)"])
-        }
-        found += try await read(files.filter { unchanged[$0.path] == nil }, of: files.count, skipped: &skipped, progress: progress)
-        guard !found.isEmpty else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
-
-        var books: [(String, Int64)] = []
         let mounts = Mounts.current()
-        for group in Self.group(found) {
-            let imported = book(from: group, mounts: mounts)
-            let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
-            outcome.duplicates.forEach { skipped.add(.copy, $0) }
-            if !outcome.duplicates.isEmpty {
-                logger.notice("left out files the library has in another folder",
-                              metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+        var books: [(title: String, id: Int64)] = []
+        var unchangedCount = 0
+        var readAny = false
+        // The books written by earlier batches, by group: a later batch's files of the same album (or untagged, of
+        // the same folder) join the files of the earlier batches.
+        var written: [String: Int64] = [:]
+        for batch in Self.batches(paths, size: batchSize) {
+            let files = batch.map { URL(fileURLWithPath: $0, isDirectory: false) }
+            let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
+            let unchanged = try library.unchangedFiles(stamps)
+            unchangedCount += unchanged.count
+            var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
+            let unread = files.filter { unchanged[$0.path] == nil }
+            found += try await read(unread, done: batch.startIndex + files.count - unread.count, of: paths.count,
+                                    skipped: &skipped, progress: progress)
+            readAny = readAny || !found.isEmpty
+            var earlierPaths: Set<String>?
+            for var group in Self.group(found) {
+                if let earlier = written[group.key] {
+                    if earlierPaths == nil { earlierPaths = Set(paths[..<batch.startIndex]) }
+                    let before = try library.importedFiles(ofBook: earlier).filter { earlierPaths!.contains($0.path) }
+                    group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
+                }
+                let imported = book(from: group, mounts: mounts)
+                let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
+                outcome.duplicates.forEach { skipped.add(.copy, $0) }
+                if !outcome.duplicates.isEmpty {
+                    logger.notice("left out files the library has in another folder",
+                                  metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+                }
+                logger.info(outcome.created ? "imported a book" : "updated a book",
+                            metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
+                written[group.key] = outcome.id
+                if !books.contains(where: { $0.id == outcome.id }) { books.append((imported.title, outcome.id)) }
             }
-            logger.info(outcome.created ? "imported a book" : "updated a book",
-                        metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
-            if !books.contains(where: { $0.1 == outcome.id }) { books.append((imported.title, outcome.id)) }
         }
-        return books.sorted { NaturalOrder.areInIncreasingOrder($0.0, $1.0) }.map(\.1)
+        if unchangedCount > 0 {
+            logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchangedCount)"])
+        }
+        guard readAny else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
+        return books.sorted { NaturalOrder.areInIncreasingOrder($0.title, $1.title) }.map(\.id)
     }
 
-    /// Reads `urls`, each media reader one file at a time, and reports the progress (`total` counts the files that
-    /// were not read too, done before these). A file that can't be read (a reader crashed on it, it is no audio) is
-    /// left out, counted in `skipped`.
-    private func read(_ urls: [URL], of total: Int, skipped: inout SkippedFiles,
+    /// The most files an import reads before it writes their books: what it holds at once, whatever the folder's
+    /// size (a whole folder is never split, so a book's untagged files stay together).
+    static let batchFiles = 5_000
+
+    /// `paths` (in the walk's order, a folder's files together) cut into runs of whole folders, each of at least
+    /// ``batchFiles`` files but the last.
+    static func batches(_ paths: [String], size: Int = batchFiles) -> [ArraySlice<String>] {
+        var batches: [ArraySlice<String>] = []
+        var start = paths.startIndex
+        for index in paths.indices.dropFirst() where index - start >= size {
+            let folder = { (path: String) in path[..<(path.lastIndex(of: "/") ?? path.startIndex)] }
+            if folder(paths[index]) != folder(paths[index - 1]) {
+                batches.append(paths[start..<index])
+                start = index
+            }
+        }
+        if start < paths.endIndex { batches.append(paths[start...]) }
+        return batches
+    }
+
+    /// Reads `urls`, each media reader one file at a time, and reports the progress (of `total` files, `done` of them
+    /// before these). A file that can't be read (a reader crashed on it, it is no audio) is left out, counted in
+    /// `skipped`.
+    private func read(_ urls: [URL], done: Int, of total: Int, skipped: inout SkippedFiles,
                       progress: (Progress) -> Void) async throws -> [Found] {
         var found: [Found] = []
-        var done = total - urls.count
+        var done = done
         progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
         try await withThrowingTaskGroup(of: (reader: Int, found: Result<Found, Skipped>, path: String).self) { group in
             var pending = urls.makeIterator()
@@ -159,23 +196,36 @@ struct Importer: Sendable {
     }
 
     struct Group {
+        /// The folder holding all its files.
         var folder: URL
         var albumKey: String
+        /// In book order.
         var files: [Found]
+
+        init(files: [Found], albumKey: String) {
+            self.files = files.sorted(by: inBookOrder)
+            self.albumKey = albumKey
+            folder = commonFolder(of: self.files.map(\.url))
+        }
+
+        /// What picks its files out of an import: their album tag, or (untagged) their folder.
+        var key: String { Importer.groupKey(album: albumKey, folder: folder) }
+    }
+
+    static func groupKey(album: String, folder: URL) -> String {
+        album.isEmpty ? "folder:" + folder.path : "album:" + album
     }
 
     /// One group per album tag, and per folder for untagged files.
     static func group(_ files: [Found]) -> [Group] {
         var groups: [String: [Found]] = [:]
         for found in files {
-            let album = found.file.album?.trimmingCharacters(in: .whitespaces) ?? ""
-            let key = album.isEmpty ? "folder:" + found.url.deletingLastPathComponent().path : "album:" + album
+            let key = groupKey(album: found.file.album?.trimmingCharacters(in: .whitespaces) ?? "",
+                               folder: found.url.deletingLastPathComponent())
             groups[key, default: []].append(found)
         }
         return groups.map { key, members in
-            let sorted = members.sorted(by: inBookOrder)
-            let album = key.hasPrefix("album:") ? String(key.dropFirst(6)) : ""
-            return Group(folder: commonFolder(of: sorted.map(\.url)), albumKey: album, files: sorted)
+            Group(files: members, albumKey: key.hasPrefix("album:") ? String(key.dropFirst(6)) : "")
         }
     }
 
@@ -208,5 +258,13 @@ struct Importer: Sendable {
 
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {
         opener.chapters(of: url, info).map { .init(title: $0.title, start: $0.start.microseconds, end: $0.end?.microseconds) }
+    }
+}
+
+extension Importer.Found {
+    /// A file as the library has it, not read now.
+    init(known file: ImportedBook.File) {
+        self.init(url: URL(fileURLWithPath: file.path, isDirectory: false), file: file,
+                  leadArtist: file.artist?.components(separatedBy: ", ").first)
     }
 }

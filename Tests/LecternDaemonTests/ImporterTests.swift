@@ -1,0 +1,83 @@
+import Foundation
+import LecternLibrary
+import Logging
+import Testing
+import TestSupport
+@testable import LecternDaemon
+
+/// An import reads and writes a big folder in batches, so that it holds a batch's files at a time, not the
+/// folder's: the books it makes are those of an import in one batch.
+@Suite struct ImporterTests {
+    /// A library with its importer, reading in this process.
+    private struct Rig {
+        let library: Library
+        let importer: Importer
+
+        init(_ directory: TemporaryDirectory, name: String, batchSize: Int) throws {
+            library = try Library(path: directory.path + "/\(name).sqlite")
+            let logger = Logger(label: "test")
+            let opener = MediaOpener(coverDirectory: directory.appending("covers-\(name)"),
+                                     readers: [MediaReader(program: nil, logger: logger)], logger: logger)
+            var importer = Importer(library: library, writer: LibraryWriter(library: library, executor: ThreadExecutor(name: "lectern-test-db")),
+                                    opener: opener, logger: logger)
+            importer.batchSize = batchSize
+            self.importer = importer
+        }
+
+        /// Every book: its title and folder, and its files present, in book order.
+        func books() throws -> [String] {
+            try library.books(in: nil, recursive: true).map { book in
+                let files = try library.files(of: book.id!).filter(\.available).map { $0.path.split(separator: "/").suffix(2).joined(separator: "/") }
+                return "\(book.title) @ \(URL(fileURLWithPath: book.sourcePath ?? "?").lastPathComponent): \(files.joined(separator: ", "))"
+            }.sorted()
+        }
+    }
+
+    @Test func anImportInBatchesMakesTheBooksOfOneBatch() async throws {
+        let directory = try TemporaryDirectory(prefix: "lectern-importer")
+        let root = directory.appending("library")
+        var frequency = 200
+        func file(_ path: String, album: String? = nil, track: Int? = nil) throws {
+            let url = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            frequency += 50  // each file its own sound: the same bytes in two folders would be one file and its copy
+            try AudioFiles.mp3(url, seconds: 0.3, frequency: frequency, tags: .init(album: album, track: track))
+        }
+        // An album over two disc folders; untagged files of one folder on both sides of a folder inside it (the walk
+        // gives "Plain/a", "Plain/b", "Plain/sub/c", "Plain/z"); a folder of its own.
+        for disc in 1...2 {
+            for track in 1...3 { try file("Big/CD\(disc)/\(track).mp3", album: "Big Book", track: disc * 10 + track) }
+        }
+        for name in ["a", "b", "sub/c", "z"] { try file("Plain/\(name).mp3") }
+        for name in ["x", "y"] { try file("Solo/\(name).mp3") }
+
+        let whole = try Rig(directory, name: "whole", batchSize: 1_000)
+        let batched = try Rig(directory, name: "batched", batchSize: 2)
+        #expect(Importer.batches(try FolderWalk.audioFiles(in: root.path).files, size: 2).count > 3)
+        var skipped = SkippedFiles()
+        let wholeIDs = try await whole.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+        let batchedIDs = try await batched.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+
+        #expect(try batched.books() == whole.books())
+        #expect(try whole.books() == [
+            "Big Book @ Big: CD1/1.mp3, CD1/2.mp3, CD1/3.mp3, CD2/1.mp3, CD2/2.mp3, CD2/3.mp3",
+            "Plain @ Plain: Plain/a.mp3, Plain/b.mp3, Plain/z.mp3",
+            "Solo @ Solo: Solo/x.mp3, Solo/y.mp3",
+            "sub @ sub: sub/c.mp3",
+        ])
+        #expect(batchedIDs.count == wholeIDs.count)
+        // Nothing was marked missing on the way: every file's row is present.
+        for book in try batched.library.books(in: nil, recursive: true) {
+            #expect(try batched.library.files(of: book.id!).allSatisfy(\.available))
+        }
+    }
+
+    @Test func batchesAreWholeFoldersOfAtLeastTheirSize() {
+        let paths = ["/l/A/1", "/l/A/2", "/l/A/3", "/l/B/1", "/l/C/1", "/l/C/2", "/l/D/1"]
+        #expect(Importer.batches(paths, size: 2).map(Array.init) == [
+            ["/l/A/1", "/l/A/2", "/l/A/3"], ["/l/B/1", "/l/C/1", "/l/C/2"], ["/l/D/1"],
+        ])
+        #expect(Importer.batches(paths, size: 100).map(Array.init) == [paths])
+        #expect(Importer.batches([], size: 2).isEmpty)
+    }
+}
