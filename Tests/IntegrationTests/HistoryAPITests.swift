@@ -176,6 +176,26 @@ extension Integration {
             }
         }
 
+        /// SIGTERM while playing: the session ends where the listener was, not at the last tick.
+        @Test func aSIGTERMWhilePlayingKeepsTheSessionToTheEnd() async throws {
+            try await DaemonFixture.with { d in
+                let book = try await d.importOK(d.media.longBook)[0]
+                try await d.lib("ActivateBook", [.int64(book), .boolean(true)])
+                try await d.waitForPosition(atLeast: 2_000_000)
+                let heard = try await d.position()
+                #expect(await d.stopDaemon() == 0)
+                let replacement = try await d.startReplacementDaemon()
+                let sessions: [[String: DBusValue]]
+                do { sessions = try await d.sessions(book) } catch {
+                    await d.stopReplacement(replacement)
+                    throw error
+                }
+                #expect(await d.stopReplacement(replacement) == 0)
+                let to = sessions.first?["to"]?.int64 ?? 0
+                #expect(sessions.count == 1 && to >= heard && to <= heard + 2_000_000, "to \(to), heard \(heard): \(sessions)")
+            }
+        }
+
         @Test func statsCountWhatWasHeard() async throws {
             try await DaemonFixture.with { d in
                 let book = try await d.importOK(d.media.longBook)[0]

@@ -63,8 +63,9 @@ func withRecorder(_ body: (Harness, SessionRecorder) async throws -> Void) async
     await run.value
 }
 
-/// Within 100 ms: the player's view moves on the real clock between the manual clock's steps.
-func near(_ a: Duration, _ b: Duration) -> Bool { a - b <= .milliseconds(100) && b - a <= .milliseconds(100) }
+/// Within 1 s: the player's view moves on the real clock while it plays, between the manual clock's steps, and a busy
+/// machine may hold the test's thread for long. The figures compared are tens of seconds apart.
+func near(_ a: Duration, _ b: Duration) -> Bool { a - b <= .seconds(1) && b - a <= .seconds(1) }
 
 extension Harness {
     /// Three files of book `id`, each `length` long, playing from `position` of file `startAt`.

@@ -77,6 +77,7 @@ actor BookSession {
     /// `undoable`: the place in the book left goes on the new book's undo stack (not for an undo itself).
     func activate(_ bookId: Int64, play: Bool, undoable: Bool = true) async throws {
         savePosition()
+        recordHeardSoFar()
         let left = undoable ? currentPlace().flatMap { $0.book.id == bookId ? nil : $0 } : nil
         var book = try library.book(bookId)
         // Offline as last seen: played all the same when its folder is there again (the flag follows at the next look).
@@ -221,6 +222,7 @@ actor BookSession {
     /// Saves the position for the last time: the daemon is stopping. No position is saved after it.
     func close() {
         savePosition()
+        recordHeardSoFar()
         closed = true
     }
 
@@ -307,6 +309,8 @@ actor BookSession {
     private func recordHistory(_ event: PlayerEvent) {
         guard !closed else { return }
         for session in sessions.handle(event, filePosition: player.view.position(), now: Date()) {
+            // A book deleted while it played (the session let go of it) gets no new session.
+            guard session.id != nil || session.bookID == book?.id else { continue }
             let stored = ListenedSession(id: session.id, bookId: session.bookID, startedAt: session.started, endedAt: session.ended,
                                          fromPosition: session.from.microseconds, toPosition: session.to.microseconds,
                                          listened: session.listened.microseconds, content: session.content.microseconds,
@@ -323,6 +327,14 @@ actor BookSession {
                 logger.error("cannot record the listening session", metadata: ["book": "\(session.bookID)", "error": "\(error)"])
             }
         }
+    }
+
+    /// Grows the open session to the position now, as a tick would: before the book changes or the daemon stops, so
+    /// that the session ends where the listener was, not at the last tick.
+    private func recordHeardSoFar() {
+        let state = player.view.state
+        guard state.status == .playing, let item = state.current else { return }
+        recordHistory(.playing(item, at: player.view.position()))
     }
 
     /// A bookmark the daemon makes by itself (the sleep timer stopped, the output went away).
