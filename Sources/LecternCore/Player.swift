@@ -60,6 +60,8 @@ public actor Player {
     /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
     /// playing, and since when (on `now`) it has stood there.
     var standing: (position: Duration?, since: Duration)?
+    /// Which moves start an undo entry (``UndoRuns``), on `now`.
+    var undoRuns = UndoRuns()
     /// Wakes the tick loop when playback starts: it sleeps, with no timer, while nothing plays.
     let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
@@ -260,6 +262,7 @@ public actor Player {
     public func next() {
         userCommand()
         guard let target = nextChapter(wrapping: state.loop == .queue) else { return }
+        noteMove(.chapter)
         go(toChapter: target)
     }
 
@@ -269,10 +272,12 @@ public actor Player {
         guard let current = state.currentChapter else { return }
         let intoChapter = position - state.chapters[current].start
         if state.status != .stopped, intoChapter > options.previousRestartsAfter || previousChapter() == nil {
+            noteMove(.chapter)
             seekWithinItem(to: state.chapters[current].start)
             return
         }
         guard let target = previousChapter() else { return }
+        noteMove(.chapter)
         go(toChapter: target)
     }
 
@@ -285,11 +290,13 @@ public actor Player {
         guard state.chapters.indices.contains(index) else {
             throw .invalidValue("there is no chapter \(index + 1): \(Self.counted(state.chapters.count, "chapter")), from 1")
         }
+        noteMove(.chapter)
         go(toChapter: index)
     }
 
     /// Moves to `position` in file `index` of the queue (queue order); a stopped player is paused there.
-    public func jump(toFile index: Int, at position: Duration) throws(PlayerError) {
+    /// `kind`: what the move is to undo (a jump, a bookmark's); nil for an undo itself, which is not undone.
+    public func jump(toFile index: Int, at position: Duration, as kind: MoveKind? = .jump) throws(PlayerError) {
         userCommand()
         guard state.queue.indices.contains(index), let target = order.position(of: index) else {
             throw .invalidValue("there is no file \(index + 1): \(Self.counted(state.queue.count, "file")), from 1")
@@ -298,6 +305,7 @@ public actor Player {
         if let length = state.queue[index].duration, position > length {
             throw .invalidValue("file \(index + 1) is \(length.clock) long: \(position.clock) is past its end")
         }
+        noteMove(kind)
         if state.status == .stopped { setStatus(.paused) }
         if target == order.position && engineReady {
             seekWithinItem(to: position)
@@ -311,6 +319,7 @@ public actor Player {
     public func seek(by offset: Duration) {
         userCommand()
         guard let chapter = state.chapter, state.status != .stopped else { return }
+        noteMove(.seek)
         let target = max(chapter.start, position + offset)
         if let end = chapter.end, target >= end {
             if let next = nextChapter(wrapping: state.loop == .queue) { go(toChapter: next) } else { finish() }
@@ -324,6 +333,7 @@ public actor Player {
     public func skip(by offset: Duration) {
         userCommand()
         guard state.currentIndex != nil, state.status != .stopped else { return }
+        noteMove(.seek)
         move(by: offset)
     }
 
@@ -334,6 +344,7 @@ public actor Player {
         guard queue == state.queueID, chapter == state.currentChapter, target >= .zero, state.status != .stopped else { return }
         let current = state.chapters[chapter]
         if let length = current.length, target > length { return }
+        noteMove(.seek)
         seekWithinItem(to: current.start + target)
     }
 
@@ -466,6 +477,14 @@ public actor Player {
     func userCommand() {
         outputPause = nil
         extendSleepTimerIfFading()
+    }
+
+    /// Tells the observers where the listener is, before a move of `kind`, when the move starts an undo entry
+    /// (``UndoRuns``); a move that is an undo (nil) ends the run instead.
+    func noteMove(_ kind: MoveKind?) {
+        guard let kind else { undoRuns.reset(); return }
+        guard let item = state.current, undoRuns.startsEntry(kind, at: now()) else { return }
+        tell(.moving(UndoPoint(queueID: state.queueID, item: item, position: view.position(), kind: kind)))
     }
 
     func pauseNow() {

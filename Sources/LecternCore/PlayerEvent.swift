@@ -23,6 +23,9 @@ public enum PlayerEvent: Sendable, Equatable {
     case playing(MediaItem, at: Duration)
     /// Another sound asked for the output (a call), or gave it back, and what the player did about it.
     case interruption(InterruptionNews)
+    /// A client moved the listener (a skip, a seek, a chapter, a jump): where they were just before, sent before
+    /// the move, when the move is one to undo of its own (not one of a run of skips, see ``UndoRuns``).
+    case moving(UndoPoint)
 }
 
 /// Hears every ``PlayerEvent``, synchronously, on the player's executor: it must not wait (hand the event on to

@@ -322,6 +322,63 @@ enum Schema {
             try db.execute(sql: searchTriggers(remake: remakeOnce))
             try db.execute(sql: progressTriggers(remake: remakeOnce))
         }
+        migrator.registerMigration("v10: listening history and undo") { db in
+            // Listening sessions (SessionTracker): the open one's row is updated at each of the player's ticks. A
+            // deleted book's sessions stay in the history, with its title.
+            try db.execute(sql: """
+                CREATE TABLE listeningSession (
+                  id INTEGER PRIMARY KEY AUTOINCREMENT,
+                  bookId INTEGER REFERENCES book(id) ON DELETE SET NULL,
+                  title TEXT NOT NULL,
+                  startedAt DATETIME NOT NULL,
+                  endedAt DATETIME NOT NULL,
+                  fromPosition INTEGER NOT NULL,
+                  toPosition INTEGER NOT NULL,
+                  listened INTEGER NOT NULL,
+                  content INTEGER NOT NULL,
+                  speed DOUBLE NOT NULL,
+                  CHECK (fromPosition >= 0 AND toPosition >= fromPosition AND listened >= 0 AND content >= 0),
+                  CHECK (speed >= 0.5 AND speed <= 3.0 AND endedAt >= startedAt)
+                );
+                CREATE INDEX listeningSession_started ON listeningSession(startedAt);
+                CREATE INDEX listeningSession_book ON listeningSession(bookId, startedAt);
+                """)
+            // When each book was finished: a row each time it is marked finished (a book heard twice, twice).
+            try db.execute(sql: """
+                CREATE TABLE finishedBook (
+                  id INTEGER PRIMARY KEY AUTOINCREMENT,
+                  bookId INTEGER REFERENCES book(id) ON DELETE SET NULL,
+                  title TEXT NOT NULL,
+                  finishedAt DATETIME NOT NULL
+                );
+                CREATE INDEX finishedBook_at ON finishedBook(finishedAt);
+                CREATE TRIGGER finishedBook_marked AFTER UPDATE OF finished ON book WHEN NEW.finished AND NOT OLD.finished
+                BEGIN
+                  INSERT INTO finishedBook(bookId, title, finishedAt)
+                  VALUES (NEW.id, NEW.title, strftime('%Y-%m-%d %H:%M:%f', 'now'));
+                END;
+                """)
+            // Each book's undo stack: the places a move left (in this book, or, for a book change, in the book left).
+            try db.execute(sql: """
+                CREATE TABLE undoEntry (
+                  id INTEGER PRIMARY KEY AUTOINCREMENT,
+                  bookId INTEGER NOT NULL REFERENCES book(id) ON DELETE CASCADE,
+                  placeBookId INTEGER NOT NULL REFERENCES book(id) ON DELETE CASCADE,
+                  fileId INTEGER NOT NULL REFERENCES bookFile(id) ON DELETE CASCADE,
+                  offset INTEGER NOT NULL,
+                  kind TEXT NOT NULL,
+                  createdAt DATETIME NOT NULL,
+                  CHECK (offset >= 0),
+                  CHECK (kind IN ('seek', 'chapter', 'jump', 'bookmark', 'book'))
+                );
+                CREATE INDEX undoEntry_book ON undoEntry(bookId, id);
+                CREATE INDEX undoEntry_placeBook ON undoEntry(placeBookId);
+                CREATE INDEX undoEntry_file ON undoEntry(fileId);
+                CREATE TRIGGER undoEntry_file BEFORE INSERT ON undoEntry
+                WHEN NOT EXISTS (SELECT 1 FROM bookFile WHERE id = NEW.fileId AND bookId = NEW.placeBookId)
+                BEGIN SELECT RAISE(ABORT, 'the undo entry names a file of another book'); END;
+                """)
+        }
         return migrator
     }
 

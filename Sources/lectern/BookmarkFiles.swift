@@ -113,9 +113,9 @@ enum BookmarkFiles {
         }.joined()
     }
 
-    private static func seconds(_ microseconds: Int64) -> String { String(format: "%.6f", Double(microseconds) / 1e6) }
+    static func seconds(_ microseconds: Int64) -> String { String(format: "%.6f", Double(microseconds) / 1e6) }
 
-    private static func csvField(_ text: String) -> String {
+    static func csvField(_ text: String) -> String {
         guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

@@ -21,8 +21,8 @@ struct SchemaTests {
             return
         }
         #expect(tables == ["book", "bookDeferred", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
-                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "grdb_migrations",
-                           "setting", "shelf", "shuffledFile"])
+                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "finishedBook",
+                           "grdb_migrations", "listeningSession", "setting", "shelf", "shuffledFile", "undoEntry"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
         #expect(named == ["trigger bookDeferred_done", "index bookFile_fingerprint", "index bookFile_missing", "index bookFile_order", "index bookFile_path", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
                           "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
@@ -32,7 +32,10 @@ struct SchemaTests {
                           "index book_added", "index book_author", "index book_modified", "index book_on_shelfId",
                           "index book_played", "trigger book_position_file", "index book_progress", "index book_source",
                           "index book_title", "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId",
-                          "index chapter_on_fileId", "index shelf_name", "trigger shuffledFile_file"])
+                          "index chapter_on_fileId", "index finishedBook_at", "trigger finishedBook_marked",
+                          "index listeningSession_book", "index listeningSession_started", "index shelf_name",
+                          "trigger shuffledFile_file", "index undoEntry_book", "index undoEntry_file", "trigger undoEntry_file",
+                          "index undoEntry_placeBook"])
         let views = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
         #expect(views == ["bookProgress", "bookSearchText", "shelfTree"])
         #expect(try sqlite3(t.path, "SELECT identifier FROM grdb_migrations") == ["v1: shelves, books, files, chapters, bookmarks",
@@ -43,7 +46,8 @@ struct SchemaTests {
                                                                                   "v6: a book's loop in Lectern's words",
                                                                                   "v7: full-text search",
                                                                                   "v8: file fingerprints",
-                                                                                  "v9: missing files, offline books, one search row"])
+                                                                                  "v9: missing files, offline books, one search row",
+                                                                                  "v10: listening history and undo"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -113,7 +117,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["9"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["10"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

@@ -7,7 +7,9 @@ import Logging
 /// The current book, between the library and the player: activating a book loads its files at the saved
 /// position with its settings; while it plays, the position is saved at every tick of the player (twice a
 /// second: ``Player/tickInterval``) and at every pause, seek, stop, book change and shutdown, only when it
-/// changed; settings changed by clients are saved to the book.
+/// changed; settings changed by clients are saved to the book. It also keeps the listening history (each session's
+/// row updated with the position, ``SessionTracker``) and each book's undo stack (the places clients' moves left,
+/// and the book left for another).
 ///
 /// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
 /// (`record`), and the database is written here, never on the player or the D-Bus thread. The actor runs on the
@@ -44,6 +46,8 @@ actor BookSession {
     private var closed = false
     /// The current book's shuffled order as saved (file ids).
     private var savedShuffleOrder: [Int64] = []
+    /// The listening sessions, from the player's events.
+    private var sessions = SessionTracker()
 
     private let events: AsyncStream<PlayerEvent>
 
@@ -70,8 +74,11 @@ actor BookSession {
     /// FileFailed), at its saved position (from the start when it was finished), with its settings; playing or
     /// paused. When the position's file is missing, playing starts at the next file; paused, the place stays in that
     /// file until the listener plays (it may be back by then: a disk mounted again). An offline book fails.
-    func activate(_ bookId: Int64, play: Bool) async throws {
+    /// `undoable`: the place in the book left goes on the new book's undo stack (not for an undo itself).
+    func activate(_ bookId: Int64, play: Bool, undoable: Bool = true) async throws {
         savePosition()
+        recordHeardSoFar()
+        let left = undoable ? currentPlace().flatMap { $0.book.id == bookId ? nil : $0 } : nil
         var book = try library.book(bookId)
         // Offline as last seen: played all the same when its folder is there again (the flag follows at the next look).
         if book.offline && !Self.isReachable(book) {
@@ -132,7 +139,39 @@ actor BookSession {
         // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
+        if let left, let leftBook = left.book.id, let file = left.file.id {
+            pushUndo(on: bookId, placeBook: leftBook, file: file, offset: left.offset, kind: .book)
+        }
         announce(.currentBook(book))
+    }
+
+    // MARK: - Undo
+
+    /// Returns to the newest place on the current book's undo stack, and takes it off: a place in this book (playing
+    /// or paused as now), or the book left for this one, at the place it was left. An undo is not itself undone: a
+    /// second undo goes further back.
+    func undo() async throws -> UndoEntry {
+        guard let current = book else { throw LibraryError.notFound("no book is current: there is nothing to undo") }
+        guard let entry = try library.popUndo(of: current.id ?? 0) else {
+            throw LibraryError.notFound("nothing to undo in “\(current.title)”")
+        }
+        if entry.placeBookId == current.id {
+            try await jump(toFile: entry.fileId, offset: entry.offset, as: nil)
+        } else {
+            try library.savePosition(of: entry.placeBookId, file: entry.fileId, offset: entry.offset)
+            try await activate(entry.placeBookId, play: player.view.state.status == .playing, undoable: false)
+        }
+        return entry
+    }
+
+    private func pushUndo(on bookId: Int64, placeBook: Int64, file: Int64, offset: Int64, kind: MoveKind) {
+        do {
+            try library.pushUndo(on: bookId, placeBook: placeBook, file: file, offset: offset, kind: kind.rawValue)
+        } catch let error as LibraryError where error.isUnavailable {
+            // The daemon logs once that writes fail (LibraryService.healthChanged); the place is not kept.
+        } catch {
+            logger.error("cannot keep the place to undo", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
     }
 
     /// An import wrote `books`: when the current book is among them and a file of its queue is now at another path
@@ -183,6 +222,7 @@ actor BookSession {
     /// Saves the position for the last time: the daemon is stopping. No position is saved after it.
     func close() {
         savePosition()
+        recordHeardSoFar()
         closed = true
     }
 
@@ -207,13 +247,14 @@ actor BookSession {
         item?.libraryFileID.flatMap { files[$0] }
     }
 
-    /// Moves to a place in the current book (a file of it and an offset).
-    func jump(toFile fileId: Int64, offset: Int64) async throws {
+    /// Moves to a place in the current book (a file of it and an offset); `kind`: what the move is to undo (nil: an
+    /// undo itself).
+    func jump(toFile fileId: Int64, offset: Int64, as kind: MoveKind? = .jump) async throws {
         guard files[fileId] != nil, let index = player.view.state.queue.firstIndex(where: { $0.libraryFileID == fileId }) else {
             throw LibraryError.notFound("that file is not available in the current book")
         }
         do {
-            try await player.jump(toFile: index, at: .microseconds(offset))
+            try await player.jump(toFile: index, at: .microseconds(offset), as: kind)
         } catch {
             throw LibraryError.invalidArgument("\(error)")
         }
@@ -222,6 +263,7 @@ actor BookSession {
     // MARK: - Events
 
     private func handle(_ event: PlayerEvent) {
+        recordHistory(event)
         switch event {
         case .stateChanged(let state, let previous):
             guard let id = book?.id, state.queueID == .book(id) else { return }  // not (yet) this book's queue
@@ -239,6 +281,9 @@ actor BookSession {
             break  // the player logged it and went on; the position is saved with the next file's state
         case .interruption:
             break  // a pause or resume it made is a state change, saved as such
+        case .moving(let point):
+            guard let id = book?.id, point.queueID == .book(id), let file = file(of: point.item)?.id else { return }
+            pushUndo(on: id, placeBook: id, file: file, offset: point.position.microseconds, kind: point.kind)
         case .playing(let item, let position):
             // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
             savePosition(item, offset: position.microseconds, playedAt: Date())
@@ -257,6 +302,39 @@ actor BookSession {
             savePosition(item, offset: position.microseconds)
             addAutomaticBookmark(.sleepTimer, title: "Sleep timer", item: item, offset: position.microseconds)
         }
+    }
+
+    /// Hands the event to the session tracker and stores the sessions it started, grew or ended: while playing, one
+    /// UPDATE of the open session's row at each tick, beside the position's.
+    private func recordHistory(_ event: PlayerEvent) {
+        guard !closed else { return }
+        for session in sessions.handle(event, filePosition: player.view.position(), now: Date()) {
+            // A book deleted while it played (the session let go of it) gets no new session.
+            guard session.id != nil || session.bookID == book?.id else { continue }
+            let stored = ListenedSession(id: session.id, bookId: session.bookID, startedAt: session.started, endedAt: session.ended,
+                                         fromPosition: session.from.microseconds, toPosition: session.to.microseconds,
+                                         listened: session.listened.microseconds, content: session.content.microseconds,
+                                         speed: session.rate)
+            do {
+                if session.id != nil {
+                    try library.updateSession(stored)
+                } else {
+                    sessions.assign(id: try library.insertSession(stored), to: session)
+                }
+            } catch let error as LibraryError where error.isUnavailable {
+                // Written whole by the next write that works (a new session is inserted then).
+            } catch {
+                logger.error("cannot record the listening session", metadata: ["book": "\(session.bookID)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Grows the open session to the position now, as a tick would: before the book changes or the daemon stops, so
+    /// that the session ends where the listener was, not at the last tick.
+    private func recordHeardSoFar() {
+        let state = player.view.state
+        guard state.status == .playing, let item = state.current else { return }
+        recordHistory(.playing(item, at: player.view.position()))
     }
 
     /// A bookmark the daemon makes by itself (the sleep timer stopped, the output went away).

@@ -47,13 +47,22 @@ struct LibraryRules: Sendable {
         return try await writer.write { try $0.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note) }
     }
 
-    /// Plays from a bookmark, activating its book first when it isn't the current one.
+    /// Plays from a bookmark, activating its book first when it isn't the current one. One undo returns to where the
+    /// listener was: in this book, or in the book left for it.
     func jump(toBookmark id: Int64) async throws {
         let bookmark = try library.bookmark(id)
-        if await session.book?.id != bookmark.bookId {
+        let otherBook = await session.book?.id != bookmark.bookId
+        if otherBook {
             try await session.activate(bookmark.bookId, play: true)
         }
-        try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset)
+        try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset, as: otherBook ? nil : .bookmark)
+    }
+
+    /// `id`, or the current book for 0.
+    func bookOrCurrent(_ id: Int64) async throws -> Int64 {
+        if id != 0 { return id }
+        guard let current = await session.book?.id else { throw LibraryError.notFound("no book is current") }
+        return current
     }
 
     /// Where a new bookmark of `bookId` goes: the player's position when it is the current book, else its saved one.

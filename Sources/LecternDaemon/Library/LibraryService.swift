@@ -6,7 +6,8 @@ import Logging
 import Synchronization
 
 /// Lectern's own D-Bus API on /org/lectern/Lectern1: `org.lectern.Library1` (shelves, books, import,
-/// queries, the current book) and `org.lectern.Bookmarks1`. Documented in dbus/org.lectern.Library1.xml.
+/// queries, the current book), `org.lectern.Bookmarks1` and `org.lectern.History1` (undo, the listening history and
+/// statistics). Documented in dbus/org.lectern.Library1.xml and dbus/org.lectern.History1.xml.
 ///
 /// This file holds the object: what it publishes (properties, signals) and the retry of unsaved writes. Each
 /// interface's methods are in LibraryService+Library1.swift and +Bookmarks1.swift, which decode the arguments and
@@ -128,10 +129,10 @@ final class LibraryService: Sendable {
 
     // MARK: - Declarations
 
-    /// Library1 and Bookmarks1, declared in their own files.
+    /// Library1, Bookmarks1 and History1, declared in their own files.
     /// `rules`: what the calls do beyond the library, with the book session.
     func interfaces(_ rules: LibraryRules) -> [Interface] {
-        [libraryInterfaceDeclaration(rules), bookmarksInterfaceDeclaration(rules)]
+        [libraryInterfaceDeclaration(rules), bookmarksInterfaceDeclaration(rules), historyInterfaceDeclaration(rules)]
     }
 
     /// A method that reads the library, and encodes its reply, off the call queue: other callers aren't kept waiting

@@ -59,7 +59,7 @@ public final class MPRISService: PlayerObserver {
             announceTrackListChanges(from: previous, to: state, on: object)
         case .seeked(let position):
             try? object.emit(Self.playerInterface, "Seeked", [.int64(position.microseconds)])
-        case .stopped, .finished, .sleepTimerFired, .itemFailed, .playing, .interruption:
+        case .stopped, .finished, .sleepTimerFired, .itemFailed, .playing, .interruption, .moving:
             break
         }
     }
