@@ -90,4 +90,9 @@ long lectern_mp3_ffmpeg_gapless_tag(const uint8_t *data, size_t size);
 // `added_ns` (may be NULL) gets the last change's lengthening in nanoseconds.
 long lectern_mp4_extend_priming_edits(uint8_t *data, size_t size, uint64_t *added_ns);
 
+// lecterngain (gain.c): a gain with a peak limiter at -1 dBFS behind it, in passthrough at a gain of 1; the formats of
+// scaletempo (F32LE, F64LE, S16LE). Property "gain" (double, 0 to 100, default 1). Registers the element in this
+// process (once, after gst_init); false if it could not be.
+bool lectern_gst_register_gain(void);
+
 #endif
