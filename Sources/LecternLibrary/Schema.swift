@@ -322,6 +322,15 @@ enum Schema {
             try db.execute(sql: searchTriggers(remake: remakeOnce))
             try db.execute(sql: progressTriggers(remake: remakeOnce))
         }
+        migrator.registerMigration("v10: loudness") { db in
+            // Loudness normalisation, a book's setting (off by default), and its measured loudness: the integrated
+            // loudness of its files in LUFS, or why it could not be measured (both NULL: not measured yet).
+            try db.alter(table: "book") { t in
+                t.add(column: "normalise", .boolean).notNull().defaults(to: false)
+                t.add(column: "loudness", .double)
+                t.add(column: "loudnessProblem", .text)
+            }
+        }
         return migrator
     }
 

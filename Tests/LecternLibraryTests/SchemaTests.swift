@@ -43,7 +43,8 @@ struct SchemaTests {
                                                                                   "v6: a book's loop in Lectern's words",
                                                                                   "v7: full-text search",
                                                                                   "v8: file fingerprints",
-                                                                                  "v9: missing files, offline books, one search row"])
+                                                                                  "v9: missing files, offline books, one search row",
+                                                                                  "v10: loudness"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -113,7 +114,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["9"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["10"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")
