@@ -10,11 +10,12 @@
 # Uses sudo when not root. Debian 12 (bookworm) package names.
 set -euo pipefail
 
+# libebur128-dev: the loudness meter (EBU R128) the media reader runs (libebur128-1, its library, is in run_pkgs).
 build_pkgs=(libdbus-1-dev libsqlite3-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libpulse-dev
-            pkg-config)
+            libebur128-dev pkg-config)
 # dbus-daemon (dbus-daemon, dbus-run-session) and dbus-bin (dbus-send) are separate packages since bookworm;
 # on older releases they are part of `dbus` (see optional_pkgs).
-run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
+run_pkgs=(dbus dbus-daemon dbus-bin libebur128-1 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
           gstreamer1.0-tools gstreamer1.0-plugins-base-apps)
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has

@@ -215,8 +215,10 @@ enum BenchCommand {
                     var result = try measure(kind, audio: audio, settings: settings, work: work)
                     if let server = settings.soundServer {
                         do {
-                            (result.pulseCPU, result.pulseServerCPU) = try measureIntoSoundServer(
-                                kind, server: server, audio: audio, settings: settings, work: work)
+                            let measured = try measureIntoSoundServer(kind, server: server, audio: audio, settings: settings,
+                                                                      work: work, boosted: kind.key == "lectern")
+                            (result.pulseCPU, result.pulseServerCPU) = (measured.player, measured.server)
+                            (result.pulseBoostedCPU, result.pulseBoostedServerCPU) = (measured.boosted?.player, measured.boosted?.server)
                         } catch {
                             notes.append("\(kind.label): CPU into PulseAudio not measured: \(error)")
                         }

@@ -55,6 +55,14 @@ final class BusClient {
         case bool(Bool)
         /// a{sv} whose values are all strings (a library query).
         case stringVardict([(String, String)])
+        /// a{sv} of numbers and booleans (a book's settings).
+        case vardict([(String, Variant)])
+    }
+
+    enum Variant {
+        case string(String)
+        case double(Double)
+        case bool(Bool)
     }
 
     private static func appendString(_ iter: inout DBusMessageIter, _ s: String) {
@@ -86,22 +94,39 @@ final class BusClient {
                 var v: dbus_bool_t = value ? 1 : 0
                 _ = dbus_message_iter_append_basic(&iter, typeCode("b"), &v)
             case .stringVardict(let pairs):
-                var array = DBusMessageIter()
-                _ = dbus_message_iter_open_container(&iter, typeCode("a"), "{sv}", &array)
-                for (key, value) in pairs {
-                    var entry = DBusMessageIter()
-                    _ = dbus_message_iter_open_container(&array, typeCode("e"), nil, &entry)
-                    appendString(&entry, key)
-                    var variant = DBusMessageIter()
-                    _ = dbus_message_iter_open_container(&entry, typeCode("v"), "s", &variant)
-                    appendString(&variant, value)
-                    _ = dbus_message_iter_close_container(&entry, &variant)
-                    _ = dbus_message_iter_close_container(&array, &entry)
-                }
-                _ = dbus_message_iter_close_container(&iter, &array)
+                appendVardict(&iter, pairs.map { ($0, .string($1)) })
+            case .vardict(let pairs):
+                appendVardict(&iter, pairs)
             }
         }
         return message
+    }
+
+    private static func appendVardict(_ iter: inout DBusMessageIter, _ pairs: [(String, Variant)]) {
+        var array = DBusMessageIter()
+        _ = dbus_message_iter_open_container(&iter, typeCode("a"), "{sv}", &array)
+        for (key, value) in pairs {
+            var entry = DBusMessageIter()
+            _ = dbus_message_iter_open_container(&array, typeCode("e"), nil, &entry)
+            appendString(&entry, key)
+            var variant = DBusMessageIter()
+            switch value {
+            case .string(let s):
+                _ = dbus_message_iter_open_container(&entry, typeCode("v"), "s", &variant)
+                appendString(&variant, s)
+            case .double(let d):
+                _ = dbus_message_iter_open_container(&entry, typeCode("v"), "d", &variant)
+                var v = d
+                _ = dbus_message_iter_append_basic(&variant, typeCode("d"), &v)
+            case .bool(let b):
+                _ = dbus_message_iter_open_container(&entry, typeCode("v"), "b", &variant)
+                var v: dbus_bool_t = b ? 1 : 0
+                _ = dbus_message_iter_append_basic(&variant, typeCode("b"), &v)
+            }
+            _ = dbus_message_iter_close_container(&entry, &variant)
+            _ = dbus_message_iter_close_container(&array, &entry)
+        }
+        _ = dbus_message_iter_close_container(&iter, &array)
     }
 
     static func typeCode(_ c: Unicode.Scalar) -> Int32 { Int32(c.value) }

@@ -126,6 +126,9 @@ struct Report {
             + "sound server", cells { pulseCell($0.pulseCPU, $0.pulseServerCPU) },
             gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.pulseCPU, $0.pulseServerCPU) } ?? "—",
             "player ≤ 0.4 %" + verdict(cpuMet))
+        row("CPU playing into PulseAudio as above, then the book boosted (volume 2) and normalised (gain stage and "
+            + "limiter at work), same process, % of one core (schedstat): player + sound server",
+            cells { pulseCell($0.pulseBoostedCPU, $0.pulseBoostedServerCPU) }, "—", "—")
         row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
@@ -200,7 +203,8 @@ struct Report {
             "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "childrenRSSKB": r.playChildrenRSSKB, "cpu": cpu(r.playCPU), "threads": r.threads,
                         "openToPlayingMs": r.openToPlayingMs, "smapsRollup": rollup(r.playRollup)],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
-            "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU)],
+            "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU),
+                                      "boostedCpu": cpu(r.pulseBoostedCPU), "boostedServerCpu": cpu(r.pulseBoostedServerCPU)],
             "roundTripsUs": ["pingBus": r.pingBus.json(unit: 1000), "pingPlayer": r.pingPlayer.json(unit: 1000),
                              "get": r.get.json(unit: 1000), "getAll": r.getAll.json(unit: 1000),
                              "echoGet": r.echoGet.json(unit: 1000),

@@ -49,6 +49,9 @@ struct PlayerResult {
     /// Playing into PulseAudio (`measureIntoSoundServer`): the player's CPU and the server's meanwhile.
     var pulseCPU: CPUWindow.Result?
     var pulseServerCPU: CPUWindow.Result?
+    /// The same, in the same process right after, with the book at volume 2 and normalised (Lectern only).
+    var pulseBoostedCPU: CPUWindow.Result?
+    var pulseBoostedServerCPU: CPUWindow.Result?
     var threads = 0
     var pingBus = Samples([]), pingPlayer = Samples([]), get = Samples([]), getAll = Samples([])
     /// Get answered by the minimal libdbus responder in the bench process: the two-hop floor.
@@ -339,9 +342,11 @@ func activateBook(in player: RunningPlayer, client: BusClient) throws {
 /// CPU while playing into a sound server (`SoundServer`: PulseAudio, null sink): the player started on a bus of
 /// its own with its PulseAudio output, the file played, then the player's CPU and the server's over the same
 /// window. The server's share matters: a player that sends its audio as it is decoded (44.1 kHz mono here) leaves
-/// the conversion to the server, one that converts first does it itself.
+/// the conversion to the server, one that converts first does it itself. With `boosted`, Lectern's book is then
+/// boosted (volume 2) and normalised (its loudness measured first) while it plays, and a second window measured.
 func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL, settings: Settings,
-                            work: TemporaryDirectory) throws -> (player: CPUWindow.Result, server: CPUWindow.Result) {
+                            work: TemporaryDirectory, boosted: Bool = false) throws
+    -> (player: CPUWindow.Result, server: CPUWindow.Result, boosted: (player: CPUWindow.Result, server: CPUWindow.Result)?) {
     progress("\(kind.label): CPU while playing into PulseAudio, \(settings.cpuWindow)")
     let bus = try PrivateBus()
     defer { bus.stop() }
@@ -363,9 +368,32 @@ func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL,
         throw BenchFailure("\(kind.label) is not Playing into PulseAudio 10 s after loading:\n\(player.logTail)")
     }
     sleepFor(settings.playSettle)
-    let playerWindow = CPUWindow(player.pid), serverWindow = CPUWindow(server.process.pid)
-    sleepFor(settings.cpuWindow)
-    return (playerWindow.finish(), serverWindow.finish())
+    func window() -> (player: CPUWindow.Result, server: CPUWindow.Result) {
+        let playerWindow = CPUWindow(player.pid), serverWindow = CPUWindow(server.process.pid)
+        sleepFor(settings.cpuWindow)
+        return (playerWindow.finish(), serverWindow.finish())
+    }
+    let plain = window()
+    guard boosted, kind.loading == .libraryBook else { return (plain.player, plain.server, nil) }
+    try boostAndNormalise(in: player, client: client)
+    sleepFor(settings.playSettle)
+    return (plain.player, plain.server, window())
+}
+
+/// Sets the bench's book (id 1) to volume 2 with normalisation on, and waits until its loudness is measured (the
+/// second BookChanged: the first is the settings').
+func boostAndNormalise(in player: RunningPlayer, client: BusClient) throws {
+    let rule = "type='signal',interface='org.lectern.Library1',member='BookChanged'"
+    try client.addMatch(rule)
+    defer { client.removeMatch(rule) }
+    try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "SetBookSettings",
+                    [.int64(1), .vardict([("volume", .double(2)), ("normalise", .bool(true))])])
+    var changes = 0
+    _ = client.waitFor(timeout: .seconds(60)) { message in
+        if MessageReader(message).isSignal("org.lectern.Library1", "BookChanged") { changes += 1 }
+        return changes == 2
+    }
+    guard changes == 2 else { throw BenchFailure("the book's loudness was not measured within 60 s") }
 }
 
 /// Shared state of one concurrency run. Each thread owns its connection; only this box is shared.

@@ -12,6 +12,8 @@ public enum GStreamer {
     /// Runs `gst_init` once; Swift runs a static initializer exactly once, thread-safely (swift_once).
     private static let initialized: Void = {
         gst_init(nil, nil)
+        // Lectern's gain stage (lecterngain, gain.c), which the playbin's audio filter holds.
+        _ = lectern_gst_register_gain()
     }()
 
     /// Initializes GStreamer (gst_init) the first time it is called; later calls return at once. Thread-safe.

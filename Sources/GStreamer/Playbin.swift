@@ -26,8 +26,9 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// from a lock-protected slot. ``control`` is the `Sendable` handle for seeks and queries from other threads.
 ///
 /// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
-/// `scaletempo`, so rate changes keep the pitch. Consecutive files follow without a gap where GStreamer 1.22 alone
-/// would leave one (FFmpeg-written MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
+/// `scaletempo`, so rate changes keep the pitch, then a gain stage with a limiter (``gain``). Consecutive files follow
+/// without a gap where GStreamer 1.22 alone would leave one (FFmpeg-written MP3s) or lose sound (the last packet of
+/// MP4 audio): see gapless.c.
 /// A `pulsesink` (named, or the one `autoaudiosink` picks) keeps ``soundServerBuffer`` of sound, not GStreamer's
 /// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred; its stream
 /// carries the properties given to `init`, by which the sound server's policies and volume controls know it.
@@ -50,7 +51,13 @@ public final class Playbin {
     /// The thread-safe handle to the same element (seeks, queries, state changes).
     public let control: PlaybinControl
 
+    /// The audio filter: scaletempo (rate changes keep the pitch), then Lectern's gain stage with its limiter
+    /// (lecterngain, gain.c), in passthrough at a gain of 1.
+    static let audioFilter = "scaletempo ! lecterngain name=\(gainName)"
+    private static let gainName = "lectern-gain"
+
     private let element: UnsafeMutablePointer<GstElement>
+    private let gainElement: UnsafeMutablePointer<GstElement>
     private let nextSlot: NextURISlot
     /// The +1 reference "about-to-finish" uses as user data; released in deinit once no callback can run.
     private let nextSlotReference: Unmanaged<NextURISlot>
@@ -87,7 +94,12 @@ public final class Playbin {
         lectern_gst_configure_sound_server_sinks(UnsafeMutableRawPointer(element), buffer, cNames, cValues, names.count)
         for copy in cNames + cValues { g_free(UnsafeMutableRawPointer(mutating: copy)) }
 
-        let filter = gst_element_factory_make("scaletempo", nil)
+        var filterError: UnsafeMutablePointer<GError>?
+        var filter = gst_parse_bin_from_description(Self.audioFilter, 1, &filterError).map { upcast($0, to: GstElement.self) }
+        if consumeError(filterError) != nil, let partial = filter {
+            gst_object_unref(gst_object_ref_sink(UnsafeMutableRawPointer(partial)))
+            filter = nil
+        }
         var sink: UnsafeMutablePointer<GstElement>?
         var failure: PipelineError?
         if filter == nil {
@@ -119,6 +131,8 @@ public final class Playbin {
         }
 
         self.element = element
+        // A new reference, released in deinit; the playbin holds the bin it is in for as long.
+        self.gainElement = gst_bin_get_by_name(UnsafeMutablePointer<GstBin>(OpaquePointer(filter!)), Self.gainName)!
         self.control = PlaybinControl(element: element)
         self.nextSlot = NextURISlot()
         self.nextSlotReference = Unmanaged.passRetained(nextSlot)
@@ -143,6 +157,7 @@ public final class Playbin {
         // NULL has joined the streaming threads: no "about-to-finish" callback is running or can start.
         lectern_gst_signal_disconnect(UnsafeMutableRawPointer(element), aboutToFinishHandler)
         nextSlotReference.release()
+        gst_object_unref(UnsafeMutableRawPointer(gainElement))
         gst_object_unref(UnsafeMutableRawPointer(element))
     }
 
@@ -207,6 +222,13 @@ public final class Playbin {
 
     /// Duration of the current stream, nil when unknown.
     public var duration: Duration? { control.duration }
+
+    /// Linear gain of the audio filter's gain stage, before the output's ``volume``: 0 to 100, 1 (passthrough: not
+    /// a sample changed) by default. A peak limiter behind it keeps every sample at or below -1 dBFS.
+    public var gain: Double {
+        get { lectern_gst_object_get_double(UnsafeMutableRawPointer(gainElement), "gain") }
+        set { lectern_gst_object_set_double(UnsafeMutableRawPointer(gainElement), "gain", min(max(newValue, 0), 100)) }
+    }
 
     /// Linear volume (playbin "volume", soft-volume): 0 silent, 1 unity, up to 10.
     public var volume: Double {

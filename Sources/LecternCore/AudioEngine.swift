@@ -24,8 +24,10 @@ public protocol AudioEngine: AnyObject {
     func seek(to position: Duration)
     /// The position in the current stream, nil when nothing is loaded or it is not yet known.
     var position: Duration? { get }
-    /// Linear volume, 0 = silent, 1 = unity; above 1 amplifies.
+    /// Linear volume, 0 = silent, 1 = unity; above 1 amplifies (without clipping).
     func setVolume(_ volume: Double)
+    /// A linear gain on top of the volume (a book's loudness normalisation); 1 leaves the sound as it is.
+    func setGain(_ gain: Double)
     /// Playback rate (1 = normal) with the pitch preserved.
     func setRate(_ rate: Double)
     /// The stream to continue with, without a gap, when the current one ends; nil to stop at its end.

@@ -27,6 +27,8 @@ public actor Player {
     let now: @Sendable () -> Duration
 
     var state = PlayerState()
+    /// The loudness gain told to the engine (``PlaybackSettings/gain``).
+    var loudnessGain = 1.0
     /// The order the queue plays in (shuffled when `state.shuffle`), where the current item is in it, and the
     /// items that failed as the gapless next one.
     var order = PlayOrder()
@@ -164,6 +166,7 @@ public actor Player {
             engine.setVolume(state.volume)
             engine.setRate(state.rate)
         }
+        setGain(settings?.gain ?? 1)
         if let name {
             state.queueID = name
         } else {
@@ -348,6 +351,19 @@ public actor Player {
         seekWithinItem(to: current.start + target)
     }
 
+    /// The loudness gain of what plays (a book's normalisation, measured after it was opened).
+    public func setLoudnessGain(_ gain: Double) {
+        setGain(gain)
+    }
+
+    /// The loudness gain of what plays (``PlaybackSettings/gain``): told to the engine when it changes.
+    private func setGain(_ gain: Double) {
+        let gain = gain.isFinite ? min(max(0, gain), PlayerState.maximumGain) : 1
+        guard gain != loudnessGain else { return }
+        loudnessGain = gain
+        engine.setGain(gain)
+    }
+
     public func setVolume(_ volume: Double) throws(PlayerError) {
         userCommand()
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
@@ -381,6 +397,7 @@ public actor Player {
         let volume = PlayerState.volume(settings.volume)
         let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
         if volume != state.volume { state.volume = volume; engine.setVolume(volume) }
+        setGain(settings.gain)
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
         if settings.shuffle != state.shuffle {

@@ -16,17 +16,20 @@ public enum LoopMode: Sendable, Equatable, CaseIterable {
     case queue
 }
 
-/// Volume, rate, shuffle and loop together: a book's settings, applied in one step when it is opened.
+/// Volume, rate, shuffle, loop and loudness gain together: a book's settings, applied in one step when it is opened.
 public struct PlaybackSettings: Sendable, Equatable {
     public var volume: Double
     public var rate: Double
     public var shuffle: Bool
     public var loop: LoopMode
-    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none) {
+    /// The book's loudness normalisation, linear, applied with the volume; 1 leaves the sound as it is.
+    public var gain: Double
+    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1) {
         self.volume = volume
         self.rate = rate
         self.shuffle = shuffle
         self.loop = loop
+        self.gain = gain
     }
 }
 
@@ -68,8 +71,11 @@ public struct PlayerState: Sendable, Equatable {
 
     public static let minimumRate = 0.5
     public static let maximumRate = 3.0
-    /// Above 1 amplifies; GStreamer's volume element goes no higher.
+    /// Above 1 amplifies, through a gain stage with a limiter (nothing clips); GStreamer's volume element goes no
+    /// higher.
     public static let maximumVolume = 10.0
+    /// The most a loudness gain may amplify (+30 dB).
+    public static let maximumGain = 31.622776601683793
 
     /// A volume a client asked for, as the player sets it: within 0 ... ``maximumVolume``, and 0 below 0.0001
     /// (−80 dB, silence to the ear): no state a listener could not have chosen, such as 2.2e-308.

@@ -108,6 +108,16 @@ extension Library {
         try updateBook(book, touching: false) { $0.settings = settings }
     }
 
+    /// Keeps the book's measured loudness (LUFS), or why it could not be measured.
+    public func setLoudness(of book: Int64, _ measured: Result<Double, LoudnessProblem>) throws {
+        try updateBook(book, touching: false) { book in
+            switch measured {
+            case .success(let loudness): book.loudness = loudness; book.loudnessProblem = nil
+            case .failure(let problem): book.loudness = nil; book.loudnessProblem = problem.reason
+            }
+        }
+    }
+
     /// The book's shuffled play order as kept (its file ids), until it is reshuffled; empty when none is kept.
     public func shuffleOrder(of book: Int64) throws -> [Int64] {
         try read { db in

@@ -26,15 +26,19 @@ public struct BookSettings: Codable, Sendable, Equatable {
         case book
     }
 
+    /// Linear: 1 is the recording's own level; above 1 amplifies, through a limiter (up to 10).
     public var volume: Double = 1
     public var speed: Double = 1
     public var shuffle = false
     public var loop = Loop.none
-    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none) {
+    /// Loudness normalisation: the book played at the target loudness, by the gain its measured loudness asks for.
+    public var normalise = false
+    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
         self.loop = loop
+        self.normalise = normalise
     }
 }
 
@@ -71,6 +75,13 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var offline = false
     /// The mount its folder was on when last imported ("/" for the root file system); nil when not known yet.
     public var mountPath: String?
+    /// Whether loudness normalisation is on (``BookSettings/normalise``).
+    public var normalise = false
+    /// The integrated loudness of its files (EBU R128), LUFS; nil when not measured (yet), or it could not be.
+    public var loudness: Double?
+    /// Why its loudness could not be measured (all silence, a file that cannot be decoded, the time ran out); nil
+    /// when it was, or not yet.
+    public var loudnessProblem: String?
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -79,8 +90,11 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
 
     public var settings: BookSettings {
-        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop) }
-        set { volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop }
+        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise) }
+        set {
+            volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop
+            normalise = newValue.normalise
+        }
     }
 }
 
@@ -123,6 +137,9 @@ extension Book {
         userOrder = try row.decode(forColumn: "userOrder")
         offline = try row.decode(forColumn: "offline")
         mountPath = try row.decode(forColumn: "mountPath")
+        normalise = try row.decode(forColumn: "normalise")
+        loudness = try row.decode(forColumn: "loudness")
+        loudnessProblem = try row.decode(forColumn: "loudnessProblem")
     }
 }
 
@@ -201,4 +218,10 @@ public struct Bookmark: Codable, Sendable, Equatable, Identifiable, FetchableRec
     // Dates without ICU (StoredDate).
     public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { StoredDate.decoding }
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
+}
+
+/// Why a book's loudness could not be measured, as kept with the book and shown.
+public struct LoudnessProblem: Error, Sendable, Equatable {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
 }

@@ -379,6 +379,15 @@ enum Schema {
                 BEGIN SELECT RAISE(ABORT, 'the undo entry names a file of another book'); END;
                 """)
         }
+        migrator.registerMigration("v11: loudness") { db in
+            // Loudness normalisation, a book's setting (off by default), and its measured loudness: the integrated
+            // loudness of its files in LUFS, or why it could not be measured (both NULL: not measured yet).
+            try db.alter(table: "book") { t in
+                t.add(column: "normalise", .boolean).notNull().defaults(to: false)
+                t.add(column: "loudness", .double)
+                t.add(column: "loudnessProblem", .text)
+            }
+        }
         return migrator
     }
 

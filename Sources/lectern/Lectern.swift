@@ -15,7 +15,7 @@ struct Lectern: AsyncParsableCommand {
         version: lecternVersion,
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
-                      Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self,
+                      Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self, LoudnessCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self,
                       Undo.self, HistoryCommand.self, Stats.self])
 
@@ -186,11 +186,12 @@ struct Position: AsyncParsableCommand {
 }
 
 struct Volume: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies).",
-        discussion: examples("lectern volume", "lectern volume 0.5", "lectern volume 1.5"))
+    static let configuration = CommandConfiguration(
+        abstract: "Show or set the volume (0 silent, 1 full; above 1 amplifies, up to 10, through a limiter: nothing clips).",
+        discussion: examples("lectern volume", "lectern volume 0.5", "lectern volume 1.5", "lectern volume 150%"))
     @OptionGroup var bus: BusOptions
     // Passthrough, so that "-1" is a (refused) volume rather than an unknown option.
-    @Argument(parsing: .captureForPassthrough, help: "The new volume, e.g. 0.5.") var volume: [String] = []
+    @Argument(parsing: .captureForPassthrough, help: "The new volume, e.g. 0.5, or a percentage, e.g. 150%.") var volume: [String] = []
 
     func run() async throws {
         let values = volume.filter { $0 != "--" }
@@ -200,8 +201,10 @@ struct Volume: AsyncParsableCommand {
             print(String(format: "%.2f", try await daemon.playerProperty("Volume").double ?? 0))
             return
         }
-        guard let volume = Double(text), volume.isFinite, volume >= 0, volume <= 10 else {
-            throw ValidationError("the volume is a number from 0 (silent) to 10, 1 being full volume; not \(text)")
+        let percent = text.hasSuffix("%")
+        guard let number = Double(percent ? String(text.dropLast()) : text), case let volume = percent ? number / 100 : number,
+              volume.isFinite, volume >= 0, volume <= 10 else {
+            throw ValidationError("the volume is a number from 0 (silent) to 10, 1 being full volume, or 0% to 1000%; not \(text)")
         }
         try await Daemon.connect(bus).setPlayerProperty("Volume", .double(volume))
     }

@@ -2,7 +2,8 @@ import ArgumentParser
 import DBus
 import Foundation
 
-// `lectern skip`, `jump`, `chapter`, `speed`, `sleep`: listening to a book through org.lectern.Player1.
+// `lectern skip`, `jump`, `chapter`, `speed`, `sleep`: listening to a book through org.lectern.Player1; `loudness`: a
+// book's normalisation, through org.lectern.Library1.
 // Files and chapters are numbered from 1 here (the API counts from 0).
 
 extension Daemon {
@@ -145,5 +146,54 @@ struct SleepCommand: AsyncParsableCommand {
         }
         guard number.isEmpty, total > 0, total < 1_000_000 else { return nil }
         return Int64(total * 1_000_000)
+    }
+}
+
+struct LoudnessCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "loudness",
+        abstract: "Show or set a book's loudness normalisation (to -18 LUFS; off by default), or measure its loudness again.",
+        discussion: examples("lectern loudness", "lectern loudness on", "lectern loudness off", "lectern loudness measure",
+                             "lectern loudness on --book Dune")
+            + "\n\nTurning it on for a book never measured measures it first, in the background (`lectern loudness` shows "
+            + "when it is done); until then, and for a book that cannot be measured (all silence, a damaged file), it "
+            + "plays at its own level. Off plays the book exactly as recorded.")
+    @OptionGroup var bus: BusOptions
+    @Option(help: "The book (its id, or words of its title); default: the current book.") var book: String?
+    @Argument(help: "on, off or measure; without one, show the book's loudness.") var action: String?
+
+    func validate() throws {
+        guard action.map(["on", "off", "measure"].contains) ?? true else {
+            throw ValidationError("loudness takes on, off or measure; not \(action!)")
+        }
+    }
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        let id = try await daemon.resolveBookOrCurrent(book)
+        switch action {
+        case "on"?, "off"?:
+            try await daemon.library("SetBookSettings", [.int64(id), .vardict(["normalise": .boolean(action == "on")])])
+        case "measure"?:
+            try await daemon.library("MeasureLoudness", [.int64(id)])
+        default:
+            let details = try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+            print(Self.describe(details))
+        }
+    }
+
+    /// "normalisation on: -23.1 LUFS, +5.1 dB", or what is known of its loudness.
+    static func describe(_ book: [String: DBusValue]) -> String {
+        let normalise = book["normalise"]?.bool ?? false
+        let measured: String
+        if let loudness = book["loudness"]?.double {
+            measured = String(format: "%.1f LUFS", loudness)
+        } else if let problem = book["loudness_problem"]?.string {
+            measured = "not measurable (\(problem)): unity gain"
+        } else {
+            measured = "not measured yet"
+        }
+        let gain = book["loudness_gain"]?.double ?? 0
+        return "normalisation \(normalise ? "on" : "off"): \(measured)"
+            + (normalise && gain != 0 ? String(format: ", %+.1f dB", gain) : "")
     }
 }

@@ -225,7 +225,9 @@ struct MediaReaderTests {
         let empty = MediaInfo(duration: nil, title: nil, artists: [], album: nil, albumArtist: nil, genre: nil,
                               trackNumber: nil, discNumber: nil, hasAudio: false, cover: nil, chapters: [])
         let replies: [MediaReaderWire.Reply] = [.info(full), .info(empty), .error(.notFound("a")), .error(.unreadable("")),
-                                                .error(.notAudio("c")), .error(.failed("d"))]
+                                                .error(.notAudio("c")), .error(.failed("d")),
+                                                .loudness(LoudnessMeasurement(integrated: -23.25, peak: 0.5)),
+                                                .loudness(LoudnessMeasurement(integrated: nil, peak: 0))]
         for reply in replies {
             let message = MediaReaderWire.encode(reply)
             let payload = Array(message.dropFirst(4))
@@ -240,6 +242,11 @@ struct MediaReaderTests {
         let requestPayload = Array(MediaReaderWire.encode(request).dropFirst(4))
         #expect(MediaReaderWire.decodeRequest(requestPayload) == request)
         #expect(MediaReaderWire.speaksThisProtocol(requestPayload))
+        // A book's files to measure; a read of two files is nonsense.
+        let measure = MediaReaderWire.Request(kind: .loudness, uris: ["file:///1.ogg", "file:///2%20b.ogg"], timeoutMilliseconds: 60_000)
+        #expect(MediaReaderWire.decodeRequest(Array(MediaReaderWire.encode(measure).dropFirst(4))) == measure)
+        let readTwo = MediaReaderWire.Request(kind: .read, uris: ["file:///1.ogg", "file:///2.ogg"], timeoutMilliseconds: 1)
+        #expect(MediaReaderWire.decodeRequest(Array(MediaReaderWire.encode(readTwo).dropFirst(4))) == nil)
         var otherVersion = requestPayload
         otherVersion[0] &+= 1
         #expect(!MediaReaderWire.speaksThisProtocol(otherVersion))

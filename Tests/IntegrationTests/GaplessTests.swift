@@ -17,18 +17,6 @@ enum PCM {
         }
     }
 
-    /// A mono 16-bit WAV file of `samples`.
-    static func wav(_ samples: [Int16]) -> Data {
-        var data = Data()
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + samples.count * 2)); data.append(contentsOf: Array("WAVE".utf8))
-        data.append(contentsOf: Array("fmt ".utf8)); u32(16); u16(1); u16(1); u32(UInt32(rate)); u32(UInt32(rate * 2)); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(UInt32(samples.count * 2))
-        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
-        return data
-    }
-
     /// The samples of a mono 16-bit WAV file (its "data" chunk; to the end of the file when the chunk's size
     /// was never written).
     static func samples(ofWAV data: Data) throws -> [Int16] {
@@ -105,7 +93,7 @@ extension Integration {
             try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
             for (name, samples) in [("1", first), ("2", second)] {
                 let wav = (format == "wav" ? book : folder.url).appendingPathComponent("\(name).wav")
-                try PCM.wav(samples).write(to: wav)
+                try AudioFiles.wavData(samples).write(to: wav)
                 let encoded = book.appendingPathComponent("\(name).\(format)").path
                 switch format {
                 case "flac":

@@ -16,6 +16,7 @@ final class FakeEngine: AudioEngine, Sendable {
         case stop
         case seek(Duration)
         case setVolume(Double)
+        case setGain(Double)
         case setRate(Double)
         case setNext(URL?)
 
@@ -27,6 +28,7 @@ final class FakeEngine: AudioEngine, Sendable {
             case .stop: return "stop"
             case .seek(let position): return "seek(\(position))"
             case .setVolume(let volume): return "setVolume(\(volume))"
+            case .setGain(let gain): return "setGain(\(gain))"
             case .setRate(let rate): return "setRate(\(rate))"
             case .setNext(let url): return "setNext(\(url?.lastPathComponent ?? "nil"))"
             }
@@ -104,6 +106,10 @@ final class FakeEngine: AudioEngine, Sendable {
             $0.calls.append(.setVolume(volume))
             $0.volume = volume
         }
+    }
+
+    func setGain(_ gain: Double) {
+        state.withLock { $0.calls.append(.setGain(gain)) }
     }
 
     func setRate(_ rate: Double) {

@@ -87,7 +87,8 @@ struct BookTests {
         let id = try library.add(importedBook("/every", album: "Album Key", title: "Every Column", author: "An Author",
                                               cover: "/every/cover.jpg"), into: shelf)
         let file = try library.fileIds(of: id)[1]
-        try library.setSettings(of: id, BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book))
+        try library.setSettings(of: id, BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        try library.setLoudness(of: id, .success(-21.5))
         try library.setNote(of: id, "a note")
         try library.setFinished(id, true)
         _ = try library.savePosition(of: id, file: file, offset: 1234, playedAt: Date(timeIntervalSince1970: 1_700_000_000.125))
@@ -98,13 +99,15 @@ struct BookTests {
         // the listings' order, is not a Book's).
         let columns = try #require(try sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
         #expect(columns == ["addedAt", "albumKey", "author", "coverPath", "finished", "id", "lastPlayedAt", "loop",
-                            "modifiedAt", "mountPath", "narrator", "note", "offline", "positionFileId", "positionOffset",
-                            "progress", "shelfId", "shuffle", "sourcePath", "speed", "title", "userOrder", "volume"])
+                            "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
+                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "sourcePath", "speed", "title",
+                            "userOrder", "volume"])
         let book = try library.book(id)
         #expect(book.id == id && book.shelfId == shelf && book.title == "Every Column" && book.author == "An Author")
         #expect(book.narrator == "A Narrator" && book.coverPath == "/every/cover.jpg" && book.sourcePath == "/every")
         #expect(book.albumKey == "Album Key" && book.note == "a note" && book.finished && book.userOrder == 42)
-        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book))
+        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        #expect(book.loudness == -21.5 && book.loudnessProblem == nil)
         #expect(book.positionFileId == file && book.positionOffset == 1234)
         #expect(book.lastPlayedAt == Date(timeIntervalSince1970: 1_700_000_000.125))
         #expect(book.offline && book.mountPath == "/mnt/disk")
@@ -113,6 +116,11 @@ struct BookTests {
         #expect(try library.everyBook(in: shelf, recursive: false) == [book])
         #expect(try library.search("every", offset: 0, limit: 1).books == [book])
         #expect(try library.randomBook(LibraryQuery(title: "every"))?.book == book)
+        // A measurement that failed replaces the loudness with its reason, and the reverse.
+        try library.setLoudness(of: id, .failure(LoudnessProblem("all silence")))
+        #expect(try library.book(id).loudness == nil && library.book(id).loudnessProblem == "all silence")
+        try library.setLoudness(of: id, .success(-30))
+        #expect(try library.book(id).loudness == -30 && library.book(id).loudnessProblem == nil)
     }
 
     @Test("A title over 1,024 characters is cut to 1,024")

@@ -47,7 +47,8 @@ struct SchemaTests {
                                                                                   "v7: full-text search",
                                                                                   "v8: file fingerprints",
                                                                                   "v9: missing files, offline books, one search row",
-                                                                                  "v10: listening history and undo"])
+                                                                                  "v10: listening history and undo",
+                                                                                  "v11: loudness"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 

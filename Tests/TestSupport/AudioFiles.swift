@@ -89,6 +89,19 @@ public enum AudioFiles {
                 + " ! flacenc", to: url)
     }
 
+    /// A mono 16-bit 44.1 kHz WAV file of `samples`.
+    public static func wavData(_ samples: [Int16]) -> Data {
+        var data = Data()
+        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(UInt32(36 + samples.count * 2)); data.append(contentsOf: Array("WAVE".utf8))
+        data.append(contentsOf: Array("fmt ".utf8)); u32(16); u16(1); u16(1); u32(UInt32(sampleRate)); u32(UInt32(sampleRate * 2))
+        u16(2); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(UInt32(samples.count * 2))
+        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
+        return data
+    }
+
     /// A PNG of `width`×`height` (one videotestsrc frame), e.g. a cover.
     public static func png(_ url: URL, width: Int = 64, height: Int = 64) throws {
         try gst("videotestsrc num-buffers=1 ! video/x-raw,width=\(width),height=\(height) ! pngenc", to: url)

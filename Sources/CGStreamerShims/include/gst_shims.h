@@ -90,4 +90,16 @@ long lectern_mp3_ffmpeg_gapless_tag(const uint8_t *data, size_t size);
 // `added_ns` (may be NULL) gets the last change's lengthening in nanoseconds.
 long lectern_mp4_extend_priming_edits(uint8_t *data, size_t size, uint64_t *added_ns);
 
+// lecterngain (gain.c): a gain with a peak limiter at -1 dBFS behind it, in passthrough at a gain of 1; the formats of
+// scaletempo (F32LE, F64LE, S16LE). Property "gain" (double, 0 to 100, default 1). Registers the element in this
+// process (once, after gst_init); false if it could not be.
+bool lectern_gst_register_gain(void);
+
+// The integrated loudness (EBU R128, gated; LUFS) and the sample peak (linear) of the files `uris` decoded one after
+// another as one programme (loudness.c), within `timeout_microseconds` for them all. Returns 0 (`integrated` is
+// -INFINITY when every block is below the absolute gate: silence), -1 when a file cannot be decoded or holds no sound,
+// -2 when the time ran out. On -1, `error` gets why (free with lectern_gst_free).
+int lectern_measure_loudness(const char *const *uris, size_t count, int64_t timeout_microseconds,
+                             double *integrated, double *peak, char **error);
+
 #endif

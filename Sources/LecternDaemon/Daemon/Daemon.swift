@@ -189,7 +189,14 @@ public enum Daemon {
                 await session.addAutomaticBookmark(.unplug, title: "Output unplugged")
             }
         }
-        let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session))
+        // Loudness is measured by a media reader of its own: a long measurement never holds up opening a file.
+        let meter = LoudnessMeter(library: library, writer: writer, reader: MediaReader(program: options.mediaReader, logger: logger),
+                                  logger: logger) { book in
+            await session.loudnessMeasured(book)
+            service.bookChanged(book)
+        }
+        let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session,
+                                                                             meter: meter))
             + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)

@@ -23,7 +23,7 @@ import Synchronization
 ///
 /// A pipeline that hangs (docs/decisions/gstreamer-hangs.md): every state change and seek the worker makes is
 /// watched; one still running after ``hangLimit`` gives that playbin up (kept, never released: releasing it would
-/// hang too) with its worker, and a new worker builds a playbin like it (volume and next file carried over; the
+/// hang too) with its worker, and a new worker builds a playbin like it (volume, gain and next file carried over; the
 /// old one's events are ignored). A load in progress goes on in the new playbin; a stream that was ready is
 /// reported as ``EngineEvent/outputFailed(_:)`` (the place is kept; Play loads the file again).
 final class GStreamerEngine: AudioEngine {
@@ -82,6 +82,7 @@ final class GStreamerEngine: AudioEngine {
     func stop() { core.apply { machine, _ in machine.stop() } }
     func seek(to position: Duration) { core.apply { machine, _ in machine.seek(to: position) } }
     func setVolume(_ volume: Double) { core.apply { machine, _ in machine.setVolume(volume) } }
+    func setGain(_ gain: Double) { core.apply { machine, _ in machine.setGain(gain) } }
     func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
     func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
     var position: Duration? { core.position }
@@ -120,7 +121,7 @@ private final class EngineCore: PipelineHost {
         self.readiness = readiness
         // Made under the lock: its thread's first report (`built`) waits until the worker is current.
         shared.withLock { shared in
-            shared.worker = PipelineWorker(generation: 0, audioSink: audioSink, volume: 1, next: nil, host: self)
+            shared.worker = PipelineWorker(generation: 0, audioSink: audioSink, level: .init(), next: nil, host: self)
         }
     }
 
@@ -234,7 +235,8 @@ private final class EngineCore: PipelineHost {
             shared.inFlight = nil
             shared.control = nil
             shared.generation += 1
-            shared.worker = PipelineWorker(generation: shared.generation, audioSink: audioSink, volume: shared.machine.volume,
+            shared.worker = PipelineWorker(generation: shared.generation, audioSink: audioSink,
+                                           level: .init(volume: shared.machine.volume, gain: shared.machine.gain),
                                            next: shared.machine.nextURL, host: self)
             logger.error("GStreamer stopped responding; its pipeline is given up and replaced",
                          metadata: ["reason": "\(inFlight.what) hung", "given up": "\(shared.abandoned.count)"])

@@ -36,6 +36,8 @@ actor BookSession {
     }
 
     private(set) var book: Book?
+    /// The loudness normalisation brings books to (LUFS).
+    private let loudnessTarget = LoudnessMeter.defaultTarget
     /// The current book's files in the queue, by id (each of the player's items carries its file's id).
     private var files: [Int64: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
@@ -130,8 +132,7 @@ actor BookSession {
         lastSettings = nil
         savedShuffleOrder = shuffled
         let shuffleOrder = savedShuffleOrder.compactMap { id in available.firstIndex { $0.id == id } }
-        let settings = PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle,
-                                        loop: LoopMode(book.loop))
+        let settings = playbackSettings(book)
         // Not listened to since it was last playing: the smart rewind on Play counts that pause.
         let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
         await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
@@ -204,8 +205,25 @@ actor BookSession {
 
     /// Applies new settings of the current book to the player.
     func apply(_ settings: BookSettings) async throws {
-        try await player.apply(PlaybackSettings(volume: settings.volume, rate: settings.speed, shuffle: settings.shuffle,
-                                                loop: LoopMode(settings.loop)))
+        guard var book else { return }
+        book.settings = settings
+        self.book = book
+        try await player.apply(playbackSettings(book))
+    }
+
+    /// The loudness of `id` was measured (or could not be): when it is the current book, its gain follows.
+    func loudnessMeasured(_ id: Int64) async {
+        guard var book, book.id == id, let measured = try? library.book(id) else { return }
+        book.loudness = measured.loudness
+        book.loudnessProblem = measured.loudnessProblem
+        self.book = book
+        await player.setLoudnessGain(book.loudnessGain(target: loudnessTarget))
+    }
+
+    /// `book`'s settings in the player's words, with the gain of its loudness normalisation.
+    private func playbackSettings(_ book: Book) -> PlaybackSettings {
+        PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle, loop: LoopMode(book.loop),
+                         gain: book.loudnessGain(target: loudnessTarget))
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -385,7 +403,8 @@ actor BookSession {
     /// database, keeps a late event from before a change from writing old values over new ones.
     private func saveSettings(_ state: PlayerState) {
         guard let bookId = book?.id else { return }
-        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop))
+        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop),
+                                    normalise: book?.normalise ?? false)
         defer { lastSettings = settings }
         guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {

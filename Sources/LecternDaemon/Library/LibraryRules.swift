@@ -13,6 +13,7 @@ struct LibraryRules: Sendable {
     let library: Library
     let writer: LibraryWriter
     let session: BookSession
+    let meter: LoudnessMeter
 
     /// Deletes a shelf (see ``Library/deleteShelf(_:recursive:)``); the session lets go of a book deleted with it.
     /// Returns the books on the shelf and below it, which the deletion removed.
@@ -36,6 +37,10 @@ struct LibraryRules: Sendable {
         try change(&settings)
         try await writer.write { [settings] in try $0.setSettings(of: id, settings) }
         if await session.book?.id == id { try await session.apply(settings) }
+        // Normalisation turned on for a book never measured: measured now, in the background.
+        if settings.normalise, let book = try? library.book(id), book.loudness == nil, book.loudnessProblem == nil {
+            meter.measure(id)
+        }
     }
 
     /// Adds a bookmark where the book is: the player's position when it is the current book, else its saved one.

@@ -92,15 +92,25 @@ extension LibraryService {
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        for key in changes.keys where !["volume", "speed", "shuffle", "loop"].contains(key) {
-                            throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop)")
+                        for key in changes.keys where !["volume", "speed", "shuffle", "loop", "normalise"].contains(key) {
+                            throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop, normalise)")
                         }
                         if let v = changes["volume"] { settings.volume = try Self.double(v, "volume") }
                         if let v = changes["speed"] { settings.speed = try Self.double(v, "speed") }
                         if let v = changes["shuffle"] { guard let b = v.bool else { throw LibraryError.invalidArgument("shuffle is a boolean") }; settings.shuffle = b }
                         if let v = changes["loop"] { settings.loop = try Self.loop(v) }
+                        if let v = changes["normalise"] {
+                            guard let b = v.bool else { throw LibraryError.invalidArgument("normalise is a boolean") }
+                            settings.normalise = b
+                        }
                     }
                     self.bookChanged(id)
+                    return []
+                },
+                method("MeasureLoudness", in: [("id", .int64)]) { call in
+                    let id: Int64 = try call.argument(0)
+                    _ = try self.library.book(id)
+                    rules.meter.measure(id)
                     return []
                 },
                 method("SetBookNote", in: [("id", .int64), ("note", .string)]) { call in

@@ -65,7 +65,7 @@ extension LibraryService {
 
     /// A book as ListBooks gives it, with its files' totals (none: no files).
     static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
-        .vardict([
+        var map: [String: DBusValue] = [
             "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
             "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
             "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
@@ -77,7 +77,12 @@ extension LibraryService {
             "files": .uint32(UInt32(clamping: totals?.files ?? 0)), "duration": .int64(totals?.duration ?? 0),
             "state": .string(book.offline ? "offline" : "available"),
             "missing": .uint32(UInt32(clamping: book.offline ? 0 : (totals.map { $0.files - $0.available } ?? 0))),
-        ])
+            "normalise": .boolean(book.normalise),
+            "loudness_gain": .double(20 * log10(book.loudnessGain(target: LoudnessMeter.defaultTarget))),
+        ]
+        if let loudness = book.loudness { map["loudness"] = .double(loudness) }
+        if let problem = book.loudnessProblem { map["loudness_problem"] = .string(problem) }
+        return .vardict(map)
     }
 
     static func encode(_ file: BookFile) -> DBusValue {

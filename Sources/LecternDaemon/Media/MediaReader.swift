@@ -93,6 +93,18 @@ public final class MediaReader: Sendable {
         return try result.get()
     }
 
+    /// The loudness of `urls`, decoded one after another as one programme, measured by the child (EBU R128).
+    /// - Throws: ``MediaError/failed(_:)``: a file that cannot be decoded or holds no sound, `timeout` passed, or the
+    ///   child crashed (and was stopped).
+    public func measureLoudness(_ urls: [URL], timeout: Duration) async throws(MediaError) -> LoudnessMeasurement {
+        let result: Result<LoudnessMeasurement, MediaError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result { () throws(MediaError) in try self.measureNow(urls, timeout: timeout) })
+            }
+        }
+        return try result.get()
+    }
+
     /// Stops the child, if one runs (after the read under way, if any), and waits for it to go.
     public func stop() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -107,24 +119,43 @@ public final class MediaReader: Sendable {
 
     // MARK: The daemon's side (on `queue`)
 
-    private func readNow(_ url: URL, again: Bool = false) throws(MediaError) -> MediaInfo {
-        defer { if !again { leaveWhenIdle() } }
+    private func readNow(_ url: URL) throws(MediaError) -> MediaInfo {
         let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
-        guard var child = running() else {
-            return try Discoverer.discover(url, timeout: timeout)
+        let request = MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000))
+        let reply = try exchange(request, about: name, within: timeout + answerGrace) { () throws(MediaError) in
+            .info(try Discoverer.discover(url, timeout: timeout))
         }
-        let request = MediaReaderWire.encode(
-            MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000)))
-        if !Self.sendAll(request, to: child.socket) {
+        guard case .info(let info) = reply else { throw .failed("\(name): the media reader answered nonsense") }
+        return info
+    }
+
+    private func measureNow(_ urls: [URL], timeout: Duration) throws(MediaError) -> LoudnessMeasurement {
+        let request = MediaReaderWire.Request(kind: .loudness, uris: urls.map(\.absoluteString),
+                                              timeoutMilliseconds: Int64(timeout.seconds * 1000))
+        let reply = try exchange(request, about: "the loudness of \(urls.count) files", within: timeout + answerGrace) {
+            () throws(MediaError) in .loudness(try Loudness.measure(urls, timeout: timeout))
+        }
+        guard case .loudness(let measured) = reply else { throw .failed("the media reader answered nonsense") }
+        return measured
+    }
+
+    /// Sends `request` to the child and returns its answer (an error it answered is thrown); `inProcess` answers it
+    /// when no child can be started. `name` says what is read, in errors and the log.
+    private func exchange(_ request: MediaReaderWire.Request, about name: String, within limit: Duration, again: Bool = false,
+                          inProcess: () throws(MediaError) -> MediaReaderWire.Reply) throws(MediaError) -> MediaReaderWire.Reply {
+        defer { if !again { leaveWhenIdle() } }
+        guard var child = running() else { return try inProcess() }
+        let message = MediaReaderWire.encode(request)
+        if !Self.sendAll(message, to: child.socket) {
             // It went after running() looked (between two reads): once more, with a new one.
             let ending = Self.describe(forget(child, kill: true))
-            guard let another = running() else { return try Discoverer.discover(url, timeout: timeout) }
-            guard Self.sendAll(request, to: another.socket) else {
+            guard let another = running() else { return try inProcess() }
+            guard Self.sendAll(message, to: another.socket) else {
                 throw .failed("\(name): the media reader went away (\(ending))")
             }
             child = another
         }
-        switch Self.receiveMessage(from: child.socket, within: timeout + answerGrace) {
+        switch Self.receiveMessage(from: child.socket, within: limit) {
         case .message(let payload):
             guard let reply = MediaReaderWire.decodeReply(payload) else {
                 throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
@@ -134,10 +165,8 @@ public final class MediaReader: Sendable {
                 return state.child?.served ?? 0
             }
             if served >= readsPerChild { _ = forget(child, kill: false) }
-            switch reply {
-            case .info(let info): return info
-            case .error(let error): throw error
-            }
+            if case .error(let error) = reply { throw error }
+            return reply
         case .nonsense:
             throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
         case .closed:
@@ -147,7 +176,7 @@ public final class MediaReader: Sendable {
             // then it looks alive). Not this file's doing: once more, with a new child.
             if !again, child.served > 0, let status, status & 0x7f == SIGKILL {
                 logger.notice("the media reader was killed; reading the file again with another", metadata: ["path": "\(name)"])
-                return try readNow(url, again: true)
+                return try exchange(request, about: name, within: limit, again: true, inProcess: inProcess)
             }
             let ending = Self.describe(status)
             if child.served == 0, let status, status & 0x7f == 0, Self.notAReader.contains(status >> 8 & 0xff) {
@@ -157,14 +186,14 @@ public final class MediaReader: Sendable {
                 // ending (a crash, another status) is the file's, and the daemon never reads that file itself.
                 logger.warning("the media reader exited at its first request; reading this file in the daemon",
                                metadata: ["program": "\(program ?? "")", "how": "\(ending)"])
-                return try Discoverer.discover(url, timeout: timeout)
+                return try inProcess()
             }
             logger.warning("the media reader stopped while reading a file", metadata: ["path": "\(name)", "how": "\(ending)"])
             throw .failed("\(name): the media reader stopped while reading it (\(ending))")
         case .timedOut:
             let ending = Self.describe(forget(child, kill: true))
             logger.warning("the media reader did not answer; stopped it", metadata: ["path": "\(name)", "how": "\(ending)"])
-            throw .failed("\(name): the media reader did not answer within \((timeout + answerGrace).seconds) s")
+            throw .failed("\(name): the media reader did not answer within \(limit.seconds) s")
         }
     }
 
@@ -356,7 +385,17 @@ public final class MediaReader: Sendable {
         while case .message(let payload) = receiveMessage(from: 0, within: nil) {
             let reply: MediaReaderWire.Reply
             guard MediaReaderWire.speaksThisProtocol(payload) else { _exit(3) }  // see notAReader
-            if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uri) {
+            if let request = MediaReaderWire.decodeRequest(payload), request.kind == .loudness {
+                let urls = request.uris.compactMap(URL.init(string:))
+                let timeout = Duration.milliseconds(max(1, request.timeoutMilliseconds))
+                alarm(UInt32(clamping: max(1, request.timeoutMilliseconds / 1000) * 2 + 5))
+                do throws(MediaError) {
+                    reply = .loudness(try Loudness.measure(urls, timeout: timeout))
+                } catch {
+                    reply = .error(error)
+                }
+                alarm(0)
+            } else if let request = MediaReaderWire.decodeRequest(payload), let url = URL(string: request.uris[0]) {
                 // A read wedged in a demuxer ends the child (SIGALRM) once the daemon has stopped waiting for it, even
                 // when the daemon is gone: nothing else would.
                 let seconds = max(1, request.timeoutMilliseconds / 1000)

@@ -10,20 +10,39 @@ enum MediaReaderWire {
     static let largestMessage = 64 << 20
 
     struct Request: Equatable {
-        var uri: String
+        enum Kind: Int64 {
+            /// Duration, tags, cover and chapters of one file.
+            case read = 0
+            /// The loudness of a book's files, as one programme.
+            case loudness = 1
+        }
+        var kind: Kind
+        /// The file to read, or the book's files to measure in order.
+        var uris: [String]
         var timeoutMilliseconds: Int64
+
+        init(uri: String, timeoutMilliseconds: Int64) {
+            self.init(kind: .read, uris: [uri], timeoutMilliseconds: timeoutMilliseconds)
+        }
+
+        init(kind: Kind, uris: [String], timeoutMilliseconds: Int64) {
+            self.kind = kind
+            self.uris = uris
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
     }
 
     enum Reply: Equatable {
         case info(MediaInfo)
         case error(MediaError)
+        case loudness(LoudnessMeasurement)
     }
 
     // MARK: Messages
 
     /// The first 8 bytes of every request: "LMR" and the protocol's version. A reader that finds another value
     /// exits (status 3) rather than guess.
-    static let requestMagic: Int64 = 0x4C4D_5201
+    static let requestMagic: Int64 = 0x4C4D_5202
 
     static func speaksThisProtocol(_ payload: [UInt8]) -> Bool {
         var reader = Reader(payload)
@@ -33,16 +52,24 @@ enum MediaReaderWire {
     static func encode(_ request: Request) -> [UInt8] {
         var writer = Writer()
         writer.integer(requestMagic)
+        writer.integer(request.kind.rawValue)
         writer.integer(request.timeoutMilliseconds)
-        writer.string(request.uri)
+        writer.integer(Int64(request.uris.count))
+        request.uris.forEach { writer.string($0) }
         return writer.message
     }
 
     static func decodeRequest(_ payload: [UInt8]) -> Request? {
         var reader = Reader(payload)
-        guard reader.integer() == requestMagic, let timeout = reader.integer(), let uri = reader.string(), reader.atEnd
-        else { return nil }
-        return Request(uri: uri, timeoutMilliseconds: timeout)
+        guard reader.integer() == requestMagic, let kind = reader.integer().flatMap(Request.Kind.init(rawValue:)),
+              let timeout = reader.integer(), let count = reader.count() else { return nil }
+        var uris: [String] = []
+        for _ in 0..<count {
+            guard let uri = reader.string() else { return nil }
+            uris.append(uri)
+        }
+        guard reader.atEnd, kind == .loudness || uris.count == 1 else { return nil }
+        return Request(kind: kind, uris: uris, timeoutMilliseconds: timeout)
     }
 
     static func encode(_ reply: Reply) -> [UInt8] {
@@ -75,6 +102,10 @@ enum MediaReaderWire {
             case .notAudio(let message): writer.integer(3); writer.string(message)
             case .failed(let message): writer.integer(4); writer.string(message)
             }
+        case .loudness(let measured):
+            writer.integer(5)
+            writer.integer(Int64(bitPattern: (measured.integrated ?? -.infinity).bitPattern))
+            writer.integer(Int64(bitPattern: measured.peak.bitPattern))
         }
         return writer.message
     }
@@ -115,6 +146,11 @@ enum MediaReaderWire {
             guard let message = reader.string() else { return nil }
             let cases: [(String) -> MediaError] = [MediaError.notFound, MediaError.unreadable, MediaError.notAudio, MediaError.failed]
             reply = .error(cases[Int(kind) - 1](message))
+        case 5:
+            guard let integrated = reader.integer().map({ Double(bitPattern: UInt64(bitPattern: $0)) }),
+                  let peak = reader.integer().map({ Double(bitPattern: UInt64(bitPattern: $0)) }), !integrated.isNaN,
+                  peak.isFinite else { return nil }
+            reply = .loudness(LoudnessMeasurement(integrated: integrated.isFinite ? integrated : nil, peak: peak))
         default:
             return nil
         }
