@@ -1,5 +1,6 @@
 import FolderWatch
 import Foundation
+import GStreamer
 import LecternCore
 import LecternLibrary
 import Logging
@@ -110,13 +111,16 @@ actor BookSession {
         let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
         let chapters = try library.chapters(of: bookId)
         let shuffled = try library.shuffleOrder(of: bookId)
+        let tagLyrics = try library.lyrics(of: bookId)
         let items = available.map { file in
             MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
                       chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
-                      libraryFileID: file.id, lyrics: LyricsFile.lyrics(beside: URL(fileURLWithPath: file.path), logger: logger))
+                      libraryFileID: file.id,
+                      lyrics: LyricsFile.lyrics(beside: URL(fileURLWithPath: file.path), logger: logger)
+                        ?? LyricsFile.lyrics(in: file.id.flatMap { tagLyrics[$0] }.map(TagLyrics.text), of: file.path, logger: logger))
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
