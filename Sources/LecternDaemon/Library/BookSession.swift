@@ -45,6 +45,8 @@ actor BookSession {
     private var closed = false
     /// The current book's shuffled order as saved (file ids).
     private var savedShuffleOrder: [Int64] = []
+    /// Activations begun: one that finds a later one begun when its files' words are read gives way to it.
+    private var activations = 0
 
     private let events: AsyncStream<PlayerEvent>
 
@@ -112,15 +114,19 @@ actor BookSession {
         let chapters = try library.chapters(of: bookId)
         let shuffled = try library.shuffleOrder(of: bookId)
         let tagLyrics = try library.lyrics(of: bookId)
-        let items = available.map { file in
+        // Read and parsed off this thread (the database's writer: saves wait behind whatever is here), before the
+        // queue is opened: the current file's first Metadata has its text. A later activation wins over this one.
+        activations += 1
+        let activation = activations
+        let words = await Self.words(of: available.map { ($0.path, $0.id.flatMap { tagLyrics[$0] }) }, logger: logger)
+        guard activation == activations else { return }
+        let items = zip(available, words).map { file, lyrics in
             MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
                       chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
-                      libraryFileID: file.id,
-                      lyrics: LyricsFile.lyrics(beside: URL(fileURLWithPath: file.path), logger: logger)
-                        ?? LyricsFile.lyrics(in: file.id.flatMap { tagLyrics[$0] }.map(TagLyrics.text), of: file.path, logger: logger))
+                      libraryFileID: file.id, lyrics: lyrics)
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
@@ -137,6 +143,16 @@ actor BookSession {
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
         announce(.currentBook(book))
+    }
+
+    /// The words of each file: the LRC file beside it, else the text its tags gave the library. On the cooperative
+    /// pool, never on the actor's thread.
+    @concurrent
+    private static func words(of files: [(path: String, tags: String?)], logger: Logger) async -> [Lyrics?] {
+        files.map { path, tags in
+            LyricsFile.lyrics(beside: URL(fileURLWithPath: path), logger: logger)
+                ?? LyricsFile.lyrics(in: tags.map(TagLyrics.text), of: path, logger: logger)
+        }
     }
 
     /// An import wrote `books`: when the current book is among them and a file of its queue is now at another path
