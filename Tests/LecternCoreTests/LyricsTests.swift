@@ -87,4 +87,29 @@ import Testing
         let atCap = try Lyrics(lrc: [UInt8](repeating: 0x61, count: Lyrics.maximumSize))
         #expect(atCap.text.utf8.count == Lyrics.maximumSize)
     }
+
+    /// A cursor holds from its line's start until the next line's: the player finds the line again (a binary search)
+    /// only once the position leaves it. Its answer is the search's wherever it holds.
+    @Test func aCursorHoldsUntilTheNextLine() throws {
+        let lyrics = try Lyrics(lrc: Array("[00:01.00]a\n[00:02.00]b\n[00:02.00]c\n[00:04.00]d".utf8))
+        let before = LyricsCursor(index: nil)
+        #expect(before.holds(.milliseconds(999), in: lyrics))
+        #expect(!before.holds(.seconds(1), in: lyrics))
+        #expect(LyricsCursor(index: 0).holds(.milliseconds(1_999), in: lyrics))
+        #expect(!LyricsCursor(index: 0).holds(.seconds(2), in: lyrics))
+        #expect(!LyricsCursor(index: 1).holds(.seconds(2), in: lyrics), "two lines at 2 s: the last is heard")
+        #expect(LyricsCursor(index: 2).holds(.seconds(3), in: lyrics))
+        #expect(LyricsCursor(index: 3).holds(.seconds(3600), in: lyrics))
+        #expect(!LyricsCursor(index: 3).holds(.seconds(3), in: lyrics))
+        #expect(!LyricsCursor(index: 7).holds(.seconds(3), in: lyrics), "another file's line")
+        #expect(!before.holds(.zero, in: try Lyrics(lrc: Array("words".utf8))))
+        for tenth in 0..<50 {
+            let position = Duration.milliseconds(100 * tenth)
+            let found = try #require(LyricsCursor(lyrics, at: position))
+            #expect(found.holds(position, in: lyrics))
+            for index in [nil, 0, 1, 2, 3] where LyricsCursor(index: index).holds(position, in: lyrics) {
+                #expect(index == found.index)
+            }
+        }
+    }
 }
