@@ -167,6 +167,32 @@ extension Integration {
             }
         }
 
+        /// An M4B of three chapters (0, 10, 20.5 s) with one transcript beside it: each chapter's Metadata has the
+        /// words heard in it (the line heard at its start, then those starting in it); Player1's line stays the file's.
+        @Test func aChapterHasTheWordsHeardInIt() async throws {
+            let directory = try TemporaryDirectory(prefix: "lectern-chapter-lyrics")
+            defer { directory.remove() }
+            let file = directory.appending("book.m4b")
+            let input = try ChapterBook.ffmpegInput(chaptersFile: directory.appending("chapters.txt"))
+            try AudioFiles.ffmpeg(input + ["-c:a", "aac", file.path])
+            let lines = [("00:01.00", "one"), ("00:05.00", "two"), ("00:09.50", "three"), ("00:12.00", "four"),
+                         ("00:21.00", "five"), ("00:25.00", "six")]
+            try Data(lines.map { "[\($0.0)]\($0.1)" }.joined(separator: "\n").utf8).write(to: directory.appending("book.lrc"))
+            try await DaemonFixture.with { d in
+                try await d.openPaused(file)
+                #expect(try await d.metadata()["xesam:asText"] == .string("one\ntwo\nthree"), "\(d.log)")
+                try await d.call("Next")
+                let chapter2 = try await d.waitForProperty("Metadata") { $0.stringKeyedDictionary?["lectern:chapterIndex"] == .int32(1) }
+                #expect(chapter2.stringKeyedDictionary?["xesam:asText"] == .string("three\nfour"), "the line heard at 10 s, then 12 s")
+                #expect(try await d.listenProperty("LyricsLine") == .string("three"))
+                #expect(try await d.listenProperty("LyricsLineIndex") == .int32(2), "an index into the file's lines")
+                try await d.call("Next")
+                let chapter3 = try await d.waitForProperty("Metadata") { $0.stringKeyedDictionary?["lectern:chapterIndex"] == .int32(2) }
+                #expect(chapter3.stringKeyedDictionary?["xesam:asText"] == .string("four\nfive\nsix"))
+                #expect(try await d.lectern("lyrics").stdout == "four\nfive\nsix")
+            }
+        }
+
         /// An LRC file that cannot be used gives no text and a warning naming it; the file plays.
         @Test(arguments: ["not-utf8", "huge", "malformed", "fifo"])
         func aBadLRCFileGivesNoTextAndAWarning(_ kind: String) async throws {

@@ -112,4 +112,23 @@ import Testing
             }
         }
     }
+
+    /// A chapter's words: the line heard at its start and those starting before its end; unsynced text is all of it.
+    @Test func theTextHeardBetweenTwoPlaces() throws {
+        let lyrics = try Lyrics(lrc: Array("[00:01.00]a\n[00:05.00]b\n[00:09.50]c\n[00:12.00]d".utf8))
+        #expect(lyrics.text(from: .zero, to: .seconds(10)) == "a\nb\nc")
+        #expect(lyrics.text(from: .seconds(10), to: .seconds(20)) == "c\nd", "c is heard at 10 s")
+        #expect(lyrics.text(from: .seconds(12), to: nil) == "d")
+        #expect(lyrics.text(from: .zero, to: .seconds(1)) == nil, "nothing heard before the first line")
+        #expect(lyrics.text(from: .zero, to: nil) == lyrics.text)
+        #expect(lyrics.text(from: .seconds(5), to: .seconds(5) + .milliseconds(1)) == "b")
+        let words = try Lyrics(lrc: Array("just words".utf8))
+        #expect(words.text(from: .seconds(10), to: .seconds(20)) == "just words")
+        #expect(try Lyrics(lrc: []).text(from: .zero, to: nil) == nil)
+        // The chapters of a file share its lines out.
+        var item = MediaItem(id: 1, url: URL(fileURLWithPath: "/b.m4b"), duration: .seconds(30),
+                             chapters: [ChapterMark(title: "1", start: .zero), ChapterMark(title: "2", start: .seconds(10))])
+        item.lyrics = lyrics
+        #expect(Chapter.chapters(of: [item]).map(\.text) == ["a\nb\nc", "c\nd"])
+    }
 }
