@@ -215,7 +215,7 @@ extension Integration {
             defer { directory.remove() }
             let file = directory.appending("book.m4b")
             let input = try ChapterBook.ffmpegInput(chaptersFile: directory.appending("chapters.txt"))
-            try AudioFiles.ffmpeg(input + ["-c:a", "aac", file.path])
+            try await offThePool { try AudioFiles.ffmpeg(input + ["-c:a", "aac", file.path]) }
             let lines = [("00:01.00", "one"), ("00:05.00", "two"), ("00:09.50", "three"), ("00:12.00", "four"),
                          ("00:21.00", "five"), ("00:25.00", "six")]
             try Data(lines.map { "[\($0.0)]\($0.1)" }.joined(separator: "\n").utf8).write(to: directory.appending("book.lrc"))

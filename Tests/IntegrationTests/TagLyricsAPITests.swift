@@ -12,8 +12,12 @@ extension Integration {
         /// Synced pieces: a line every 0.5 s from 0.5 s.
         static let synced = (0..<4).map { (milliseconds: 500 * ($0 + 1), text: "line \($0)") }
 
-        /// A 3 s file of `kind` (its extension) in a new folder, its tags given `words`.
-        static func file(_ kind: String, _ words: AudioFiles.TagWords, name: String = "tagged") throws -> (TemporaryDirectory, URL) {
+        /// A 3 s file of `kind` (its extension) in a new folder, its tags given `words`; made off the pool.
+        static func file(_ kind: String, _ words: AudioFiles.TagWords, name: String = "tagged") async throws -> (TemporaryDirectory, URL) {
+            try await offThePool { try makeFile(kind, words, name: name) }
+        }
+
+        private static func makeFile(_ kind: String, _ words: AudioFiles.TagWords, name: String) throws -> (TemporaryDirectory, URL) {
             let directory = try TemporaryDirectory(prefix: "lectern-tag-lyrics")
             let folder = directory.appending("book")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -40,7 +44,7 @@ extension Integration {
         @Test(arguments: unsyncedCases.keys.sorted())
         func unsyncedLyricsInTagsAreTheText(_ name: String) async throws {
             let (kind, words) = try #require(Self.unsyncedCases[name])
-            let (directory, file) = try Self.file(kind, words)
+            let (directory, file) = try await Self.file(kind, words)
             defer { directory.remove() }
             try await DaemonFixture.with { d in
                 try await d.openPaused(file)
@@ -54,7 +58,7 @@ extension Integration {
         /// URI and as a book of the library (its tags kept by the library).
         @Test(arguments: [false, true])
         func syncedLyricsInAnID3FrameGiveTheLines(_ id3v2_3: Bool) async throws {
-            let (directory, file) = try Self.file("mp3", .sylt(Self.synced, id3v2_3: id3v2_3))
+            let (directory, file) = try await Self.file("mp3", .sylt(Self.synced, id3v2_3: id3v2_3))
             defer { directory.remove() }
             let text = Self.synced.map(\.text).joined(separator: "\n")
             try await DaemonFixture.with { d in
@@ -76,14 +80,14 @@ extension Integration {
 
         /// Restarted, the daemon has a book's words from the library: its files' tags are not read again.
         @Test func aBookKeepsTheWordsOfItsTagsInTheLibrary() async throws {
-            let (directory, file) = try Self.file("ogg", .vorbisComment("LYRICS", Self.words))
+            let (directory, file) = try await Self.file("ogg", .vorbisComment("LYRICS", Self.words))
             defer { directory.remove() }
             try await DaemonFixture.with { d in
                 let book = try await d.activateImported(file.deletingLastPathComponent())
                 #expect(try await d.metadata()["xesam:asText"] == .string(Self.words))
                 #expect(await d.stopDaemon() == 0)
                 // The tags now say something else: the library's copy is what the book plays with until an import.
-                try AudioFiles.tag(file, .vorbisComment("LYRICS", "changed"))
+                try await offThePool { try AudioFiles.tag(file, .vorbisComment("LYRICS", "changed")) }
                 let again = try await d.startReplacementDaemon()
                 #expect(try await d.waitForCurrentBook(book) == book)
                 #expect(try await d.waitForURL(endingWith: file.lastPathComponent) != nil)
@@ -93,7 +97,7 @@ extension Integration {
         }
 
         @Test func anLRCFileBesideWinsOverTheTags() async throws {
-            let (directory, file) = try Self.file("mp3", .uslt(Self.words))
+            let (directory, file) = try await Self.file("mp3", .uslt(Self.words))
             defer { directory.remove() }
             try Data("[00:00.50]from the LRC file".utf8).write(to: file.deletingPathExtension().appendingPathExtension("lrc"))
             try await DaemonFixture.with { d in
@@ -115,7 +119,7 @@ extension Integration {
             case "USLT too large": .uslt(String(repeating: "a", count: 2 << 20))
             default: .uslt("[00:01.00]fine\n[00:99.00]not a time")
             }
-            let (directory, file) = try Self.file("mp3", words, name: "bad")
+            let (directory, file) = try await Self.file("mp3", words, name: "bad")
             defer { directory.remove() }
             try await DaemonFixture.with { d in
                 try await d.openURI(file)
