@@ -157,7 +157,8 @@ public enum Discoverer {
             discNumber: tags.number("album-disc-number"),
             hasAudio: true,
             cover: tags.image("image") ?? tags.image("preview-image"),
-            chapters: chapters(info, duration: duration)
+            chapters: chapters(info, duration: duration),
+            lyrics: tags.lyrics()
         )
     }
 
@@ -305,6 +306,47 @@ private struct TagLists {
             if gst_tag_list_get_uint(list, tag, &value) != 0 { return Int(value) }
         }
         return nil
+    }
+
+    /// The words of the tags, synced ones first: an ID3 `SYLT` frame (GStreamer 1.22 maps neither it nor `USLT`:
+    /// both come as "private-id3v2-frame"), the "lyrics" tag (MP4's `©lyr`), a `USLT` frame, a Vorbis comment
+    /// `LYRICS` or `UNSYNCEDLYRICS` (left as an "extended-comment"). The first that can be read; else why not.
+    func lyrics() -> TagLyrics? {
+        let frames = id3Frames()
+        let synced = frames.filter { $0.id == "SYLT" }.compactMap { TagLyrics.id3Frame($0.bytes) }
+        let unsynced = frames.filter { $0.id == "USLT" }.compactMap { TagLyrics.id3Frame($0.bytes) }
+        let tagged = string("lyrics").map { TagLyrics.text($0) }
+        let comments = strings("extended-comment").compactMap { comment -> TagLyrics? in
+            guard let equals = comment.firstIndex(of: "=") else { return nil }
+            let key = comment[..<equals].uppercased()
+            guard key == "LYRICS" || key == "UNSYNCEDLYRICS" else { return nil }
+            let text = comment[comment.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            return text.isEmpty ? nil : .text(text)
+        }
+        return TagLyrics.first(synced + [tagged].compactMap { $0 } + unsynced + comments)
+    }
+
+    /// The ID3v2 frames GStreamer does not map ("private-id3v2-frame": each frame with its header), those named
+    /// `USLT` or `SYLT`.
+    private func id3Frames() -> [(id: String, bytes: [UInt8])] {
+        var frames: [(id: String, bytes: [UInt8])] = []
+        for list in lists {
+            let count = gst_tag_list_get_tag_size(list, "private-id3v2-frame")
+            for index in 0..<count {
+                var sample: OpaquePointer?
+                guard gst_tag_list_get_sample_index(list, "private-id3v2-frame", index, &sample) != 0, let sample else { continue }
+                defer { gst_sample_unref(sample) }
+                guard let buffer = gst_sample_get_buffer(sample) else { continue }
+                let size = gst_buffer_get_size(buffer)
+                guard size >= 10 else { continue }
+                var bytes = [UInt8](repeating: 0, count: Int(size))
+                guard gst_buffer_extract(buffer, 0, &bytes, size) == size else { continue }
+                let id = String(decoding: bytes[0..<4], as: UTF8.self)
+                if id == "USLT" || id == "SYLT" { frames.append((id, bytes)) }
+            }
+            if !frames.isEmpty { break }
+        }
+        return frames
     }
 
     func image(_ tag: String) -> MediaInfo.CoverImage? {

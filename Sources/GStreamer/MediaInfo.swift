@@ -57,11 +57,14 @@ public struct MediaInfo: Sendable, Equatable {
     /// gives Matroska (MKA/MKV) chapters and FLAC cue sheets this way, but not MP4/M4B chapters (qtdemux does not
     /// read them): the MP4 module reads those.
     public var chapters: [Chapter]
+    /// The words in the tags (lyrics, a transcript), or why they cannot be used; nil when the tags have none.
+    public var lyrics: TagLyrics?
 
     public init(
         duration: Duration? = nil, title: String? = nil, artists: [String] = [], album: String? = nil,
         albumArtist: String? = nil, genre: String? = nil, trackNumber: Int? = nil, discNumber: Int? = nil,
-        hasAudio: Bool = true, cover: CoverImage? = nil, chapters: [Chapter] = []
+        hasAudio: Bool = true, cover: CoverImage? = nil, chapters: [Chapter] = [],
+        lyrics: TagLyrics? = nil
     ) {
         self.duration = duration
         self.title = title
@@ -74,6 +77,7 @@ public struct MediaInfo: Sendable, Equatable {
         self.hasAudio = hasAudio
         self.cover = cover
         self.chapters = chapters
+        self.lyrics = lyrics
     }
 }
 

@@ -9,12 +9,16 @@ public struct Chapter: Sendable, Equatable {
     /// Where the chapter starts and ends within its file; `end` is nil while the file's duration is unknown.
     public var start: Duration
     public var end: Duration?
+    /// The words heard in it (``Lyrics/text(from:to:)``): its part of its file's synced lyrics or transcript, or
+    /// all of an unsynced text; nil when it has none.
+    public var text: String?
 
-    public init(itemIndex: Int, title: String, start: Duration, end: Duration?) {
+    public init(itemIndex: Int, title: String, start: Duration, end: Duration?, text: String? = nil) {
         self.itemIndex = itemIndex
         self.title = title
         self.start = start
         self.end = end
+        self.text = text
     }
 
     public var length: Duration? { end.map { max(.zero, $0 - start) } }
@@ -33,7 +37,8 @@ public struct Chapter: Sendable, Equatable {
             starts[0].start = .zero
             for (n, mark) in starts.enumerated() {
                 let end = n + 1 < starts.count ? starts[n + 1].start : item.duration
-                chapters.append(Chapter(itemIndex: index, title: mark.title, start: mark.start, end: end))
+                chapters.append(Chapter(itemIndex: index, title: mark.title, start: mark.start, end: end,
+                                        text: item.lyrics?.text(from: mark.start, to: n + 1 < starts.count ? end : nil)))
             }
         }
         return chapters

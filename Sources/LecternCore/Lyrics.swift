@@ -107,6 +107,20 @@ public struct Lyrics: Sendable, Equatable {
         return low == 0 ? nil : low - 1
     }
 
+    /// The text heard from `start` until `end` (positions in the file; nil: its end), as a chapter's text: of synced
+    /// lines, the one heard at `start` and those starting before `end`, nil when none is heard then; unsynced text
+    /// cannot be placed in time and is all of it. The whole text when that is all of it (the same string).
+    public func text(from start: Duration, to end: Duration?) -> String? {
+        guard isSynced else { return text.isEmpty ? nil : text }
+        let first = lineIndex(at: start) ?? 0
+        // The last line starting before `end`: the one heard just before it.
+        let last: Int?
+        if let end { last = end > .zero ? lineIndex(at: end - .nanoseconds(1)) : nil } else { last = lines.count - 1 }
+        guard let last, last >= first else { return nil }
+        if first == 0 && last == lines.count - 1 { return text }
+        return lines[first...last].map(\.text).joined(separator: "\n")
+    }
+
     /// `mm:ss`, `mm:ss.x` to `mm:ss.xxx`, or `mm:ss:xx` (a colon before hundredths, as some editors write it).
     static func time(_ tag: Substring) -> Duration? {
         let parts = tag.split(separator: ":", omittingEmptySubsequences: false)

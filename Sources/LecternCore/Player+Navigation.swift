@@ -82,7 +82,7 @@ extension Player {
             // The clock on the engine's position, so that the line is never ahead of what is heard, and publishing
             // (which places the line by the clock) says the same as this test.
             anchorClock()
-            if LyricsCursor(lyrics, at: view.position()) != state.lyricsLine { publish() }
+            if state.lyricsLine?.holds(view.position(), in: lyrics) != true { publish() }
         }
         let now = position
         guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {

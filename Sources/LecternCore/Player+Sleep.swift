@@ -155,7 +155,7 @@ extension Player {
                 delays.append(Self.handoverLimit / 2)  // standing at (or past) the end: look again
             }
         }
-        if let next = state.lyricsLine?.nextStart {
+        if let next = state.lyricsNextLineStart {
             delays.append((next - here) / rate)
         }
         if let left = sleepTimeLeft {

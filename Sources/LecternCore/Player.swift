@@ -565,7 +565,7 @@ public actor Player {
     }
 
     func publish() {
-        state.lyricsLine = state.status == .stopped ? nil : state.current?.lyrics.flatMap { LyricsCursor($0, at: view.position()) }
+        placeLyricsLine()
         scheduleWake()
         state.canGoNext = canGoNext
         state.canGoPrevious = canGoPrevious
@@ -575,6 +575,16 @@ public actor Player {
         let previous = published ?? PlayerState()
         published = state
         tell(.stateChanged(state, previous: previous))
+    }
+
+    /// The synced line heard now: the one published while the position is still in it, else found again.
+    private func placeLyricsLine() {
+        guard state.status != .stopped, let lyrics = state.current?.lyrics, lyrics.isSynced else {
+            state.lyricsLine = nil
+            return
+        }
+        let position = view.position()
+        if state.lyricsLine?.holds(position, in: lyrics) != true { state.lyricsLine = LyricsCursor(lyrics, at: position) }
     }
 
     /// Runs `body` with the state last published, on the player: in turn with the observers' events, so that what

@@ -92,26 +92,39 @@ public struct PlayerState: Sendable, Equatable {
         guard let index = lyricsLine?.index, let lines = current?.lyrics?.lines, lines.indices.contains(index) else { return nil }
         return lines[index]
     }
+    /// When the line after the one heard starts (a position in the file): nil after the last line, or without synced
+    /// lyrics.
+    public var lyricsNextLineStart: Duration? {
+        guard let cursor = lyricsLine, let lines = current?.lyrics?.lines else { return nil }
+        let next = cursor.index.map { $0 + 1 } ?? 0
+        return lines.indices.contains(next) ? lines[next].start : nil
+    }
     public var chapter: Chapter? { currentChapter.map { chapters[$0] } }
 }
 
-/// Where playback is in the current file's synced lyrics (``Lyrics/lines``).
+/// Where playback is in the current file's synced lyrics (``Lyrics/lines``): the line heard.
 public struct LyricsCursor: Sendable, Equatable {
     /// The line being heard: nil before the first one.
     public var index: Int?
-    /// When the next line starts (a position in the file): nil after the last one.
-    public var nextStart: Duration?
 
-    public init(index: Int?, nextStart: Duration?) {
+    public init(index: Int?) {
         self.index = index
-        self.nextStart = nextStart
     }
 
-    /// Where `position` is in `lyrics`; nil when they are not synced.
+    /// Where `position` is in `lyrics` (a binary search); nil when they are not synced.
     public init?(_ lyrics: Lyrics, at position: Duration) {
         guard lyrics.isSynced else { return nil }
         index = lyrics.lineIndex(at: position)
+    }
+
+    /// Whether `position` is still in this line of `lyrics`, from its start until the next line's (before the first
+    /// line: until its start); in O(1).
+    public func holds(_ position: Duration, in lyrics: Lyrics) -> Bool {
+        let lines = lyrics.lines
+        if let index {
+            guard lines.indices.contains(index), lines[index].start <= position else { return false }
+        }
         let next = index.map { $0 + 1 } ?? 0
-        nextStart = next < lyrics.lines.count ? lyrics.lines[next].start : nil
+        return lyrics.isSynced && (next >= lines.count || position < lines[next].start)
     }
 }

@@ -12,11 +12,13 @@ public struct ImportedBook: Sendable, Equatable {
         public var chapters: [ImportedChapter]
         /// The file's size, modification time and fingerprint when read; nil: known by its path alone.
         public var fingerprint: FileFingerprint?
+        /// The words in its tags (LRC or plain text), checked by the importer; nil when none.
+        public var lyrics: String?
 
         public init(path: String, duration: Int64? = nil, title: String? = nil, artist: String? = nil,
                     album: String? = nil, albumArtist: String? = nil, composer: String? = nil, genre: String? = nil,
                     trackNumber: Int64? = nil, discNumber: Int64? = nil, chapters: [ImportedChapter] = [],
-                    fingerprint: FileFingerprint? = nil) {
+                    fingerprint: FileFingerprint? = nil, lyrics: String? = nil) {
             self.path = path
             self.duration = duration
             self.title = title
@@ -29,6 +31,7 @@ public struct ImportedBook: Sendable, Equatable {
             self.discNumber = discNumber
             self.chapters = chapters
             self.fingerprint = fingerprint
+            self.lyrics = lyrics
         }
     }
 
@@ -164,6 +167,10 @@ extension Library {
                                       end: chapter.end.map { max($0, max(0, chapter.start)) })
                     try row.insert(db)
                 }
+                try db.execute(sql: "DELETE FROM fileLyrics WHERE fileId = ?", arguments: [record.id!])
+                if let lyrics = file.lyrics {
+                    try db.execute(sql: "INSERT INTO fileLyrics(fileId, text) VALUES (?, ?)", arguments: [record.id!, lyrics])
+                }
             }
             let kept = Set(matched.values.compactMap(\.id))
             for var gone in rows where gone.available && !kept.contains(gone.id!) {
@@ -217,10 +224,12 @@ extension Library {
     /// `row` as the import that wrote it gave it.
     private static func imported(_ db: Database, _ row: BookFile) throws -> ImportedBook.File {
         let chapters = try Chapter.filter(Column("fileId") == row.id!).order(Column("position")).fetchAll(db)
+        let lyrics = try String.fetchOne(db, sql: "SELECT text FROM fileLyrics WHERE fileId = ?", arguments: [row.id!])
         return ImportedBook.File(
             path: row.path, duration: row.duration, title: row.title, artist: row.artist, album: row.album,
             albumArtist: row.albumArtist, composer: row.composer, genre: row.genre, trackNumber: row.trackNumber,
             discNumber: row.discNumber, chapters: chapters.map { .init(title: $0.title, start: $0.start, end: $0.end) },
-            fingerprint: FileFingerprint(size: row.size ?? 0, modified: row.modified ?? 0, value: row.fingerprint))
+            fingerprint: FileFingerprint(size: row.size ?? 0, modified: row.modified ?? 0, value: row.fingerprint),
+            lyrics: lyrics)
     }
 }

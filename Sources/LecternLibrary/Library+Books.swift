@@ -60,6 +60,17 @@ extension Library {
         }
     }
 
+    /// The words the tags of the book's files carry (LRC or plain text), by file id; files without are left out.
+    public func lyrics(of book: Int64) throws -> [Int64: String] {
+        try read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT fileLyrics.fileId, fileLyrics.text FROM fileLyrics JOIN bookFile ON bookFile.id = fileLyrics.fileId
+                WHERE bookFile.bookId = ?
+                """, arguments: [book])
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0[0] as Int64, $0[1] as String) })
+        }
+    }
+
     public func renameBook(_ id: Int64, to title: String) throws {
         let title = try Self.checkName(title, "a book's title")
         try updateBook(id) { $0.title = title }

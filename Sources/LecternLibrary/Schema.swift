@@ -388,6 +388,17 @@ enum Schema {
                 t.add(column: "loudnessProblem", .text)
             }
         }
+        migrator.registerMigration("v12: lyrics from tags") { db in
+            // The words a file's tags carry (ID3 USLT/SYLT, Vorbis LYRICS, MP4 ©lyr), as the media reader gives them
+            // (LRC or plain text): a table of its own, so that reading a book's files never reads its transcripts.
+            try db.create(table: "fileLyrics") { t in
+                t.primaryKey("fileId", .integer).references("bookFile", onDelete: .cascade)
+                t.column("text", .text).notNull()
+            }
+            // Files imported before had their tags read without them: the next import reads them again (an unchanged
+            // file is known by its size and modification time).
+            try db.execute(sql: "UPDATE bookFile SET modified = NULL")
+        }
         return migrator
     }
 

@@ -2,11 +2,11 @@ import ArgumentParser
 import DBus
 import Foundation
 
-/// `lectern lyrics`: the current file's lyrics or transcript (MPRIS xesam:asText); with --follow, its synced lines
+/// `lectern lyrics`: the current chapter's lyrics or transcript (MPRIS xesam:asText); with --follow, its synced lines
 /// as playback reaches them (org.lectern.Player1's LyricsLineChanged), never by asking on a timer.
 struct LyricsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "lyrics",
-        abstract: "Show the current file's lyrics or transcript (an .lrc file beside it), or its lines as they are heard.",
+        abstract: "Show the current chapter's lyrics or transcript (an .lrc file beside its file, or its tags), or its lines as they are heard.",
         discussion: examples("lectern lyrics", "lectern lyrics --follow"))
     @OptionGroup var bus: BusOptions
     @Flag(help: "Print each synced line as playback reaches it, from the daemon's signals (Ctrl-C ends).")
@@ -18,7 +18,7 @@ struct LyricsCommand: AsyncParsableCommand {
             let metadata = try await daemon.playerProperty("Metadata").stringKeyedDictionary ?? [:]
             guard metadata["xesam:url"] != nil else { throw CLIError("nothing is loaded") }
             guard let text = metadata["xesam:asText"]?.string else {
-                throw CLIError("the current file has no lyrics or transcript (an .lrc file of the same name beside it)")
+                throw CLIError("the current chapter has no lyrics or transcript (an .lrc file of the same name beside its file, or its tags)")
             }
             print(text)
             return

@@ -221,10 +221,13 @@ struct MediaReaderTests {
                              albumArtist: "AA", genre: nil, trackNumber: 0, discNumber: nil, hasAudio: true,
                              cover: MediaInfo.CoverImage(data: Data([0, 1, 2, 255]), mimeType: "image/png"),
                              chapters: [MediaInfo.Chapter(title: "One", start: .zero, end: .seconds(2)),
-                                        MediaInfo.Chapter(title: "", start: .seconds(2), end: nil)])
+                                        MediaInfo.Chapter(title: "", start: .seconds(2), end: nil)],
+                             lyrics: .text("[00:01.00]One\nTwo"))
+        var unreadable = full
+        unreadable.lyrics = .unreadable("a SYLT frame: not UTF-8")
         let empty = MediaInfo(duration: nil, title: nil, artists: [], album: nil, albumArtist: nil, genre: nil,
                               trackNumber: nil, discNumber: nil, hasAudio: false, cover: nil, chapters: [])
-        let replies: [MediaReaderWire.Reply] = [.info(full), .info(empty), .error(.notFound("a")), .error(.unreadable("")),
+        let replies: [MediaReaderWire.Reply] = [.info(full), .info(unreadable), .info(empty), .error(.notFound("a")), .error(.unreadable("")),
                                                 .error(.notAudio("c")), .error(.failed("d")),
                                                 .loudness(LoudnessMeasurement(integrated: -23.25, peak: 0.5)),
                                                 .loudness(LoudnessMeasurement(integrated: nil, peak: 0))]

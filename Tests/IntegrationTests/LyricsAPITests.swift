@@ -167,6 +167,73 @@ extension Integration {
             }
         }
 
+        /// Activating a book reads the LRC files beside its files off the database's writer thread (`lectern-db`),
+        /// where every position save waits behind whatever runs: seen with strace, by the thread that looks for them.
+        @Test func aBooksLRCFilesAreReadOffTheWriterThread() async throws {
+            let book = try LyricsBook()
+            try await DaemonFixture.with { d in
+                let id = try await d.importOK(book.folder)[0]
+                let trace = d.directory.appending("lrc.trace").path
+                let strace = try Subprocess("strace", ["-f", "-qq", "-e", "trace=stat,newfstatat,statx,open,openat", "-o", trace,
+                                                       "-p", "\(d.daemon.pid)"], stdout: .pipe, stderr: .pipe)
+                defer { if strace.isRunning { strace.kill() } }
+                // strace attaches to the threads one by one: wait for every one.
+                let deadline = ContinuousClock.now + .seconds(5)
+                func traced(_ task: String) -> Bool {
+                    (try? String(contentsOfFile: "/proc/\(d.daemon.pid)/task/\(task)/status", encoding: .utf8))?
+                        .split(separator: "\n").first { $0.hasPrefix("TracerPid:") }.map { !$0.hasSuffix("\t0") } ?? false
+                }
+                while ContinuousClock.now < deadline {
+                    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(d.daemon.pid)/task")) ?? []
+                    if !tasks.isEmpty && tasks.allSatisfy(traced) { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try await d.lib("ActivateBook", [.int64(id), .boolean(false)])
+                _ = try await d.waitForCurrentBook(id)
+                #expect(try await d.metadata()["xesam:asText"] == .string(LyricsBook.text("one")))
+                let lrc = book.files[1].deletingPathExtension().appendingPathExtension("lrc").path
+                var lines: [Substring] = []
+                while ContinuousClock.now < deadline + .seconds(5) {
+                    lines = ((try? String(contentsOfFile: trace, encoding: .utf8)) ?? "").split(separator: "\n")
+                        .filter { $0.contains("\"\(lrc)\"") }
+                    if !lines.isEmpty { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(!lines.isEmpty, "strace saw no look for \(lrc)")
+                let threads = Set(lines.compactMap { line in line.split(separator: " ").first.map(String.init) }).map { tid in
+                    (try? String(contentsOfFile: "/proc/\(d.daemon.pid)/task/\(tid)/comm", encoding: .utf8))?
+                        .trimmingCharacters(in: .whitespacesAndNewlines) ?? "gone"
+                }
+                #expect(!threads.isEmpty && !threads.contains("lectern-db"), "\(threads): \(lines)")
+            }
+        }
+
+        /// An M4B of three chapters (0, 10, 20.5 s) with one transcript beside it: each chapter's Metadata has the
+        /// words heard in it (the line heard at its start, then those starting in it); Player1's line stays the file's.
+        @Test func aChapterHasTheWordsHeardInIt() async throws {
+            let directory = try TemporaryDirectory(prefix: "lectern-chapter-lyrics")
+            defer { directory.remove() }
+            let file = directory.appending("book.m4b")
+            let input = try ChapterBook.ffmpegInput(chaptersFile: directory.appending("chapters.txt"))
+            try await offThePool { try AudioFiles.ffmpeg(input + ["-c:a", "aac", file.path]) }
+            let lines = [("00:01.00", "one"), ("00:05.00", "two"), ("00:09.50", "three"), ("00:12.00", "four"),
+                         ("00:21.00", "five"), ("00:25.00", "six")]
+            try Data(lines.map { "[\($0.0)]\($0.1)" }.joined(separator: "\n").utf8).write(to: directory.appending("book.lrc"))
+            try await DaemonFixture.with { d in
+                try await d.openPaused(file)
+                #expect(try await d.metadata()["xesam:asText"] == .string("one\ntwo\nthree"), "\(d.log)")
+                try await d.call("Next")
+                let chapter2 = try await d.waitForProperty("Metadata") { $0.stringKeyedDictionary?["lectern:chapterIndex"] == .int32(1) }
+                #expect(chapter2.stringKeyedDictionary?["xesam:asText"] == .string("three\nfour"), "the line heard at 10 s, then 12 s")
+                #expect(try await d.listenProperty("LyricsLine") == .string("three"))
+                #expect(try await d.listenProperty("LyricsLineIndex") == .int32(2), "an index into the file's lines")
+                try await d.call("Next")
+                let chapter3 = try await d.waitForProperty("Metadata") { $0.stringKeyedDictionary?["lectern:chapterIndex"] == .int32(2) }
+                #expect(chapter3.stringKeyedDictionary?["xesam:asText"] == .string("four\nfive\nsix"))
+                #expect(try await d.lectern("lyrics").stdout == "four\nfive\nsix")
+            }
+        }
+
         /// An LRC file that cannot be used gives no text and a warning naming it; the file plays.
         @Test(arguments: ["not-utf8", "huge", "malformed", "fifo"])
         func aBadLRCFileGivesNoTextAndAWarning(_ kind: String) async throws {

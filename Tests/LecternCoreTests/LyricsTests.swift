@@ -87,4 +87,48 @@ import Testing
         let atCap = try Lyrics(lrc: [UInt8](repeating: 0x61, count: Lyrics.maximumSize))
         #expect(atCap.text.utf8.count == Lyrics.maximumSize)
     }
+
+    /// A cursor holds from its line's start until the next line's: the player finds the line again (a binary search)
+    /// only once the position leaves it. Its answer is the search's wherever it holds.
+    @Test func aCursorHoldsUntilTheNextLine() throws {
+        let lyrics = try Lyrics(lrc: Array("[00:01.00]a\n[00:02.00]b\n[00:02.00]c\n[00:04.00]d".utf8))
+        let before = LyricsCursor(index: nil)
+        #expect(before.holds(.milliseconds(999), in: lyrics))
+        #expect(!before.holds(.seconds(1), in: lyrics))
+        #expect(LyricsCursor(index: 0).holds(.milliseconds(1_999), in: lyrics))
+        #expect(!LyricsCursor(index: 0).holds(.seconds(2), in: lyrics))
+        #expect(!LyricsCursor(index: 1).holds(.seconds(2), in: lyrics), "two lines at 2 s: the last is heard")
+        #expect(LyricsCursor(index: 2).holds(.seconds(3), in: lyrics))
+        #expect(LyricsCursor(index: 3).holds(.seconds(3600), in: lyrics))
+        #expect(!LyricsCursor(index: 3).holds(.seconds(3), in: lyrics))
+        #expect(!LyricsCursor(index: 7).holds(.seconds(3), in: lyrics), "another file's line")
+        #expect(!before.holds(.zero, in: try Lyrics(lrc: Array("words".utf8))))
+        for tenth in 0..<50 {
+            let position = Duration.milliseconds(100 * tenth)
+            let found = try #require(LyricsCursor(lyrics, at: position))
+            #expect(found.holds(position, in: lyrics))
+            for index in [nil, 0, 1, 2, 3] where LyricsCursor(index: index).holds(position, in: lyrics) {
+                #expect(index == found.index)
+            }
+        }
+    }
+
+    /// A chapter's words: the line heard at its start and those starting before its end; unsynced text is all of it.
+    @Test func theTextHeardBetweenTwoPlaces() throws {
+        let lyrics = try Lyrics(lrc: Array("[00:01.00]a\n[00:05.00]b\n[00:09.50]c\n[00:12.00]d".utf8))
+        #expect(lyrics.text(from: .zero, to: .seconds(10)) == "a\nb\nc")
+        #expect(lyrics.text(from: .seconds(10), to: .seconds(20)) == "c\nd", "c is heard at 10 s")
+        #expect(lyrics.text(from: .seconds(12), to: nil) == "d")
+        #expect(lyrics.text(from: .zero, to: .seconds(1)) == nil, "nothing heard before the first line")
+        #expect(lyrics.text(from: .zero, to: nil) == lyrics.text)
+        #expect(lyrics.text(from: .seconds(5), to: .seconds(5) + .milliseconds(1)) == "b")
+        let words = try Lyrics(lrc: Array("just words".utf8))
+        #expect(words.text(from: .seconds(10), to: .seconds(20)) == "just words")
+        #expect(try Lyrics(lrc: []).text(from: .zero, to: nil) == nil)
+        // The chapters of a file share its lines out.
+        var item = MediaItem(id: 1, url: URL(fileURLWithPath: "/b.m4b"), duration: .seconds(30),
+                             chapters: [ChapterMark(title: "1", start: .zero), ChapterMark(title: "2", start: .seconds(10))])
+        item.lyrics = lyrics
+        #expect(Chapter.chapters(of: [item]).map(\.text) == ["a\nb\nc", "c\nd"])
+    }
 }

@@ -60,6 +60,40 @@ import TestSupport
         #expect(probed == (try Discoverer.Reader(timeout: .seconds(10)).discover(file)))
     }
 
+    /// Lyrics: GStreamer 1.22 maps neither USLT nor SYLT, both are read from the frame (``TagLyrics``), by the probe
+    /// and after the discoverer alike.
+    @Test(arguments: [false, true])
+    func lyricsAreReadAlike(_ id3v2_3: Bool) async throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let unsynced = folder.url.appendingPathComponent("uslt.mp3")
+        let synced = folder.url.appendingPathComponent("sylt.mp3")
+        try await offThePool {
+            try AudioFiles.mp3(unsynced, seconds: 2, tags: .init(title: "T"))
+            try FileManager.default.copyItem(at: unsynced, to: synced)
+            try AudioFiles.tag(unsynced, .uslt("Brontë’s\nsecond line", id3v2_3: id3v2_3))
+            try AudioFiles.tag(synced, .sylt([(500, "one"), (61_250, "two")], id3v2_3: id3v2_3))
+            try AudioFiles.tag(synced, .uslt("the unsynced words", id3v2_3: id3v2_3))
+        }
+        let reader = try Discoverer.Reader(timeout: .seconds(10))
+        for (file, words) in [(unsynced, "Brontë’s\nsecond line"), (synced, "[00:00.500]one\n[01:01.250]two")] {
+            let probed = try #require(MP3Probe.read(file.path), "the probe left \(file.lastPathComponent) to the discoverer")
+            let discovered = try reader.discover(file)
+            #expect(probed.lyrics == .text(words), "synced ones first")
+            #expect(discovered.lyrics == probed.lyrics)
+            #expect(probed == discovered)
+        }
+    }
+
+    /// SYLT pieces that start with a line feed start a line; the others go on the line (syllables), as ID3 says.
+    @Test func syllablesMakeLines() {
+        var content: [UInt8] = [3] + Array("eng".utf8) + [2, 1, 0]
+        for (text, start) in [("\nHel", 1000), ("lo", 1500), ("\nworld", 2000)] {
+            content += Array(text.utf8) + [0] + withUnsafeBytes(of: UInt32(start).bigEndian, Array.init)
+        }
+        #expect(TagLyrics.id3Frame(id: "SYLT", content: content) == .text("[00:01.000]Hello\n[00:02.000]world"))
+    }
+
     @Test func whatItDoesNotKnowIsLeftToTheDiscoverer() throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }

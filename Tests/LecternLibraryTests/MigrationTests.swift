@@ -215,4 +215,36 @@ struct MigrationTests {
         }
         #expect(differing == 0)
     }
+
+    @Test("A library of v9 gets v12: files are read again by the next import, their tags' words kept from then on")
+    func v12FromV9() throws {
+        let (dir, path, queue) = try Self.library(migratedUpTo: "v9: missing files, offline books, one search row")
+        defer { dir.remove() }
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO book(title, addedAt, modifiedAt) VALUES ('Dune', '2024-01-02 03:04:05.000', '2024-01-02 03:04:05.000')
+                """)
+            try db.execute(sql: """
+                INSERT INTO bookFile(bookId, path, position, size, modified, fingerprint) VALUES (?, '/old/1.mp3', 0, 10, 20, 'f')
+                """, arguments: [db.lastInsertedRowID])
+        }
+        try queue.close()
+
+        let library = try Library(path: path)
+        let stamp = FileFingerprint(size: 10, modified: 20, value: "f")
+        #expect(try library.unchangedFiles([("/old/1.mp3", stamp)]).isEmpty, "read again: its tags may have words")
+        var file = track("/old/1.mp3")
+        file.fingerprint = stamp
+        file.lyrics = "[00:01.00]words"
+        let book = try library.importBook(ImportedBook(sourcePath: "/old", albumKey: "", title: "Dune", author: nil,
+                                                      coverPath: nil, files: [file]), into: nil).id
+        #expect(try library.unchangedFiles([("/old/1.mp3", stamp)])["/old/1.mp3"]?.lyrics == "[00:01.00]words")
+        let fileId = try #require(try library.files(of: book).first?.id)
+        #expect(try library.lyrics(of: book) == [fileId: "[00:01.00]words"])
+        // Read again without words: none kept.
+        file.lyrics = nil
+        file.fingerprint = FileFingerprint(size: 11, modified: 21, value: "g")
+        _ = try library.importBook(ImportedBook(sourcePath: "/old", albumKey: "", title: "Dune", author: nil, coverPath: nil, files: [file]), into: nil)
+        #expect(try library.lyrics(of: book).isEmpty)
+    }
 }

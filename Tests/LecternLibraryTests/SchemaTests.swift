@@ -21,8 +21,8 @@ struct SchemaTests {
             return
         }
         #expect(tables == ["book", "bookDeferred", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
-                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "finishedBook",
-                           "grdb_migrations", "listeningSession", "setting", "shelf", "shuffledFile", "undoEntry"])
+                           "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "fileLyrics",
+                           "finishedBook", "grdb_migrations", "listeningSession", "setting", "shelf", "shuffledFile", "undoEntry"])
         let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
         #expect(named == ["trigger bookDeferred_done", "index bookFile_fingerprint", "index bookFile_missing", "index bookFile_order", "index bookFile_path", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
                           "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
@@ -48,7 +48,8 @@ struct SchemaTests {
                                                                                   "v8: file fingerprints",
                                                                                   "v9: missing files, offline books, one search row",
                                                                                   "v10: listening history and undo",
-                                                                                  "v11: loudness"])
+                                                                                  "v11: loudness",
+                                                                                  "v12: lyrics from tags"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -118,7 +119,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["11"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["12"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

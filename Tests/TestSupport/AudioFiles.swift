@@ -127,6 +127,69 @@ public enum AudioFiles {
                     "-metadata:s:v", "title=Album cover", "-metadata:s:v", "comment=Cover (front)", output.path])
     }
 
+    // MARK: - Lyrics in tags (python3-mutagen)
+
+    /// Words written into a file's tags with mutagen (Debian's python3-mutagen).
+    public enum TagWords: Sendable {
+        /// ID3 `USLT` (ID3v2.4, or 2.3 with `id3v2_3`) in UTF-8.
+        case uslt(String, id3v2_3: Bool = false)
+        /// ID3 `SYLT` in milliseconds, UTF-16 with a byte order mark: (start in ms, text) per piece.
+        case sylt([(milliseconds: Int, text: String)], id3v2_3: Bool = false)
+        /// A Vorbis comment (Ogg Vorbis, Opus, FLAC): `LYRICS`, `UNSYNCEDLYRICS`.
+        case vorbisComment(String, String)
+        /// MP4's `©lyr`.
+        case mp4(String)
+        /// An ID3v2.4 frame as given (its content, after the 10-byte header), for what mutagen would not write.
+        case id3Frame(String, [UInt8])
+    }
+
+    /// Adds `words` to the tags of `url`.
+    public static func tag(_ url: URL, _ words: TagWords) throws {
+        let script = #"""
+            import sys, json
+            from mutagen import File
+            from mutagen.id3 import ID3, USLT, SYLT, Encoding
+            from mutagen.mp4 import MP4
+            path, kind, value, version = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
+            if kind in ("uslt", "sylt", "raw"):
+                try: tags = ID3(path)
+                except Exception: tags = ID3()
+                if kind == "uslt": tags.add(USLT(encoding=Encoding.UTF8, lang="eng", desc="", text=value))
+                elif kind == "sylt": tags.add(SYLT(encoding=Encoding.UTF16, lang="eng", format=2, type=1, desc="",
+                                                   text=[(text, ms) for ms, text in value]))
+                tags.save(path, v2_version=version)
+                if kind == "raw":
+                    frame_id, content = value[0], bytes(value[1])
+                    data = open(path, "rb").read()
+                    size = ((data[6] & 127) << 21) | ((data[7] & 127) << 14) | ((data[8] & 127) << 7) | (data[9] & 127)
+                    def syncsafe(n): return bytes([(n >> 21) & 127, (n >> 14) & 127, (n >> 7) & 127, n & 127])
+                    frame = frame_id.encode() + syncsafe(len(content)) + b"\0\0" + content
+                    end = 10  # past the last frame: the padding follows
+                    while end + 10 <= 10 + size and data[end] != 0:
+                        end += 10 + (((data[end + 4] & 127) << 21) | ((data[end + 5] & 127) << 14) | ((data[end + 6] & 127) << 7) | (data[end + 7] & 127))
+                    body = data[10:end] + frame
+                    open(path, "wb").write(data[:5] + b"\0" + syncsafe(len(body)) + body + data[10 + size:])
+            elif kind == "mp4":
+                tags = MP4(path); tags["\xa9lyr"] = value; tags.save()
+            else:
+                tags = File(path); tags[value[0]] = value[1]; tags.save()
+            """#
+        let (kind, value, version): (String, Any, Int)
+        switch words {
+        case .uslt(let text, let v3): (kind, value, version) = ("uslt", text, v3 ? 3 : 4)
+        case .sylt(let pieces, let v3): (kind, value, version) = ("sylt", pieces.map { [$0.milliseconds, $0.text] as [Any] }, v3 ? 3 : 4)
+        case .vorbisComment(let key, let text): (kind, value, version) = ("comment", [key, text], 4)
+        case .mp4(let text): (kind, value, version) = ("mp4", text, 4)
+        case .id3Frame(let id, let content): (kind, value, version) = ("raw", [id, content.map(Int.init)] as [Any], 4)
+        }
+        // In a file: words of megabytes are more than an argument may hold.
+        let json = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).words.json")
+        try JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed).write(to: json)
+        defer { try? FileManager.default.removeItem(at: json) }
+        // Debian's python3, where python3-mutagen is: another python3 may come first on PATH.
+        try run("/usr/bin/python3", ["-c", script, url.path, kind, json.path, "\(version)"])
+    }
+
     // MARK: - Running the tools
 
     /// Runs `gst-launch-1.0 -q` on a pipeline description (split on spaces: no spaces inside values).

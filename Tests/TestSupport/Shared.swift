@@ -77,6 +77,14 @@ public func poll<T: Sendable>(timeout: Duration = .seconds(10), every interval: 
     }
 }
 
+/// `make` run on a thread of its own (making audio files, running tools): the caller waits without holding a thread of
+/// Swift's cooperative pool, which has one per core, and every other test's async work would stall behind it.
+public func offThePool<Value: Sendable>(_ make: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try make() }) }.start()
+    }
+}
+
 /// Values made once per key per test process, on a thread of their own: callers wait without holding a thread of
 /// Swift's cooperative pool (a test making seconds of audio would otherwise stall every other test's async work).
 public final class Once<Value: Sendable>: Sendable {
@@ -93,9 +101,7 @@ public final class Once<Value: Sendable>: Sendable {
         let task = tasks.withLock { tasks in
             if let task = tasks[key] { return task }
             let task = Task<Value, any Error> { [atExit] in
-                let value = try await withCheckedThrowingContinuation { continuation in
-                    Thread { continuation.resume(with: Result { try make() }) }.start()
-                }
+                let value = try await offThePool(make)
                 if let atExit { ExitHandlers.add { atExit(value) } }
                 return value
             }

@@ -1,5 +1,6 @@
 import FolderWatch
 import Foundation
+import GStreamer
 import LecternCore
 import LecternLibrary
 import Logging
@@ -50,6 +51,8 @@ actor BookSession {
     private var savedShuffleOrder: [Int64] = []
     /// The listening sessions, from the player's events.
     private var sessions = SessionTracker()
+    /// Activations begun: one that finds a later one begun when its files' words are read gives way to it.
+    private var activations = 0
 
     private let events: AsyncStream<PlayerEvent>
 
@@ -119,13 +122,20 @@ actor BookSession {
         let cover = book.coverPath.map { URL(fileURLWithPath: $0) }
         let chapters = try library.chapters(of: bookId)
         let shuffled = try library.shuffleOrder(of: bookId)
-        let items = available.map { file in
+        let tagLyrics = try library.lyrics(of: bookId)
+        // Read and parsed off this thread (the database's writer: saves wait behind whatever is here), before the
+        // queue is opened: the current file's first Metadata has its text. A later activation wins over this one.
+        activations += 1
+        let activation = activations
+        let words = await Self.words(of: available.map { ($0.path, $0.id.flatMap { tagLyrics[$0] }) }, logger: logger)
+        guard activation == activations else { return }
+        let items = zip(available, words).map { file, lyrics in
             MediaItem(id: 0, url: URL(fileURLWithPath: file.path), title: file.title, artists: book.author.map { [$0] } ?? [],
                       album: book.title, albumArtists: book.author.map { [$0] } ?? [],
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
                       chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
-                      libraryFileID: file.id, lyrics: LyricsFile.lyrics(beside: URL(fileURLWithPath: file.path), logger: logger))
+                      libraryFileID: file.id, lyrics: lyrics)
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
@@ -172,6 +182,16 @@ actor BookSession {
             // The daemon logs once that writes fail (LibraryService.healthChanged); the place is not kept.
         } catch {
             logger.error("cannot keep the place to undo", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
+    }
+
+    /// The words of each file: the LRC file beside it, else the text its tags gave the library. On the cooperative
+    /// pool, never on the actor's thread.
+    @concurrent
+    private static func words(of files: [(path: String, tags: String?)], logger: Logger) async -> [Lyrics?] {
+        files.map { path, tags in
+            LyricsFile.lyrics(beside: URL(fileURLWithPath: path), logger: logger)
+                ?? LyricsFile.lyrics(in: tags.map(TagLyrics.text), of: path, logger: logger)
         }
     }
 

@@ -189,7 +189,8 @@ struct Importer: Sendable {
                                      artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
                                      album: info.album, albumArtist: info.albumArtist, composer: nil, genre: info.genre,
                                      trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
-                                     chapters: chapters(of: url, info), fingerprint: fingerprint)
+                                     chapters: chapters(of: url, info), fingerprint: fingerprint,
+                                     lyrics: LyricsFile.usableText(in: info.lyrics, of: url.path, logger: logger))
         // The cover's bytes go to the cache now: an import of many files holds none of them.
         return .success(Found(url: url, file: file, leadArtist: info.artists.first,
                               cover: info.cover.flatMap { opener.coverURL(for: url, $0) }))

@@ -189,7 +189,7 @@ final class ListeningService: PlayerObserver {
             "SleepTimer": .string(Self.sleepName(state.sleepTimer)),
             "LyricsLine": .string(state.currentLyricsLine?.text ?? ""),
             "LyricsLineIndex": .int32(Int32(clamping: state.lyricsLine?.index ?? -1)),
-            "LyricsNextLineStart": .int64(state.lyricsLine?.nextStart?.microseconds ?? -1),
+            "LyricsNextLineStart": .int64(state.lyricsNextLineStart?.microseconds ?? -1),
         ]
     }
 
@@ -197,7 +197,7 @@ final class ListeningService: PlayerObserver {
     private static func lyricsLine(_ state: PlayerState) -> [DBusValue] {
         let line = state.currentLyricsLine
         return [.int32(Int32(clamping: state.lyricsLine?.index ?? -1)), .int64(line?.start.microseconds ?? -1),
-                .int64(state.lyricsLine?.nextStart?.microseconds ?? -1), .string(line?.text ?? "")]
+                .int64(state.lyricsNextLineStart?.microseconds ?? -1), .string(line?.text ?? "")]
     }
 
     /// Everything `lectern status` shows, in one reply.

@@ -318,9 +318,10 @@ public final class MPRISService: PlayerObserver {
             map["lectern:remaining"] = .int64(progress.remaining.microseconds)
             map["lectern:fileCount"] = .int32(Int32(clamping: state.queue.count))
             map["lectern:chapterCount"] = .int32(Int32(clamping: state.chapters.count))
-            // The file's whole text (its chapters share it), the same string each time: comparing it is cheap. Only
-            // here: in TrackList metadata, a book's transcripts would make each reply megabytes long.
-            if let text = item.lyrics?.text, !text.isEmpty { map["xesam:asText"] = .string(text) }
+            // The chapter's words (docs/decisions/lyrics.md), made once with the chapters: the same string each time,
+            // comparing it is cheap. Only here: in TrackList metadata, a book's transcripts would make each reply
+            // megabytes long.
+            if let text = track.text, !text.isEmpty { map["xesam:asText"] = .string(text) }
         }
         if let length = track.length { map["mpris:length"] = .int64(length.microseconds) }
         if !item.artists.isEmpty { map["xesam:artist"] = .strings(item.artists) }

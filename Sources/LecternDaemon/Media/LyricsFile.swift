@@ -1,12 +1,39 @@
 import Foundation
+import GStreamer
 import LecternCore
 import LecternLibrary
 import Logging
 
-/// The LRC file beside a media file (the same name, `.lrc`: `Chapter 1.mp3` → `Chapter 1.lrc`), read when the
-/// file is opened, never while it plays. What cannot be used (not a regular file, over ``Lyrics/maximumSize``, not
-/// UTF-8, malformed) is logged as a warning and gives no text.
+/// A media file's words: the LRC file beside it (the same name, `.lrc`: `Chapter 1.mp3` → `Chapter 1.lrc`), else
+/// the lyrics in its tags (``TagLyrics``, stored in the library for a book's files). Read when the file is opened,
+/// never while it plays. What cannot be used (not a regular file, over ``Lyrics/maximumSize``, not UTF-8,
+/// malformed) is logged as a warning and gives no text.
 enum LyricsFile {
+    /// The words in the tags of the file at `path`; nil when they have none, or (logged) they cannot be used.
+    static func lyrics(in tags: TagLyrics?, of path: String, logger: Logger) -> Lyrics? {
+        let problem: String
+        switch tags {
+        case nil:
+            return nil
+        case .text(let text):
+            do throws(LyricsError) {
+                return try Lyrics(lrc: text.utf8)
+            } catch {
+                problem = error.description
+            }
+        case .unreadable(let why):
+            problem = why
+        }
+        logger.warning("cannot read the lyrics in a file's tags: no text", metadata: ["file": "\(path)", "error": "\(problem)"])
+        return nil
+    }
+
+    /// The text of the words in the tags when they can be used (else logged): what the library keeps of them.
+    static func usableText(in tags: TagLyrics?, of path: String, logger: Logger) -> String? {
+        guard lyrics(in: tags, of: path, logger: logger) != nil, case .text(let text)? = tags else { return nil }
+        return text
+    }
+
     /// The lyrics beside `url`; nil when there is no LRC file, or (logged) it cannot be used.
     static func lyrics(beside url: URL, logger: Logger) -> Lyrics? {
         let lrc = url.deletingPathExtension().appendingPathExtension("lrc")

@@ -3,9 +3,9 @@ import GStreamer
 import LecternLibrary
 
 /// Reads an MP3 file's length and tags without GStreamer, for the files whose layout it knows for certain: an
-/// ID3v2.3 or 2.4 tag of plain text frames (title, artists, album, album artist, genre, track, disc) and at most one
-/// JPEG or PNG picture, then a Layer III frame with a Xing/Info header that counts the frames, as LAME and FFmpeg
-/// write them. Its answer is the discoverer's for the same file (`MP3ProbeTests` compares them); anything else
+/// ID3v2.3 or 2.4 tag of plain text frames (title, artists, album, album artist, genre, track, disc), lyrics (USLT,
+/// SYLT: ``TagLyrics``, as after the discoverer) and at most one JPEG or PNG picture, then a Layer III frame with a
+/// Xing/Info header that counts the frames, as LAME and FFmpeg write them. Its answer is the discoverer's for the same file (`MP3ProbeTests` compares them); anything else
 /// (chapters, ID3v1 or APE tags, unsynchronisation, compressed or encrypted frames, numeric genres, several values
 /// in a frame, text that is neither ASCII nor valid in its encoding, a file shorter than its header says) is left
 /// to the discoverer: `read` returns nil.
@@ -36,7 +36,8 @@ enum MP3Probe {
               let samples = Self.samples(frame, fileBytes: size - audioStart) else { return nil }
         return MediaInfo(duration: samples.duration, title: tags.title, artists: tags.artists, album: tags.album,
                          albumArtist: tags.albumArtist, genre: tags.genre, trackNumber: tags.track, discNumber: tags.disc,
-                         hasAudio: true, cover: tags.cover, chapters: [])
+                         hasAudio: true, cover: tags.cover, chapters: [],
+                         lyrics: TagLyrics.first(tags.synced + tags.unsynced))
     }
 
     // MARK: The first frame: Xing/Info and LAME tags
@@ -104,6 +105,8 @@ enum MP3Probe {
         var artists: [String] = []
         var track, disc: Int?
         var cover: MediaInfo.CoverImage?
+        /// The words of SYLT and USLT frames, as the discoverer's reader finds them.
+        var synced: [TagLyrics] = [], unsynced: [TagLyrics] = []
         private var seen: Set<String> = []
 
         /// Reads the frames of a tag's body; false when one of them is beyond this reader.
@@ -122,6 +125,12 @@ enum MP3Probe {
                     continue
                 }
                 guard seen.insert(id).inserted else { return false }  // a frame twice: GStreamer merges them
+                if id == "SYLT" || id == "USLT" {
+                    if let words = TagLyrics.id3Frame(id: id, content: content) {
+                        if id == "SYLT" { synced.append(words) } else { unsynced.append(words) }
+                    }
+                    continue
+                }
                 if id == "APIC" {
                     guard let image = Self.picture(content) else { return false }
                     cover = image
@@ -151,7 +160,7 @@ enum MP3Probe {
             return true
         }
 
-        private static let known: Set<String> = ["TIT2", "TPE1", "TALB", "TPE2", "TCON", "TRCK", "TPOS", "APIC"]
+        private static let known: Set<String> = ["TIT2", "TPE1", "TALB", "TPE2", "TCON", "TRCK", "TPOS", "APIC", "USLT", "SYLT"]
         /// Frames GStreamer turns into what MediaInfo holds: chapters (a table of contents), user texts (some are
         /// mapped to tags).
         private static let leftToTheDiscoverer: Set<String> = ["CHAP", "CTOC", "TXXX"]

@@ -57,7 +57,10 @@ public final class MediaOpener: Sendable {
         }
         var items = files.map { MediaItem(id: 0, url: $0) }
         items[0] = item(for: first, info)
-        for index in items.indices { items[index].lyrics = LyricsFile.lyrics(beside: items[index].url, logger: logger) }
+        // The LRC file beside each file wins over its tags; the tags of all but the first are read later.
+        for index in items.indices {
+            items[index].lyrics = LyricsFile.lyrics(beside: items[index].url, logger: logger) ?? items[index].lyrics
+        }
         return items
     }
 
@@ -81,6 +84,7 @@ public final class MediaOpener: Sendable {
                       let current = queue.first(where: { $0.url == file.url }) else { continue }
                 var updated = item(for: file.url, info)
                 updated.id = current.id
+                updated.lyrics = current.lyrics ?? updated.lyrics  // an LRC file beside it, read at the open
                 await player.updateItem(updated)
             }
         }
@@ -96,7 +100,8 @@ public final class MediaOpener: Sendable {
                   albumArtists: info.albumArtist.map { [$0] } ?? [], trackNumber: info.trackNumber,
                   discNumber: info.discNumber, genre: info.genre, duration: info.duration,
                   artURL: coverURL(for: url, info.cover),
-                  chapters: chapters(of: url, info).map { ChapterMark(title: $0.title, start: $0.start) })
+                  chapters: chapters(of: url, info).map { ChapterMark(title: $0.title, start: $0.start) },
+                  lyrics: LyricsFile.lyrics(in: info.lyrics, of: url.path, logger: logger))
     }
 
     /// Chapters from GStreamer's table of contents, else (MP4/M4B, which GStreamer 1.22 doesn't expose)

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GStreamer
+import LecternCore
 import Logging
 import Synchronization
 
@@ -407,7 +408,13 @@ public final class MediaReader: Sendable {
                     // answer); any other file, or an MP3 file it is not certain of, by the discoverer (~1.7 ms).
                     let probed = url.isFileURL && url.pathExtension.lowercased() == "mp3"
                         ? MP3Probe.read(url.path(percentEncoded: false)) : nil
-                    if let probed { reply = .info(probed) } else { reply = .info(try discoverer!.discover(url)) }
+                    var info: MediaInfo
+                    if let probed { info = probed } else { info = try discoverer!.discover(url) }
+                    // Words longer than any lyrics may be are not sent: the daemon hears why.
+                    if case .text(let text) = info.lyrics, text.utf8.count > Lyrics.maximumSize {
+                        info.lyrics = .unreadable(LyricsError.tooLarge(text.utf8.count).description)
+                    }
+                    reply = .info(info)
                 } catch {
                     discoverer = nil
                     reply = .error(error)

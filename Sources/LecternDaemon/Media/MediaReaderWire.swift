@@ -95,6 +95,11 @@ enum MediaReaderWire {
                 writer.duration(chapter.start)
                 writer.duration(chapter.end)
             }
+            switch info.lyrics {
+            case nil: writer.integer(0)
+            case .text(let text): writer.integer(1); writer.string(text)
+            case .unreadable(let why): writer.integer(2); writer.string(why)
+            }
         case .error(let error):
             switch error {
             case .notFound(let message): writer.integer(1); writer.string(message)
@@ -138,10 +143,16 @@ enum MediaReaderWire {
                 else { return nil }
                 chapters.append(MediaInfo.Chapter(title: title, start: start, end: end))
             }
+            guard let lyricsKind = reader.integer() else { return nil }
+            var lyrics: TagLyrics?
+            if lyricsKind != 0 {
+                guard let words = reader.string(), lyricsKind == 1 || lyricsKind == 2 else { return nil }
+                lyrics = lyricsKind == 1 ? .text(words) : .unreadable(words)
+            }
             reply = .info(MediaInfo(duration: duration, title: title, artists: artists, album: album,
                                     albumArtist: albumArtist, genre: genre, trackNumber: track >= 0 ? Int(track) : nil,
                                     discNumber: disc >= 0 ? Int(disc) : nil, hasAudio: hasAudio != 0, cover: cover,
-                                    chapters: chapters))
+                                    chapters: chapters, lyrics: lyrics))
         case 1...4:
             guard let message = reader.string() else { return nil }
             let cases: [(String) -> MediaError] = [MediaError.notFound, MediaError.unreadable, MediaError.notAudio, MediaError.failed]
