@@ -36,20 +36,19 @@ import TestSupport
     @Test func anImportInBatchesMakesTheBooksOfOneBatch() async throws {
         let directory = try TemporaryDirectory(prefix: "lectern-importer")
         let root = directory.appending("library")
-        var frequency = 200
-        func file(_ path: String, album: String? = nil, track: Int? = nil) throws {
-            let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            frequency += 50  // each file its own sound: the same bytes in two folders would be one file and its copy
-            try AudioFiles.mp3(url, seconds: 0.3, frequency: frequency, tags: .init(album: album, track: track))
-        }
         // An album over two disc folders; untagged files of one folder on both sides of a folder inside it (the walk
-        // gives "Plain/a", "Plain/b", "Plain/sub/c", "Plain/z"); a folder of its own.
-        for disc in 1...2 {
-            for track in 1...3 { try file("Big/CD\(disc)/\(track).mp3", album: "Big Book", track: disc * 10 + track) }
+        // gives "Plain/a", "Plain/b", "Plain/sub/c", "Plain/z"); a folder of its own. Each file its own sound: the
+        // same bytes in two folders would be one file and its copy. Made off the cooperative pool (ffmpeg).
+        let files: [(path: String, album: String?, track: Int?)] =
+            (1...2).flatMap { disc in (1...3).map { ("Big/CD\(disc)/\($0).mp3", "Big Book", disc * 10 + $0) } }
+            + ["a", "b", "sub/c", "z"].map { ("Plain/\($0).mp3", nil, nil) } + ["x", "y"].map { ("Solo/\($0).mp3", nil, nil) }
+        try await offThePool {
+            for (index, file) in files.enumerated() {
+                let url = root.appendingPathComponent(file.path)
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try AudioFiles.mp3(url, seconds: 0.3, frequency: 250 + 50 * index, tags: .init(album: file.album, track: file.track))
+            }
         }
-        for name in ["a", "b", "sub/c", "z"] { try file("Plain/\(name).mp3") }
-        for name in ["x", "y"] { try file("Solo/\(name).mp3") }
 
         let whole = try Rig(directory, name: "whole", batchSize: 1_000)
         let batched = try Rig(directory, name: "batched", batchSize: 2)
