@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// Predicates on the library, combined with AND; each a case-insensitive substring.
-public struct LibraryQuery: Sendable, Equatable {
+public struct LibraryQuery: Sendable, Hashable {
     public var title: String?
     public var author: String?
     public var album: String?
