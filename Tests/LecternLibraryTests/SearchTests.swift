@@ -401,3 +401,15 @@ struct CommonWordSearchTests {
         #expect(try s.search("part", ranking: 3).count == 7)
     }
 }
+
+@Suite("What a page reads")
+struct PageReadTests {
+    @Test("A page's totals come from the index of the files' totals alone, not from the files' rows")
+    func totalsFromTheIndex() throws {
+        let t = try TestLibrary()
+        let plan = try t.library.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Library.totalsSQL(3), arguments: [1, 2, 3]).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("COVERING INDEX bookFile_totals") }, "\(plan)")
+    }
+}
