@@ -63,21 +63,25 @@ extension LibraryService {
         .array(.dictionary(key: .string, value: .variant), books.map { encode($0, totals[$0.id ?? 0]) })
     }
 
-    /// A book as ListBooks gives it, with its files' totals (none: no files).
+    /// A book as ListBooks gives it, with its files' totals (none: no files); its keys in the order ``DBusValue/vardict(_:)``
+    /// would sort them, without sorting them for each of a page's books.
     static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
-        .vardict([
-            "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
-            "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
-            "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
-            "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
-            "finished": .boolean(book.finished), "note": .string(book.note),
-            "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
-            "loop": .string(spelling(of: book.loop)), "position_file": .int64(book.positionFileId ?? 0),
-            "position_offset": .int64(book.positionOffset),
-            "files": .uint32(UInt32(clamping: totals?.files ?? 0)), "duration": .int64(totals?.duration ?? 0),
-            "state": .string(book.offline ? "offline" : "available"),
-            "missing": .uint32(UInt32(clamping: book.offline ? 0 : (totals.map { $0.files - $0.available } ?? 0))),
-        ])
+        let files = totals?.files ?? 0
+        let missing = book.offline ? 0 : files - (totals?.available ?? 0)
+        let entries: KeyValuePairs<String, DBusValue> = [
+            "added": time(book.addedAt), "author": DBusValue.string(book.author ?? ""),
+            "cover": DBusValue.string(book.coverPath ?? ""), "duration": DBusValue.int64(totals?.duration ?? 0),
+            "files": DBusValue.uint32(UInt32(clamping: files)), "finished": DBusValue.boolean(book.finished),
+            "id": DBusValue.int64(book.id ?? 0), "last_played": time(book.lastPlayedAt),
+            "loop": DBusValue.string(spelling(of: book.loop)), "missing": DBusValue.uint32(UInt32(clamping: missing)),
+            "modified": time(book.modifiedAt), "narrator": DBusValue.string(book.narrator ?? ""),
+            "note": DBusValue.string(book.note), "position_file": DBusValue.int64(book.positionFileId ?? 0),
+            "position_offset": DBusValue.int64(book.positionOffset), "shelf": DBusValue.int64(book.shelfId ?? 0),
+            "shuffle": DBusValue.boolean(book.shuffle), "source": DBusValue.string(book.sourcePath ?? ""),
+            "speed": DBusValue.double(book.speed), "state": DBusValue.string(book.offline ? "offline" : "available"),
+            "title": DBusValue.string(book.title), "volume": DBusValue.double(book.volume),
+        ]
+        return .vardict(ordered: entries)
     }
 
     static func encode(_ file: BookFile) -> DBusValue {
