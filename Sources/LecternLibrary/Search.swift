@@ -129,6 +129,7 @@ extension Library {
             return BookPage(books: try Self.books(db, ids), total: ranked.count, totals: try Self.totals(db, of: ids))
         }
     }
+
     /// The books whose ids are `ids`, in that order.
     static func books(_ db: Database, _ ids: [Int64]) throws -> [Book] {
         guard !ids.isEmpty else { return [] }
