@@ -534,6 +534,19 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         }))
     }
 
+    // A word of every book, another at each call: more than lecternd keeps the rankings of (4), so that each call
+    // ranks its matches again, as the first page of a new search does.
+    let common = ["part", "author", "audiobook", "parent", "shelf", "pa"]
+    var calls = 0, libraryCalls = 0
+    result.series.append(try series("Search(another word of every book at each call: \(common.joined(separator: ", ")), {}, 0, 50)",
+                                    expect: min(50, settings.books), {
+        defer { calls += 1 }
+        return searchCall(common[calls % common.count], byAuthor: false, 0, 50)
+    }, library: {
+        defer { libraryCalls += 1 }
+        return try library.search(common[libraryCalls % common.count], offset: 0, limit: 50).books.count
+    }))
+
     // Other callers while one client loops on a heavy call (the largest page of a listing or of a search): a second
     // connection makes it again and again, and this one times MPRIS Get(PlaybackStatus) and ListShelves(0), paced
     // like the Gets during the import.

@@ -1,12 +1,13 @@
 /// One D-Bus value of any type, nested to the specification's limits.
 ///
-/// Containers carry their element types so that empty ones marshal with the right signature.
+/// Containers carry their element types so that empty ones marshal with the right signature. Only a variant's
+/// value is boxed (`indirect`): a page of books is thousands of values, each of which would be an allocation.
 ///
 /// ```swift
 /// let metadata: DBusValue = .vardict(["xesam:title": .string("Chapter 1"), "mpris:length": .int64(60_000_000)])
 /// metadata.type.signature          // "a{sv}"
 /// ```
-public indirect enum DBusValue: Hashable, Sendable {
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -22,7 +23,7 @@ public indirect enum DBusValue: Hashable, Sendable {
     case signature(Signature)
     /// A Unix file descriptor. One received is a duplicate owned by the receiver, who must close it.
     case unixFD(Int32)
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
     case array(DBusType, [DBusValue])
     case dictionary(key: DBusType, value: DBusType, [DictEntry])
     case structure([DBusValue])
@@ -71,6 +72,10 @@ extension DBusValue {
         .dictionary(key: .string, value: .variant, values.sorted { $0.key < $1.key }.map {
             DictEntry(.string($0.key), .variant($0.value))
         })
+    }
+    /// `a{sv}` of `entries` in the order given, for a dictionary made often (``vardict(_:)`` hashes and sorts its keys).
+    public static func vardict(ordered entries: some Sequence<(key: String, value: DBusValue)>) -> DBusValue {
+        .dictionary(key: .string, value: .variant, entries.map { DictEntry(.string($0.key), .variant($0.value)) })
     }
     /// An empty `a{sv}`.
     public static let emptyVardict = DBusValue.dictionary(key: .string, value: .variant, [])

@@ -26,6 +26,8 @@ public final class Library: Sendable {
     let file: (path: String, identity: FileIdentity?)?
     /// Whether writes work, what failed last, and the playback bookkeeping waiting to be written.
     let state = Mutex<WriteState>(WriteState())
+    /// The ranked ids of the last full-text searches, for their next pages.
+    let rankings = Mutex<SearchRankings>(SearchRankings())
 
     /// Opens (creating and migrating) the database at `path`, after checking every page of it
     /// (`PRAGMA quick_check`). A corrupt file is moved aside to `path.corrupt-<date>` (with `-2`, `-3`… when

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// Predicates on the library, combined with AND; each a case-insensitive substring.
-public struct LibraryQuery: Sendable, Equatable {
+public struct LibraryQuery: Sendable, Hashable {
     public var title: String?
     public var author: String?
     public var album: String?
@@ -136,12 +136,17 @@ extension Library {
         try read { db in try Self.totals(db, of: books) }
     }
 
+    /// The totals of `count` books, read from the index `bookFile_totals` alone (Schema v10).
+    static func totalsSQL(_ count: Int) -> String {
+        """
+        SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
+        WHERE bookId IN (\(Self.placeholders(count))) GROUP BY bookId
+        """
+    }
+
     static func totals(_ db: Database, of books: [Int64]) throws -> [Int64: BookTotals] {
         guard !books.isEmpty else { return [:] }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT bookId, count(*), sum(available), ifnull(sum(duration), 0) FROM bookFile
-            WHERE bookId IN (\(Self.placeholders(books.count))) GROUP BY bookId
-            """, arguments: StatementArguments(books))
+        let rows = try Row.fetchAll(db, sql: totalsSQL(books.count), arguments: StatementArguments(books))
         return Dictionary(uniqueKeysWithValues: rows.map {
             ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))
         })

@@ -65,8 +65,10 @@ extension Library {
     public static let maximumPageSize = 200
     /// The page of the calls that take no size (Library1's ListBooks and Find).
     public static let defaultPageSize = 100
-    /// Ranks of a search's columns (bm25 weights, in the order of Schema v7's `bookSearch` columns): a word in the
-    /// title counts most, then the people, the series and album, then the files' other tags and the notes.
+    /// The columns of `bookSearch` (Schema v7), in order.
+    static let searchColumns = ["title", "author", "narrator", "series", "album", "composer", "genre", "files", "notes"]
+    /// Ranks of a search's columns (bm25 weights, in the order of ``searchColumns``): a word in the title counts most,
+    /// then the people, the series and album, then the files' other tags and the notes.
     static let searchWeights = [10.0, 6.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0]
 
     /// A page of the books on a shelf (nil = the top level; with `recursive`, and the shelves below it: nil and
@@ -94,40 +96,37 @@ extension Library {
 
     /// A page of the books whose title, authors, narrator, shelves (series), albums, files' tags, note or
     /// bookmarks hold every word of `text`, each word as the start of a word there, case and accents folded
-    /// ("bront eyr" finds "Jane Eyre" by Charlotte Brontë), and which match `query` too; the best matches first
-    /// (bm25, a word in the title counting most), then by title. An empty `text` leaves `query` alone, by title.
+    /// ("bront eyr" finds "Jane Eyre" by Charlotte Brontë), and which match `query` too; the best matches first, then
+    /// by title (``rank(_:_:)``). An empty `text` leaves `query` alone, by title.
     public func search(_ text: String, _ query: LibraryQuery = LibraryQuery(), offset: Int, limit: Int) throws -> BookPage {
+        try search(text, query, offset: offset, limit: limit, rankingAtMost: Self.rankedMatches)
+    }
+
+    /// ``search(_:_:offset:limit:)``, bm25 ranking at most `rankingAtMost` matches (tests make it small).
+    func search(_ text: String, _ query: LibraryQuery, offset: Int, limit: Int, rankingAtMost: Int) throws -> BookPage {
         try Self.checkPage(offset: offset, limit: limit)
         guard text.unicodeScalars.count <= Limits.name else {
             throw LibraryError.invalidArgument("the search text is longer than \(Limits.name) characters")
         }
-        let pattern = Self.searchPattern(text)
-        if pattern == nil, !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
-            throw LibraryError.invalidArgument("the search text has no letters or digits to look for")
-        }
-        let (from, matches, filterArguments) = Self.matching(query, searched: pattern != nil)
-        var (condition, arguments) = (matches, filterArguments)
-        var rank = ""
-        if let pattern {
-            condition = "bookSearch MATCH ? AND " + condition
-            arguments = [pattern] + arguments
-            rank = "bm25(bookSearch, \(Self.searchWeights.map { "\($0)" }.joined(separator: ", "))), "
-        }
-        // Counted without the books when no predicate needs them (the index's matches alone, or every book).
-        let counted = query != LibraryQuery() ? from : pattern == nil ? "book b" : "bookSearch"
-        return try read { db in
-            // Ranked, the page's ids first: the sort then carries (rank, title, id) for every match, not whole books
-            // (a word of every book at offset 9,000: 9,050 of them). Unranked, the title's index gives the order.
-            let books = try pattern == nil
-                ? Book.fetchAll(db, sql: """
+        guard let pattern = Self.searchPattern(text) else {
+            if !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                throw LibraryError.invalidArgument("the search text has no letters or digits to look for")
+            }
+            // No text: the matches of `query`, in the title's index.
+            let (from, condition, arguments) = Self.matching(query)
+            return try read { db in
+                let books = try Book.fetchAll(db, sql: """
                     SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
                     """, arguments: arguments + [limit, offset])
-                : Self.books(db, Int64.fetchAll(db, sql: """
-                    SELECT b.id FROM \(from) WHERE \(condition) ORDER BY \(rank)b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
-                    """, arguments: arguments + [limit, offset]))
-            return try Self.page(db, books, offset: offset, limit: limit) {
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(counted) WHERE \(condition)", arguments: arguments) ?? 0
+                return try Self.page(db, books, offset: offset, limit: limit) {
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from) WHERE \(condition)", arguments: arguments) ?? 0
+                }
             }
+        }
+        return try read { db in
+            let ranked = try rankedSearch(db, SearchKey(pattern: pattern, query: query, rankingAtMost: rankingAtMost))
+            let ids = Array(ranked.dropFirst(offset).prefix(limit))
+            return BookPage(books: try Self.books(db, ids), total: ranked.count, totals: try Self.totals(db, of: ids))
         }
     }
 

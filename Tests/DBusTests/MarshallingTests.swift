@@ -84,6 +84,15 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         #expect(DBusValue.structure([.objectPath(.root), .string("x")]).type.signature == "(os)")
         #expect(DBusValue.array(.dictionary(key: .string, value: .variant), []).type.signature == "aa{sv}")
     }
+
+    @Test func anOrderedVardictKeepsTheOrderGiven() {
+        let ordered = DBusValue.vardict(ordered: ["b": .int32(1), "a": .string("x")])
+        #expect(ordered.type.signature == "a{sv}")
+        #expect(ordered.stringKeyedDictionary == ["a": .string("x"), "b": .int32(1)])
+        guard case .dictionary(_, _, let entries) = ordered else { Issue.record("\(ordered)"); return }
+        #expect(entries.map(\.key) == [.string("b"), .string("a")])
+        #expect(DBusValue.vardict(ordered: ["a": .string("x"), "b": .int32(1)]) == .vardict(["b": .int32(1), "a": .string("x")]))
+    }
 }
 
 @Suite struct NameTests {

@@ -334,7 +334,7 @@ extension Integration {
             var all: [String] { names.withLock { $0 } }
         }
 
-        @Test func otherCallersAreAnsweredWhileABigListingRunsAndItShowsTheLibraryAsItWasCalled() async throws {
+        @Test func otherCallersAreAnsweredWhileABigListingRunsAndItShowsTheLibraryWhole() async throws {
             try await DaemonFixture.with { d in
                 try await d.stopAndCheckpoint()
                 // 5,000 books written straight into the file (an import of that many would take minutes).
@@ -359,12 +359,13 @@ extension Integration {
                     arrivals.append("Search")
                     return books.compactMap { $0.stringKeyedDictionary?["title"]?.string }
                 }
-                try await Task.sleep(for: .milliseconds(20))
+                try await Task.sleep(for: .milliseconds(2))
                 let rename = Task {
                     try await d.lib("RenameBook", [.int64(first), .string("Renamed")])
                     arrivals.append("RenameBook")
                 }
                 // Another client meanwhile: a library call and an MPRIS Get.
+                arrivals.append("other sent")
                 _ = try await other.call(Lib.busName, path: Lib.path, interface: Lib.library, member: "ListShelves", [.int64(0)])
                 arrivals.append("other ListShelves")
                 _ = try await other.call(Lib.busName, path: MPRIS.path, interface: MPRIS.properties, member: "Get",
@@ -374,13 +375,17 @@ extension Integration {
                 try await rename.value
 
                 #expect(titles.count == 200)
-                // The page shows the library as it was when the call arrived, before the rename.
-                #expect(titles.first == "Book 00000")
-                #expect(!titles.contains("Renamed"))
+                // The page shows the library before the rename or after it, whole (docs/decisions/call-order.md: the
+                // read begins after the call's turn, and the rename sent just after may be written by then).
+                let before = (0..<200).map { String(format: "Book %05d", $0) }
+                let after = (1...200).map { String(format: "Book %05d", $0) }
+                #expect(titles == before || titles == after, "\(titles.prefix(3))")
                 let order = arrivals.all
-                // The other client was not kept waiting for the search. (That one sender's replies keep the order of
-                // its calls is checked in DBusTests: here the two tasks that await them may resume in either order.)
-                #expect(order.firstIndex(of: "other Get")! < order.firstIndex(of: "Search")!, "\(order)")
+                // The other client was not kept waiting for the search: answered before it, unless the search was
+                // answered before the other client called. (That one sender's replies keep the order of its calls is
+                // checked in DBusTests: here the two tasks that await them may resume in either order.)
+                let search = order.firstIndex(of: "Search")!
+                #expect(order.firstIndex(of: "other Get")! < search || search < order.firstIndex(of: "other sent")!, "\(order)")
                 #expect(try await d.getBook(first)["title"] == .string("Renamed"))
                 #expect(await d.stopReplacement(daemon) == 0)
             }

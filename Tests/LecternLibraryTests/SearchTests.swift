@@ -314,3 +314,102 @@ struct ListingTests {
         #expect(try s.library.books(in: nil, recursive: true, sortedBy: order, offset: 5, limit: 1) == BookPage(books: [], total: 5))
     }
 }
+
+/// Books holding "part" in each kind of column, for searches with more matches than bm25 ranks.
+struct CommonWordLibrary {
+    let t: TestLibrary
+    var library: Library { t.library }
+    let machine, zebra, partridge, unknown, party, apple, mango, machineAge: Int64
+
+    init() throws {
+        t = try TestLibrary()
+        let library = t.library
+        func book(_ name: String, title: String, author: String? = nil, files: [ImportedBook.File]? = nil, into shelf: Int64? = nil) throws -> Int64 {
+            try library.add(importedBook("/c/" + name, title: title, author: author, paths: ["1.mp3"], files: files), into: shelf)
+        }
+        machine = try book("machine", title: "Part of the Machine")
+        zebra = try book("zebra", title: "Zebra Part")
+        partridge = try book("partridge", title: "Birds", author: "Anna Partridge")
+        unknown = try book("unknown", title: "Travels", into: try library.shelf(atPath: "Parts Unknown"))
+        party = try book("party", title: "Songs", files: [track("/c/party/1.mp3", album: "Party Songs")])
+        apple = try book("apple", title: "Apple", files: [track("/c/apple/1.mp3", title: "part 1, birds")])
+        mango = try book("mango", title: "Mango", files: [track("/c/mango/1.mp3", title: "part 2")])
+        machineAge = try book("age", title: "Machine Age", files: [track("/c/age/1.mp3", title: "part 3")])
+    }
+
+    /// The ids of a search, bm25 ranking at most `ranking` matches.
+    func search(_ text: String, _ query: LibraryQuery = LibraryQuery(), ranking: Int, offset: Int = 0, limit: Int = 50) throws -> [Int64] {
+        try library.search(text, query, offset: offset, limit: limit, rankingAtMost: ranking).books.map(\.id!)
+    }
+}
+
+@Suite("Full-text search of a word in many books")
+struct CommonWordSearchTests {
+    @Test("Past the books bm25 ranks: every word in the title first, then the names, the series, the album, the rest; by title")
+    func tiersOfColumns() throws {
+        let s = try CommonWordLibrary()
+        #expect(Library.tierColumns.count == 6)
+        #expect(Library.tierColumns.first == ["title"])
+        let tiers = [s.machine, s.zebra, s.partridge, s.unknown, s.party, s.apple, s.machineAge, s.mango]
+        #expect(try s.search("part", ranking: 3) == tiers)
+        #expect(try s.library.search("part", LibraryQuery(), offset: 0, limit: 3, rankingAtMost: 3).total == 8)
+        // The same matches when bm25 ranks them: the titles first there too.
+        let ranked = try s.search("part", ranking: 1_000)
+        #expect(Set(ranked) == Set(tiers))
+        #expect(Set(ranked.prefix(2)) == [s.machine, s.zebra])
+        // Find's keys combine with it.
+        #expect(try s.search("part", LibraryQuery(title: "a"), ranking: 2) == [s.machine, s.zebra, s.unknown, s.apple, s.machineAge, s.mango])
+        // Two common words: the tier is the weaker word's best column.
+        #expect(try s.search("part mach", ranking: 1) == [s.machine, s.machineAge])
+    }
+
+    @Test("A rare word with a common one is ranked by bm25: the rare word's column decides")
+    func rareAndCommon() throws {
+        let s = try CommonWordLibrary()
+        // Two matches, within what bm25 ranks: "birds" in a title before "birds" in a file's title, though "Apple"
+        // sorts first and "part" is in a file of both.
+        #expect(try s.search("part birds", ranking: 2) == [s.partridge, s.apple])
+        #expect(try s.search("birds part", ranking: 2) == [s.partridge, s.apple])
+        // Past what bm25 ranks, the tiers agree: every word in the title or the names, then in a file.
+        #expect(try s.search("part birds", ranking: 1) == [s.partridge, s.apple])
+    }
+
+    @Test("Pages of a common word add up to the whole ranking, and follow renames and deletes")
+    func pagesStayConsistent() throws {
+        let s = try CommonWordLibrary()
+        let whole = try s.search("part", ranking: 3)
+        for limit in 1...9 {
+            var pages: [Int64] = []
+            var offset = 0
+            while offset < whole.count + limit {
+                let page = try s.library.search("part", LibraryQuery(), offset: offset, limit: limit, rankingAtMost: 3)
+                #expect(page.total == whole.count)
+                #expect(page.books.count == min(limit, max(0, whole.count - offset)))
+                pages += page.books.map(\.id!)
+                offset += limit
+            }
+            #expect(pages == whole, "pages of \(limit)")
+        }
+        // The ranking kept for the next pages is made again after a write to the index.
+        try s.library.renameBook(s.apple, to: "Zucchini")
+        #expect(try s.search("part", ranking: 3).suffix(3) == [s.machineAge, s.mango, s.apple])
+        try s.library.deleteBook(s.zebra)
+        #expect(try s.search("part", ranking: 3).prefix(2) == [s.machine, s.partridge])
+        #expect(try s.library.search("part", LibraryQuery(), offset: 0, limit: 2, rankingAtMost: 3).total == 7)
+        // And a write elsewhere keeps it: the same ranking.
+        try s.library.setNote(of: s.mango, "")
+        #expect(try s.search("part", ranking: 3).count == 7)
+    }
+}
+
+@Suite("What a page reads")
+struct PageReadTests {
+    @Test("A page's totals come from the index of the files' totals alone, not from the files' rows")
+    func totalsFromTheIndex() throws {
+        let t = try TestLibrary()
+        let plan = try t.library.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + Library.totalsSQL(3), arguments: [1, 2, 3]).map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.contains("COVERING INDEX bookFile_totals") }, "\(plan)")
+    }
+}

@@ -63,26 +63,33 @@ extension LibraryService {
         .array(.dictionary(key: .string, value: .variant), books.map { encode($0, totals[$0.id ?? 0]) })
     }
 
-    /// A book as ListBooks gives it, with its files' totals (none: no files).
+    /// A book as ListBooks gives it, with its files' totals (none: no files); its keys in the order ``DBusValue/vardict(_:)``
+    /// would sort them, without sorting them for each of a page's books.
     static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
-        var map: [String: DBusValue] = [
-            "id": .int64(book.id ?? 0), "shelf": .int64(book.shelfId ?? 0), "title": .string(book.title),
-            "author": .string(book.author ?? ""), "narrator": .string(book.narrator ?? ""),
-            "cover": .string(book.coverPath ?? ""), "source": .string(book.sourcePath ?? ""),
-            "added": time(book.addedAt), "modified": time(book.modifiedAt), "last_played": time(book.lastPlayedAt),
-            "finished": .boolean(book.finished), "note": .string(book.note),
-            "volume": .double(book.volume), "speed": .double(book.speed), "shuffle": .boolean(book.shuffle),
-            "loop": .string(spelling(of: book.loop)), "position_file": .int64(book.positionFileId ?? 0),
-            "position_offset": .int64(book.positionOffset),
-            "files": .uint32(UInt32(clamping: totals?.files ?? 0)), "duration": .int64(totals?.duration ?? 0),
-            "state": .string(book.offline ? "offline" : "available"),
-            "missing": .uint32(UInt32(clamping: book.offline ? 0 : (totals.map { $0.files - $0.available } ?? 0))),
-            "normalise": .boolean(book.normalise),
-            "loudness_gain": .double(20 * log10(book.loudnessGain(target: LoudnessMeter.defaultTarget))),
+        let files = totals?.files ?? 0
+        let missing = book.offline ? 0 : files - (totals?.available ?? 0)
+        // In the keys' order (the optional ones where they go).
+        var entries: [(key: String, value: DBusValue)] = [
+            ("added", time(book.addedAt)), ("author", .string(book.author ?? "")),
+            ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
+            ("files", .uint32(UInt32(clamping: files))), ("finished", .boolean(book.finished)),
+            ("id", .int64(book.id ?? 0)), ("last_played", time(book.lastPlayedAt)),
+            ("loop", .string(spelling(of: book.loop))),
         ]
-        if let loudness = book.loudness { map["loudness"] = .double(loudness) }
-        if let problem = book.loudnessProblem { map["loudness_problem"] = .string(problem) }
-        return .vardict(map)
+        if let loudness = book.loudness { entries.append(("loudness", .double(loudness))) }
+        entries.append(("loudness_gain", .double(20 * log10(book.loudnessGain(target: LoudnessMeter.defaultTarget)))))
+        if let problem = book.loudnessProblem { entries.append(("loudness_problem", .string(problem))) }
+        entries += [
+            ("missing", .uint32(UInt32(clamping: missing))),
+            ("modified", time(book.modifiedAt)), ("narrator", .string(book.narrator ?? "")),
+            ("normalise", .boolean(book.normalise)),
+            ("note", .string(book.note)), ("position_file", .int64(book.positionFileId ?? 0)),
+            ("position_offset", .int64(book.positionOffset)), ("shelf", .int64(book.shelfId ?? 0)),
+            ("shuffle", .boolean(book.shuffle)), ("source", .string(book.sourcePath ?? "")),
+            ("speed", .double(book.speed)), ("state", .string(book.offline ? "offline" : "available")),
+            ("title", .string(book.title)), ("volume", .double(book.volume)),
+        ]
+        return .vardict(ordered: entries)
     }
 
     static func encode(_ file: BookFile) -> DBusValue {
