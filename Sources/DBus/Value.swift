@@ -74,7 +74,11 @@ extension DBusValue {
         })
     }
     /// `a{sv}` of `entries` in the order given, for a dictionary made often (``vardict(_:)`` hashes and sorts its keys).
-    public static func vardict(ordered entries: some Sequence<(key: String, value: DBusValue)>) -> DBusValue {
+    public static func vardict(ordered entries: KeyValuePairs<String, DBusValue>) -> DBusValue {
+        vardict(ordered: entries.map { (key: $0.key, value: $0.value) })
+    }
+    /// `a{sv}` of `entries` in the order given, for a dictionary with entries that are not always there.
+    public static func vardict(ordered entries: [(key: String, value: DBusValue)]) -> DBusValue {
         .dictionary(key: .string, value: .variant, entries.map { DictEntry(.string($0.key), .variant($0.value)) })
     }
     /// An empty `a{sv}`.
