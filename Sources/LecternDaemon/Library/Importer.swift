@@ -116,12 +116,13 @@ struct Importer: Sendable {
         return books.sorted { NaturalOrder.areInIncreasingOrder($0.title, $1.title) }.map(\.id)
     }
 
-    /// The most files an import reads before it writes their books: what it holds at once, whatever the folder's
-    /// size (a whole folder is never split, so a book's untagged files stay together).
+    /// The fewest files an import reads before it writes their books: about what it holds at once, whatever the
+    /// folder's size.
     static let batchFiles = 5_000
 
-    /// `paths` (in the walk's order, a folder's files together) cut into runs of whole folders, each of at least
-    /// ``batchFiles`` files but the last.
+    /// `paths` (in the walk's order) cut into runs of at least `size` files but the last, each cut where the walk
+    /// goes from one folder to another. (A folder's files after one of its subfolders' may still land in a later
+    /// batch: `run` joins them to their book.)
     static func batches(_ paths: [String], size: Int = batchFiles) -> [ArraySlice<String>] {
         var batches: [ArraySlice<String>] = []
         var start = paths.startIndex
