@@ -76,6 +76,20 @@ extension Integration {
             try #require(stopped != nil, "the book did not play to its end")
         }
 
+        /// The samples the file sink wrote to `output`, once it holds a whole WAV file: after the player says Stopped,
+        /// the pipeline may still be closing it (or, for a rate set by a flushing seek, writing it again).
+        func samples(renderedTo output: URL) async throws -> [Int16] {
+            let deadline = ContinuousClock.now + .seconds(10)
+            var last: Data?
+            while true {
+                let data = try Data(contentsOf: output)
+                if data == last, let samples = try? PCM.samples(ofWAV: data) { return samples }
+                guard ContinuousClock.now < deadline else { return try PCM.samples(ofWAV: data) }
+                last = data
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+
         /// Waits until the book's loudness is measured (or could not be); its GetBook.
         func waitForMeasurement(_ book: Int64, _ d: DaemonFixture) async throws -> [String: DBusValue] {
             let deadline = ContinuousClock.now + .seconds(60)
@@ -103,7 +117,7 @@ extension Integration {
                     // Off (the default): the book as recorded, sample for sample.
                     try await playToEnd(id, d)
                     let source = try PCM.samples(ofWAV: try Data(contentsOf: folder.appendingPathComponent("1.wav")))
-                    let rendered = try PCM.samples(ofWAV: try Data(contentsOf: output))
+                    let rendered = try await samples(renderedTo: output)
                     #expect(Array(rendered.prefix(source.count)) == source, "\(folder.lastPathComponent) changed with normalisation off")
 
                     try await d.lib("SetBookSettings", [.int64(id), .vardict(["normalise": .boolean(true)])])
@@ -113,6 +127,7 @@ extension Integration {
                     #expect(details["normalise"] == .boolean(true))
                     #expect(abs((details["loudness_gain"]?.double ?? 0) - (-18 - measured)) < 0.01)
                     try await playToEnd(id, d)
+                    _ = try await samples(renderedTo: output)
                     heard.append(try R128.integratedLoudness(of: output))
 
                     let shown = try await d.lectern("loudness")
@@ -145,7 +160,7 @@ extension Integration {
                 let bothID = try #require(try await d.importOK(both).first)
                 try await d.lib("SetBookSettings", [.int64(bothID), .vardict(["volume": .double(2)])])
                 try await playToEnd(bothID, d)
-                let rendered = try PCM.samples(ofWAV: try Data(contentsOf: output))
+                let rendered = try await samples(renderedTo: output)
                 #expect(rendered.count == 2 * source.count, "\(rendered.count) samples, not \(2 * source.count)")
                 expectBoosted(rendered, "across the handover")
                 let boundary = source.count
@@ -156,7 +171,7 @@ extension Integration {
                 let fastID = try #require(try await d.importOK(fast).first)
                 try await d.lib("SetBookSettings", [.int64(fastID), .vardict(["volume": .double(2), "speed": .double(1.5)])])
                 try await playToEnd(fastID, d)
-                let faster = try PCM.samples(ofWAV: try Data(contentsOf: output))
+                let faster = try await samples(renderedTo: output)
                 let expected = Double(source.count) / 1.5
                 #expect(abs(Double(faster.count) - expected) < expected * 0.05, "\(faster.count) samples, not about \(expected)")
                 expectBoosted(faster, "at 1.5x")
