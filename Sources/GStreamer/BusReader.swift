@@ -118,9 +118,15 @@ final class BusReader: @unchecked Sendable {
             let (text, debug) = parse(message, with: gst_message_parse_warning)
             return .warning(message: text, debug: debug)
         case bits(GST_MESSAGE_APPLICATION):
-            guard applicationName(message) == aboutToFinishMessageName,
-                  let structure = gst_message_get_structure(message) else { return nil }
-            return .aboutToFinish(nextURI: gst_structure_get_string(structure, "uri").map { String(cString: $0) })
+            guard let structure = gst_message_get_structure(message) else { return nil }
+            switch applicationName(message) {
+            case aboutToFinishMessageName:
+                return .aboutToFinish(nextURI: gst_structure_get_string(structure, "uri").map { String(cString: $0) })
+            case seekMarkMessageName:
+                return gst_structure_get_string(structure, "number").flatMap { Int(String(cString: $0)) }.map { .seekMarked($0) }
+            default:
+                return nil
+            }
         default:
             return nil
         }

@@ -261,6 +261,8 @@ final class NextURISlot: Sendable {
 
 /// Name of the application message "about-to-finish" posts so the bus thread reports it in bus order.
 let aboutToFinishMessageName = "lectern-about-to-finish"
+/// Name of the application message ``PlaybinControl/markSeek(_:)`` posts.
+let seekMarkMessageName = "lectern-seek-mark"
 
 /// "about-to-finish" handler, on a streaming thread: takes the next URI, sets it synchronously as playbin's
 /// `uri` (which is how gapless works) and posts a note on the bus. Never blocks beyond the slot's lock.

@@ -1,4 +1,5 @@
 import CGStreamer
+import CGStreamerShims
 import Synchronization
 
 /// The thread-safe part of a ``Playbin``: state changes, seeks and queries, callable from any thread.
@@ -68,6 +69,12 @@ public final class PlaybinControl: @unchecked Sendable {
             rateState.withLock { $0 = rate }
         }
         return accepted
+    }
+
+    /// Posts `number` on the bus, read back as ``PlaybinEvent/seekMarked(_:)``; made just before a seek, it tells
+    /// that seek's async-done from an earlier operation's: GStreamer gives the async-done a seqnum of its own.
+    public func markSeek(_ number: Int) {
+        _ = lectern_gst_post_application(UnsafeMutableRawPointer(element), seekMarkMessageName, "number", String(number))
     }
 
     /// Seeks to the current position with a new rate (speed change that keeps the place).

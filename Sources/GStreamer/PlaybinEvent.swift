@@ -19,6 +19,9 @@ public enum PlaybinEvent: Sendable, Equatable {
     /// "about-to-finish" fired on a streaming thread: `nextURI` is what the gapless slot held and the playbin now
     /// continues with, nil when the slot was empty (the stream will end with `endOfStream`).
     case aboutToFinish(nextURI: String?)
+    /// ``PlaybinControl/markSeek(_:)`` posted `number` just before its seek: every message after it on the bus
+    /// (the seek's async-done among them) comes after that seek was made.
+    case seekMarked(Int)
     /// A fatal error; the pipeline stops producing data. `debug` is GStreamer's detail for logs; `fromSink`
     /// says the output failed (e.g. the sound server went away), not the stream; `streamURI` is the URI of the
     /// stream whose element failed (around a gapless handover: the current or the next one), nil when no single

@@ -96,11 +96,17 @@ struct PlaybinStateMachineTests {
         let seek = machine.seek(to: .seconds(20))
         #expect(seek.calls == [.seek(.seconds(20), rate: 1, purpose: .move(1))])
         #expect(machine.position(pipeline: pipeline) == .seconds(20))
-        // An async-done before the worker made the seek is an earlier operation's.
+        // An async-done before the seek's mark on the bus is an earlier operation's.
+        _ = machine.handle(.asyncDone, pipeline: pipeline)
+        _ = machine.handle(.seekMarked(0), pipeline: pipeline)  // an earlier seek's mark
         _ = machine.handle(.asyncDone, pipeline: pipeline)
         #expect(machine.position(pipeline: pipeline) == .seconds(20))
-        _ = machine.seekDone(.move(1), accepted: true, pipeline: pipeline)
+        // After it, the seek's own, whether the worker has reported the seek made or not (the bus thread may
+        // read the async-done first).
+        _ = machine.handle(.seekMarked(1), pipeline: pipeline)
         _ = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(machine.position(pipeline: pipeline) == .seconds(1))
+        _ = machine.seekDone(.move(1), accepted: true, pipeline: pipeline)
         #expect(machine.position(pipeline: pipeline) == .seconds(1))
 
         _ = machine.seek(to: .seconds(40))

@@ -94,9 +94,8 @@ extension Integration {
         }
 
         /// Seeks forward and back; then, from the start again, playing at 1.5 through the gapless handover into the
-        /// second file: every line once, in order, never before it is heard. The playing part starts from a new open:
-        /// after a seek near the end of the paused first file and back, a loaded full-suite run once had the second
-        /// file current before Play (not reproduced alone; the lines followed it correctly).
+        /// second file: every line once, in order, never before it is heard. A speed change is a seek: the lines
+        /// follow only if the position is the stream's again once that seek lands.
         @Test func linesFollowSeeksSpeedAndTheGaplessHandover() async throws {
             let book = try LyricsBook()
             try await DaemonFixture.with { d in

@@ -152,7 +152,7 @@ extension Integration {
                 let states = try await poll(timeout: .seconds(30), { try await d.files(of: book).compactMap { $0["state"]?.string } },
                                             until: { $0.count == 4 && $0[2] == "missing" })
                 #expect(states == ["present", "present", "missing", "present"], "\(d.log)")
-                #expect(d.signals.since(mark).contains { $0.isLibrary("BookChanged", book) })
+                #expect(await d.signals.waitFor(since: mark) { $0.isLibrary("BookChanged", book) } != nil, "signalled too")
                 let details = try await d.getBook(book)
                 #expect(details["missing"] == .uint32(1) && details["state"] == .string("available") && details["files"] == .uint32(4))
                 #expect(details["position_file"]?.int64 == third, "the place stays in the missing file")
@@ -296,7 +296,7 @@ extension Integration {
                 #expect(offline["state"] == .string("offline"), "\(d.log)")
                 #expect(offline["missing"] == .uint32(0))
                 #expect(try await d.files(of: book).allSatisfy { $0["state"]?.string == "present" }, "not marked missing")
-                #expect(d.signals.since(mark).contains { $0.isLibrary("BookChanged", book) })
+                #expect(await d.signals.waitFor(since: mark) { $0.isLibrary("BookChanged", book) } != nil, "signalled too")
                 #expect(try await d.libProperty("OfflineBooks") == .uint32(1))
                 #expect(try await d.libProperty("MissingFiles") == .uint32(0))
                 #expect(try await d.getBook(try await d.bookID(titled: "Emma"))["state"] == .string("available"), "the rest of the library")

@@ -107,6 +107,7 @@ final class PipelineWorker: @unchecked Sendable {
         case .setState(let state):
             return bounded("going to \(state)", { control.setState(state) })
         case .seek(let position, let rate, let purpose):
+            if case .move(let number) = purpose { control.markSeek(number) }
             var accepted = false
             guard bounded("a seek", { accepted = control.seek(to: position, rate: rate) }) else { return false }
             host.seekDone(purpose, accepted: accepted, control: control, generation: generation)

@@ -37,7 +37,8 @@ struct PlaybinStateMachine {
         /// URI and PAUSED. The worker reports the NULL with ``loadStarted(_:)``.
         case load(URL, number: Int)
         case setState(PipelineState)
-        /// A flushing, accurate seek; the worker reports the outcome with ``seekDone(_:accepted:pipeline:)``.
+        /// A flushing, accurate seek; the worker reports the outcome with ``seekDone(_:accepted:pipeline:)``. A
+        /// move is marked on the bus first (``PlaybinControl/markSeek(_:)``).
         case seek(Duration, rate: Double, purpose: SeekPurpose)
         case setNext(URL?)
         /// The player's volume and loudness gain, as the playbin's volume (up to 1) and its gain stage (the rest).
@@ -81,10 +82,10 @@ struct PlaybinStateMachine {
     private var startedLoad = 0
     /// Where a seek made after `.ready` goes, until its async-done (the position query fails meanwhile).
     private var seekTarget: Duration?
-    /// The number of the latest seek after `.ready`, and whether the worker has made it yet (an async-done before
-    /// then is an earlier operation's and leaves `seekTarget` alone).
+    /// The number of the latest seek after `.ready`, and whether its mark was read on the bus: an async-done before
+    /// the mark is an earlier operation's and leaves `seekTarget` alone; one after it is the seek's, or later.
     private var seekNumber = 0
-    private var seekMade = true
+    private var seekMarkSeen = true
     /// The next stream that failed while the current one plays on: its later errors are already reported.
     private var failedNext: URL?
     /// Whether the current load already went on in a new pipeline after a hang (it does so once).
@@ -176,7 +177,7 @@ struct PlaybinStateMachine {
     private mutating func move(to position: Duration, rate: Double) -> Call {
         seekNumber += 1
         seekTarget = position
-        seekMade = false
+        seekMarkSeen = false
         return .seek(position, rate: rate, purpose: .move(seekNumber))
     }
 
@@ -194,9 +195,7 @@ struct PlaybinStateMachine {
     mutating func seekDone(_ purpose: SeekPurpose, accepted: Bool, pipeline: some PipelineQueries) -> Effects {
         switch purpose {
         case .move(let number):
-            guard number == seekNumber else { return Effects() }
-            seekMade = true
-            if !accepted { seekTarget = nil }
+            if number == seekNumber, !accepted { seekTarget = nil }
             return Effects()
         case .start(let number):
             // Refused: ready where it is.
@@ -210,7 +209,7 @@ struct PlaybinStateMachine {
     /// it as a failed output (the place is kept, Play loads the file again).
     mutating func pipelineReplaced(because reason: String) -> Effects {
         seekTarget = nil
-        seekMade = true
+        seekMarkSeen = true
         takenNext = nil
         failedNext = nil
         switch phase {
@@ -248,7 +247,9 @@ struct PlaybinStateMachine {
                 phase = .loading(sawReset: true)
             }
         case .asyncDone where phase == .ready:
-            if seekMade { seekTarget = nil }
+            if seekMarkSeen { seekTarget = nil }
+        case .seekMarked(let number) where phase == .ready:
+            if number == seekNumber { seekMarkSeen = true }
         case .asyncDone where active:
             return asyncDone(pipeline: pipeline)
         case .aboutToFinish(let uri?) where active:
@@ -339,7 +340,7 @@ struct PlaybinStateMachine {
     private mutating func becomeReady(pipeline: some PipelineQueries) -> Effects {
         phase = .ready
         seekTarget = nil
-        seekMade = true
+        seekMarkSeen = true
         let duration = pipeline.duration
         lastDuration = duration
         var effects = Effects()
