@@ -24,7 +24,7 @@ run_pkgs=(dbus dbus-daemon dbus-bin gstreamer1.0-plugins-base gstreamer1.0-plugi
 # gnome-shell, gnome-settings-daemon: the desktop suite runs the real GNOME Shell headless (its media card) and
 # gsd-media-keys (the media keys); without recommends (installed as all of these are) they need no X server and
 # no display manager, about 20 s to install.
-test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 systemd e2fsprogs strace gdb
+test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 python3-mutagen systemd e2fsprogs strace gdb
            pipewire pipewire-pulse wireplumber pipewire-bin desktop-file-utils libglib2.0-bin
            gnome-shell gnome-settings-daemon)
 # scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus

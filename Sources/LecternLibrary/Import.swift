@@ -191,7 +191,20 @@ extension Library {
     /// What the library holds of the file at `path` when it is as an import last read it (the same size and
     /// modification time as `stamp`): its tags, chapters and fingerprint, so that it need not be read again.
     /// Looked up for many files in one read.
+    /// A stored fingerprint of an older kind (``FileFingerprint/isCurrent(_:)``) is made again here (a few reads, no
+    /// media reader), and the new one stored with the file by the import.
     public func unchangedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
+        var found = try storedFiles(stamps)
+        for (path, file) in found where !(file.fingerprint?.value.map(FileFingerprint.isCurrent) ?? false) {
+            let now = FileFingerprint.of(path)
+            found[path]?.fingerprint = now
+            // Changed since the stat: read again.
+            if now?.size != file.fingerprint?.size || now?.modified != file.fingerprint?.modified { found[path] = nil }
+        }
+        return found
+    }
+
+    private func storedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
         try read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT * FROM bookFile WHERE path = ? AND size = ? AND modified = ? AND fingerprint IS NOT NULL

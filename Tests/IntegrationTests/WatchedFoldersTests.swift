@@ -60,7 +60,7 @@ extension Integration {
                 mark = try await d.signals.barrier()
                 let emma = later.appendingPathComponent("Emma")
                 try FileManager.default.createDirectory(at: emma, withIntermediateDirectories: true)
-                try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, tags: .init(title: "Volume I", album: "Emma"))
+                try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, frequency: 523, tags: .init(title: "Volume I", album: "Emma"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Emma") > 0)
 
@@ -83,7 +83,7 @@ extension Integration {
             for disc in 1...2 {
                 let folder = saga.appendingPathComponent("CD\(disc)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1,
+                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1, frequency: 300 + 100 * disc,
                                    tags: .init(title: "Disc \(disc)", album: "Saga", track: 1, disc: disc))
             }
             try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
@@ -101,7 +101,7 @@ extension Integration {
                 // Into the second disc's folder.
                 mark = try await d.signals.barrier()
                 let extra = root.appending("extra.mp3")
-                try AudioFiles.mp3(extra, seconds: 1, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
+                try AudioFiles.mp3(extra, seconds: 1, frequency: 650, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
                 try FileManager.default.copyItem(at: extra, to: library.appendingPathComponent("Saga/CD2/2.mp3"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.allBooks().filter { $0["title"]?.string == "Saga" }.count == 1, "one book, not one a disc")
@@ -225,6 +225,56 @@ extension Integration {
                 let replacement = try await d.startReplacementDaemon()
                 try await d.startupRescan(folders: 1, since: mark)
                 try await expectSameBook(at: library.appendingPathComponent("Saga"), names: ["01.mp3", "Two.mp3", "Three.mp3"], "while stopped")
+                #expect(await d.stopReplacement(replacement) == 0)
+            }
+        }
+
+        /// Every file of a book re-tagged and renamed after its new title, and its folder moved, at once (as a tagger
+        /// that names files from their tags does), with lecternd running and while it is stopped: the same book, the
+        /// same rows with their new titles, its place and bookmarks.
+        @Test func filesRetaggedAndMovedRunningOrStoppedStayTheBooks() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
+                /// Re-tags the files of `folder` ("`title` N"), names each after its title, and moves the folder to `to`.
+                func retagAndMove(_ folder: URL, to: URL, title: String) throws {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                    for (n, name) in names.enumerated() {
+                        try AudioFiles.retag(folder.appendingPathComponent(name), title: "\(title) \(n + 1)")
+                        try FileManager.default.moveItem(at: folder.appendingPathComponent(name), to: folder.appendingPathComponent("\(title) \(n + 1).mp3"))
+                    }
+                    try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try FileManager.default.moveItem(at: folder, to: to)
+                }
+                func expectSameBook(at folder: URL, title: String, _ comment: Comment) async throws {
+                    let paths = (1...3).map { folder.appendingPathComponent("\(title) \($0).mp3").path }
+                    let now = try await poll(timeout: .seconds(30), { try await d.files(of: book) }, until: { files in
+                        files.compactMap { $0["path"]?.string } == paths && files.allSatisfy { $0["state"]?.string == "present" }
+                    })
+                    #expect(now.compactMap { $0["path"]?.string } == paths, "\(comment)\n\(d.log)")
+                    #expect(now.allSatisfy { $0["state"]?.string == "present" }, comment)
+                    #expect(now.map { $0["id"] } == files.map { $0["id"] }, comment)
+                    #expect(now.compactMap { $0["title"]?.string } == (1...3).map { "\(title) \($0)" }, comment)
+                    #expect(try await d.bookmarks(of: book) == bookmarks, comment)
+                    let details = try await d.getBook(book)
+                    #expect(details["position_file"]?.int64 == third, comment)
+                    #expect(near(details["position_offset"]?.int64, place, within: 300_000), "\(comment): \(details), not \(place)")
+                    #expect(try await d.allBooks().count == 2, comment)
+                }
+
+                let moved = library.appendingPathComponent("Series/Saga (Remastered)")
+                try retagAndMove(library.appendingPathComponent("Saga"), to: moved, title: "Chapter")
+                try await expectSameBook(at: moved, title: "Chapter", "while running")
+
+                #expect(await d.stopDaemon() == 0)
+                let back = library.appendingPathComponent("Saga")
+                try retagAndMove(moved, to: back, title: "Part")
+                let mark = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                try await d.startupRescan(folders: 1, since: mark)
+                try await expectSameBook(at: back, title: "Part", "while stopped")
                 #expect(await d.stopReplacement(replacement) == 0)
             }
         }

@@ -114,6 +114,19 @@ public enum AudioFiles {
                     "-metadata:s:v", "title=Album cover", "-metadata:s:v", "comment=Cover (front)", output.path])
     }
 
+    /// Re-tags `url` in place as taggers do (Picard and beets use mutagen): its title set, its audio untouched; with
+    /// `id3v1`, an MP3 gets an ID3v1 tag at its end too. Debian's python3-mutagen, for the system's Python.
+    public static func retag(_ url: URL, title: String, id3v1: Bool = false) throws {
+        let script = """
+            import sys, mutagen
+            f = mutagen.File(sys.argv[1], easy=True)
+            if f.tags is None: f.add_tags()
+            f['title'] = sys.argv[2]
+            f.save(**({'v1': 2} if sys.argv[3] == '1' else {}))
+            """
+        try run("/usr/bin/python3", ["-c", script, url.path, title, id3v1 ? "1" : "0"])
+    }
+
     // MARK: - Running the tools
 
     /// Runs `gst-launch-1.0 -q` on a pipeline description (split on spaces: no spaces inside values).
