@@ -90,6 +90,9 @@ extension Library {
             let now = Date()
             var book: Book
             let created: Bool
+            // Whether what the book says changed (its author, cover, files and their tags): what moves `modifiedAt`.
+            // Where its files are (paths, present or missing, offline) is not what it says.
+            var says = false
             if let existing = try Self.bookToUpdate(db, imported, known) {
                 book = existing
                 created = false
@@ -105,7 +108,7 @@ extension Library {
                 // Found on disk: not offline, and on the mount it was found on.
                 book.offline = false
                 book.mountPath = imported.mountPath ?? book.mountPath
-                book.modifiedAt = now
+                says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
                 try book.update(db)
             } else {
                 let nextOrder = try Int64.fetchOne(db, sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book") ?? 1
@@ -120,7 +123,10 @@ extension Library {
             let bookId = book.id!
             let rows = try BookFile.filter(Column("bookId") == bookId).fetchAll(db)
             let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
-            guard !files.isEmpty else { return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates) }
+            guard !files.isEmpty else {
+                if says && !created { try Self.touch(db, bookId) }
+                return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
+            }
             // The search index and progress made once, after every file (Schema v7's bookDeferred).
             try db.execute(sql: "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", arguments: [bookId])
             let matched = known.match(files, to: rows)
@@ -157,14 +163,17 @@ extension Library {
                 // of an unchanged folder writes no file).
                 if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
                 try record.save(db)
-                try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
-                for (index, chapter) in file.chapters.enumerated() {
-                    var row = Chapter(id: nil, fileId: record.id!, position: Int64(index),
-                                      title: Self.prefix(chapter.title, Limits.name), start: max(0, chapter.start),
-                                      end: chapter.end.map { max($0, max(0, chapter.start)) })
-                    try row.insert(db)
+                let chapters = file.chapters.enumerated().map { index, chapter in
+                    Chapter(id: nil, fileId: record.id!, position: Int64(index), title: Self.prefix(chapter.title, Limits.name),
+                            start: max(0, chapter.start), end: chapter.end.map { max($0, max(0, chapter.start)) })
                 }
+                let old = try Chapter.filter(Column("fileId") == record.id!).order(Column("position")).fetchAll(db)
+                says = says || matched[file.path].map { !$0.saysTheSame(as: record) } ?? true
+                    || old.map(\.said) != chapters.map(\.said)
+                try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
+                for var chapter in chapters { try chapter.insert(db) }
             }
+            if says && !created { try Self.touch(db, bookId) }
             let kept = Set(matched.values.compactMap(\.id))
             for var gone in rows where gone.available && !kept.contains(gone.id!) {
                 gone.available = false
@@ -174,6 +183,8 @@ extension Library {
             return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
         }
     }
+
+    private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }
 
     /// The book `imported` updates: the one from the same folder and album, else the one most of whose files it
     /// holds (more than half of them, by path or moved); nil for a new book.
@@ -223,4 +234,18 @@ extension Library {
             return found
         }
     }
+}
+
+private extension BookFile {
+    /// Whether `other` says what this file says: its tags and duration (not where it is, nor whether it is there).
+    func saysTheSame(as other: BookFile) -> Bool {
+        duration == other.duration && title == other.title && artist == other.artist && album == other.album
+            && albumArtist == other.albumArtist && composer == other.composer && genre == other.genre
+            && trackNumber == other.trackNumber && discNumber == other.discNumber
+    }
+}
+
+private extension Chapter {
+    /// The chapter without its row's id: what it says.
+    var said: Chapter { Chapter(id: nil, fileId: fileId, position: position, title: title, start: start, end: end) }
 }

@@ -138,6 +138,20 @@ struct FileIdentityTests {
         #expect(try t.library.integrityCheck() == "ok")
     }
 
+    @Test("A folder moved is the same book, not a modified one: its modification time stays")
+    func movedIsNotModified() throws {
+        let t = try TestLibrary()
+        let disk = try Disk()
+        for (index, name) in ["01.mp3", "02.mp3"].enumerated() { try disk.write("Mort/" + name, seed: 20 + UInt64(index)) }
+        let id = try t.library.importBook(try disk.book("Mort", album: "Mort"), into: nil).id
+        let modified = try t.library.book(id).modifiedAt
+        try disk.move("Mort", "Shelf/Mort")
+        Thread.sleep(forTimeInterval: 0.01)  // a later clock reading than the import
+        #expect(try t.library.importBook(try disk.book("Shelf/Mort", album: "Mort"), into: nil).id == id)
+        #expect(try t.library.files(of: id).allSatisfy { $0.path.hasPrefix(disk.directory.path + "/Shelf/Mort/") })
+        #expect(try t.library.book(id).modifiedAt == modified)
+    }
+
     @Test("The fingerprint is the audio's: MP3 (ID3v2, ID3v1), FLAC and MP4 files re-tagged by a tagger keep it")
     func fingerprintLeavesTagsOut() throws {
         let disk = try Disk()
