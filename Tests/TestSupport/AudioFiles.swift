@@ -127,6 +127,15 @@ public enum AudioFiles {
         try run("/usr/bin/python3", ["-c", script, url.path, title, id3v1 ? "1" : "0"])
     }
 
+    /// The bytes of `url` less the ID3v2 tag at its start, if any (to leave an ID3v1 tag alone: FFmpeg writes one
+    /// only with an ID3v2 tag).
+    public static func withoutID3v2(_ url: URL) throws -> Data {
+        let bytes = try Data(contentsOf: url)
+        guard bytes.count >= 10, bytes.starts(with: Data("ID3".utf8)) else { return bytes }
+        let length = bytes[bytes.startIndex + 6..<bytes.startIndex + 10].reduce(0) { $0 << 7 | Int($1 & 0x7f) }
+        return bytes.dropFirst(10 + length)
+    }
+
     // MARK: - Running the tools
 
     /// Runs `gst-launch-1.0 -q` on a pipeline description (split on spaces: no spaces inside values).
