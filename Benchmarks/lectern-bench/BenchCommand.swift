@@ -11,7 +11,7 @@ enum BenchCommand {
                              [--no-concurrency] [--audio FILE.ogg] [--json PATH] [--round-trips N] [--warmup N]
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
                              [--no-renice] [--no-sound-server] [--library | --library-only] [--library-calls N]
-                             [--library-books N] [--import-files N] [--import-only]
+                             [--library-books N] [--import-files N] [--import-id3v1] [--import-only]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --baseline-lecternd  another lecternd (e.g. an earlier commit's) measured in the same run, in a column
                        of its own after Lectern's
@@ -28,6 +28,7 @@ enum BenchCommand {
           --library-calls N  timed calls per library series (default 200, after 20 warm-up calls)
           --library-books N  books in the big library (default 10000, 10 files each, on 100 shelves)
           --import-files N   files generated for the import benchmark (default 1000, in 50 folders)
+          --import-id3v1  the import's files tagged in ID3v1 alone (older rips), not ID3v2
           --import-only  only the import benchmark (no player comparison, no big library)
         The Markdown table goes to stdout, progress to stderr. Always exits 0: it is a measurement.
 
@@ -87,6 +88,7 @@ enum BenchCommand {
             case "--library-calls": librarySettings.calls = max(1, int(arg))
             case "--library-books": librarySettings.books = max(100, int(arg))
             case "--import-files": librarySettings.importFiles = max(1, int(arg))
+            case "--import-id3v1": librarySettings.importID3v1 = true
             case "--import-only":
                 library = (true, true)
                 librarySettings.bigLibrary = false

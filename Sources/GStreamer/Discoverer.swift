@@ -143,23 +143,13 @@ public enum Discoverer {
     }
 
     private static func mediaInfo(_ info: OpaquePointer) -> MediaInfo {
-        let tags = TagLists(info)
-        defer { tags.release() }
+        let streams = TagLists(info)
+        defer { streams.release() }
         let duration = Duration(gstClockTime: gst_discoverer_info_get_duration(info)).flatMap { $0 > .zero ? $0 : nil }
-        return MediaInfo(
-            duration: duration,
-            title: tags.string("title"),
-            artists: tags.strings("artist"),
-            album: tags.string("album"),
-            albumArtist: tags.string("album-artist"),
-            genre: tags.string("genre"),
-            trackNumber: tags.number("track-number"),
-            discNumber: tags.number("album-disc-number"),
-            hasAudio: true,
-            cover: tags.image("image") ?? tags.image("preview-image"),
-            chapters: chapters(info, duration: duration),
-            lyrics: tags.lyrics()
-        )
+        var media = TagReader(lists: streams.lists).mediaInfo
+        media.duration = duration
+        media.chapters = chapters(info, duration: duration)
+        return media
     }
 
     // MARK: Chapters, from the table of contents
@@ -230,7 +220,7 @@ public enum Discoverer {
 }
 
 /// The tag lists of every stream the discoverer found, audio streams first, then the rest and the container.
-/// A tag is read from the first list that has it.
+/// A tag is read from the first list that has it (``TagReader``).
 private struct TagLists {
     private let streams: [OpaquePointer]
 
@@ -269,7 +259,7 @@ private struct TagLists {
         streams.forEach { g_object_unref(UnsafeMutableRawPointer($0)) }
     }
 
-    private var lists: [UnsafePointer<GstTagList>] {
+    var lists: [UnsafePointer<GstTagList>] {
         streams.compactMap { stream in
             // A container's own tags (e.g. MP4 metadata) have their own getter since 1.20.
             let isContainer = g_type_check_instance_is_a(
@@ -280,6 +270,20 @@ private struct TagLists {
                 ? gst_discoverer_container_info_get_tags(stream)
                 : gst_discoverer_stream_info_get_tags(stream)
         }
+    }
+}
+
+/// What MediaInfo holds of tag lists, each tag read from the first list that has it: the discoverer's streams, or
+/// the tags libgsttag reads from an MP3 file's ID3 tags (``ID3Tags``).
+struct TagReader {
+    let lists: [UnsafePointer<GstTagList>]
+
+    /// The tags, without a duration or chapters.
+    var mediaInfo: MediaInfo {
+        MediaInfo(title: string("title"), artists: strings("artist"), album: string("album"),
+                  albumArtist: string("album-artist"), genre: string("genre"), trackNumber: number("track-number"),
+                  discNumber: number("album-disc-number"), hasAudio: true,
+                  cover: image("image") ?? image("preview-image"), lyrics: lyrics())
     }
 
     func string(_ tag: String) -> String? {

@@ -93,6 +93,9 @@ extension Library {
             let now = Date()
             var book: Book
             let created: Bool
+            // Whether what the book says changed (its author, cover, files and their tags): what moves `modifiedAt`.
+            // Where its files are (paths, present or missing, offline) is not what it says.
+            var says = false
             if let existing = try Self.bookToUpdate(db, imported, known) {
                 book = existing
                 created = false
@@ -108,7 +111,7 @@ extension Library {
                 // Found on disk: not offline, and on the mount it was found on.
                 book.offline = false
                 book.mountPath = imported.mountPath ?? book.mountPath
-                book.modifiedAt = now
+                says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
                 try book.update(db)
             } else {
                 let nextOrder = try Int64.fetchOne(db, sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book") ?? 1
@@ -123,7 +126,10 @@ extension Library {
             let bookId = book.id!
             let rows = try BookFile.filter(Column("bookId") == bookId).fetchAll(db)
             let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
-            guard !files.isEmpty else { return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates) }
+            guard !files.isEmpty else {
+                if says && !created { try Self.touch(db, bookId) }
+                return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
+            }
             // The search index and progress made once, after every file (Schema v7's bookDeferred).
             try db.execute(sql: "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", arguments: [bookId])
             let matched = known.match(files, to: rows)
@@ -160,18 +166,22 @@ extension Library {
                 // of an unchanged folder writes no file).
                 if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
                 try record.save(db)
-                try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
-                for (index, chapter) in file.chapters.enumerated() {
-                    var row = Chapter(id: nil, fileId: record.id!, position: Int64(index),
-                                      title: Self.prefix(chapter.title, Limits.name), start: max(0, chapter.start),
-                                      end: chapter.end.map { max($0, max(0, chapter.start)) })
-                    try row.insert(db)
+                let chapters = file.chapters.enumerated().map { index, chapter in
+                    Chapter(id: nil, fileId: record.id!, position: Int64(index), title: Self.prefix(chapter.title, Limits.name),
+                            start: max(0, chapter.start), end: chapter.end.map { max($0, max(0, chapter.start)) })
                 }
+                let old = try Chapter.filter(Column("fileId") == record.id!).order(Column("position")).fetchAll(db)
+                let oldLyrics = try String.fetchOne(db, sql: "SELECT text FROM fileLyrics WHERE fileId = ?", arguments: [record.id!])
+                says = says || matched[file.path].map { !$0.saysTheSame(as: record) } ?? true
+                    || old.map(\.said) != chapters.map(\.said) || oldLyrics != file.lyrics
+                try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
+                for var chapter in chapters { try chapter.insert(db) }
                 try db.execute(sql: "DELETE FROM fileLyrics WHERE fileId = ?", arguments: [record.id!])
                 if let lyrics = file.lyrics {
                     try db.execute(sql: "INSERT INTO fileLyrics(fileId, text) VALUES (?, ?)", arguments: [record.id!, lyrics])
                 }
             }
+            if says && !created { try Self.touch(db, bookId) }
             let kept = Set(matched.values.compactMap(\.id))
             for var gone in rows where gone.available && !kept.contains(gone.id!) {
                 gone.available = false
@@ -181,6 +191,8 @@ extension Library {
             return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
         }
     }
+
+    private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }
 
     /// The book `imported` updates: the one from the same folder and album, else the one most of whose files it
     /// holds (more than half of them, by path or moved); nil for a new book.
@@ -198,7 +210,20 @@ extension Library {
     /// What the library holds of the file at `path` when it is as an import last read it (the same size and
     /// modification time as `stamp`): its tags, chapters and fingerprint, so that it need not be read again.
     /// Looked up for many files in one read.
+    /// A stored fingerprint of an older kind (``FileFingerprint/isCurrent(_:)``) is made again here (a few reads, no
+    /// media reader), and the new one stored with the file by the import.
     public func unchangedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
+        var found = try storedFiles(stamps)
+        for (path, file) in found where !(file.fingerprint?.value.map(FileFingerprint.isCurrent) ?? false) {
+            let now = FileFingerprint.of(path)
+            found[path]?.fingerprint = now
+            // Changed since the stat: read again.
+            if now?.size != file.fingerprint?.size || now?.modified != file.fingerprint?.modified { found[path] = nil }
+        }
+        return found
+    }
+
+    private func storedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
         try read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT * FROM bookFile WHERE path = ? AND size = ? AND modified = ? AND fingerprint IS NOT NULL
@@ -232,4 +257,18 @@ extension Library {
             fingerprint: FileFingerprint(size: row.size ?? 0, modified: row.modified ?? 0, value: row.fingerprint),
             lyrics: lyrics)
     }
+}
+
+private extension BookFile {
+    /// Whether `other` says what this file says: its tags and duration (not where it is, nor whether it is there).
+    func saysTheSame(as other: BookFile) -> Bool {
+        duration == other.duration && title == other.title && artist == other.artist && album == other.album
+            && albumArtist == other.albumArtist && composer == other.composer && genre == other.genre
+            && trackNumber == other.trackNumber && discNumber == other.discNumber
+    }
+}
+
+private extension Chapter {
+    /// The chapter without its row's id: what it says.
+    var said: Chapter { Chapter(id: nil, fileId: fileId, position: position, title: title, start: start, end: end) }
 }

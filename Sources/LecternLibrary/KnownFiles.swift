@@ -29,7 +29,7 @@ struct KnownFiles {
     func hasLeft(_ row: BookFile) -> Bool {
         if importedPaths.contains(row.path) {
             guard let now = imported[row.path] else { return false }
-            return now != row.fingerprint
+            return now != row.identity
         }
         guard let stamp = FileFingerprint.stamp(of: row.path) else { return true }
         return row.size.map { $0 != stamp.size } ?? false
@@ -38,7 +38,7 @@ struct KnownFiles {
     /// Whether the imported file at `path` is already a row there, with the same content.
     private func isKnownAtItsPath(_ path: String) -> Bool {
         guard let value = imported[path] else { return false }
-        return byPath[path]?.contains { $0.fingerprint == value } ?? false
+        return byPath[path]?.contains { $0.identity == value } ?? false
     }
 
     /// Rows of which the imported file at `path` is a copy: the same fingerprint, in another folder, still there.
@@ -106,10 +106,10 @@ struct KnownFiles {
         }
         let free = { (row: BookFile) in !used.contains(row.id!) }
         let atPath = Dictionary(grouping: rows, by: \.path)
-        let withValue = Dictionary(grouping: rows.filter { $0.fingerprint != nil }, by: { $0.fingerprint! })
+        let withValue = Dictionary(grouping: rows.filter { $0.identity != nil }, by: { $0.identity! })
         for file in files {
             let value = imported[file.path]
-            if let row = atPath[file.path]?.first(where: { free($0) && (value == nil || $0.fingerprint == nil || $0.fingerprint == value) }) {
+            if let row = atPath[file.path]?.first(where: { free($0) && (value == nil || $0.identity == nil || $0.identity == value) }) {
                 take(file, row)
             }
         }
@@ -139,4 +139,9 @@ struct KnownFiles {
     }
 
     private static func folder(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+}
+
+extension BookFile {
+    /// The file's fingerprint when it is of the current kind: one of an older kind tells nothing of the file now.
+    var identity: String? { fingerprint.flatMap { FileFingerprint.isCurrent($0) ? $0 : nil } }
 }

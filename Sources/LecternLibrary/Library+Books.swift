@@ -105,7 +105,7 @@ extension Library {
                 try db.execute(sql: "UPDATE bookFile SET position = ? WHERE id = ?", arguments: [-1 - index, file])
             }
             try db.execute(sql: "UPDATE bookFile SET position = -1 - position WHERE bookId = ?", arguments: [book])
-            try touch(db, book)
+            try Self.touch(db, book)
         }
     }
 
@@ -174,7 +174,8 @@ extension Library {
         }
     }
 
-    private func touch(_ db: Database, _ book: Int64) throws {
+    /// Notes that `book` changed now (its `modifiedAt`).
+    static func touch(_ db: Database, _ book: Int64) throws {
         try db.execute(sql: "UPDATE book SET modifiedAt = ? WHERE id = ?", arguments: [StoredDate.text(Date()), book])
     }
 }

@@ -71,9 +71,12 @@ final class LibraryMedia: Sendable {
             try fm.createDirectory(at: url, withIntermediateDirectories: true)
             return url
         }
+        // Each MP3 a tone of its own: files of one sound in two folders are one file to the library (a copy).
+        var nextFrequency = 400
         func mp3(_ url: URL, seconds: Double = 1, title: String? = nil, artist: String? = nil, album: String? = nil,
-                 track: Int? = nil, disc: Int? = nil) throws {
-            var arguments = ["-f", "lavfi", "-i", "sine=frequency=440:duration=\(seconds)"]
+                 track: Int? = nil, disc: Int? = nil, frequency: Int? = nil) throws {
+            nextFrequency += 15
+            var arguments = ["-f", "lavfi", "-i", "sine=frequency=\(frequency ?? nextFrequency):duration=\(seconds)"]
             for (key, value) in [("title", title), ("artist", artist), ("album", album),
                                  ("track", track.map(String.init)), ("disc", disc.map(String.init))] {
                 if let value { arguments += ["-metadata", "\(key)=\(value)"] }
@@ -129,10 +132,10 @@ final class LibraryMedia: Sendable {
         let reimport = try dir("reimport")
         for track in 1...4 {
             try mp3(reimport.appendingPathComponent(String(format: "%02d.mp3", track)), seconds: 8, title: "Track \(track)",
-                    artist: "Di Reader", album: "Reimport Album", track: track)
+                    artist: "Di Reader", album: "Reimport Album", track: track, frequency: 700 + 20 * track)
         }
         try mp3(reimport.appendingPathComponent("03-retagged.mp3"), seconds: 8, title: "Changed Title",
-                artist: "Di Reader", album: "Reimport Album", track: 3)
+                artist: "Di Reader", album: "Reimport Album", track: 3, frequency: 760)
     }
 }
 

@@ -60,7 +60,7 @@ extension Integration {
                 mark = try await d.signals.barrier()
                 let emma = later.appendingPathComponent("Emma")
                 try FileManager.default.createDirectory(at: emma, withIntermediateDirectories: true)
-                try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, tags: .init(title: "Volume I", album: "Emma"))
+                try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, frequency: 523, tags: .init(title: "Volume I", album: "Emma"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Emma") > 0)
 
@@ -83,7 +83,7 @@ extension Integration {
             for disc in 1...2 {
                 let folder = saga.appendingPathComponent("CD\(disc)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1,
+                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1, frequency: 300 + 100 * disc,
                                    tags: .init(title: "Disc \(disc)", album: "Saga", track: 1, disc: disc))
             }
             try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
@@ -101,7 +101,7 @@ extension Integration {
                 // Into the second disc's folder.
                 mark = try await d.signals.barrier()
                 let extra = root.appending("extra.mp3")
-                try AudioFiles.mp3(extra, seconds: 1, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
+                try AudioFiles.mp3(extra, seconds: 1, frequency: 650, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
                 try FileManager.default.copyItem(at: extra, to: library.appendingPathComponent("Saga/CD2/2.mp3"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.allBooks().filter { $0["title"]?.string == "Saga" }.count == 1, "one book, not one a disc")
@@ -229,6 +229,94 @@ extension Integration {
             }
         }
 
+        /// Every file of a book re-tagged and renamed after its new title, and its folder moved, at once (as a tagger
+        /// that names files from their tags does), with lecternd running and while it is stopped: the same book, the
+        /// same rows with their new titles, its place and bookmarks.
+        @Test func filesRetaggedAndMovedRunningOrStoppedStayTheBooks() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
+                /// Re-tags the files of `folder` ("`title` N"), names each after its title, and moves the folder to `to`.
+                func retagAndMove(_ folder: URL, to: URL, title: String) throws {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                    for (n, name) in names.enumerated() {
+                        try AudioFiles.retag(folder.appendingPathComponent(name), title: "\(title) \(n + 1)")
+                        try FileManager.default.moveItem(at: folder.appendingPathComponent(name), to: folder.appendingPathComponent("\(title) \(n + 1).mp3"))
+                    }
+                    try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try FileManager.default.moveItem(at: folder, to: to)
+                }
+                func expectSameBook(at folder: URL, title: String, _ comment: Comment) async throws {
+                    let paths = (1...3).map { folder.appendingPathComponent("\(title) \($0).mp3").path }
+                    let now = try await poll(timeout: .seconds(30), { try await d.files(of: book) }, until: { files in
+                        files.compactMap { $0["path"]?.string } == paths && files.allSatisfy { $0["state"]?.string == "present" }
+                    })
+                    #expect(now.compactMap { $0["path"]?.string } == paths, "\(comment)\n\(d.log)")
+                    #expect(now.allSatisfy { $0["state"]?.string == "present" }, comment)
+                    #expect(now.map { $0["id"] } == files.map { $0["id"] }, comment)
+                    #expect(now.compactMap { $0["title"]?.string } == (1...3).map { "\(title) \($0)" }, comment)
+                    #expect(try await d.bookmarks(of: book) == bookmarks, comment)
+                    let details = try await d.getBook(book)
+                    #expect(details["position_file"]?.int64 == third, comment)
+                    #expect(near(details["position_offset"]?.int64, place, within: 300_000), "\(comment): \(details), not \(place)")
+                    #expect(try await d.allBooks().count == 2, comment)
+                }
+
+                let moved = library.appendingPathComponent("Series/Saga (Remastered)")
+                try retagAndMove(library.appendingPathComponent("Saga"), to: moved, title: "Chapter")
+                try await expectSameBook(at: moved, title: "Chapter", "while running")
+
+                #expect(await d.stopDaemon() == 0)
+                let back = library.appendingPathComponent("Saga")
+                try retagAndMove(moved, to: back, title: "Part")
+                let mark = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                try await d.startupRescan(folders: 1, since: mark)
+                try await expectSameBook(at: back, title: "Part", "while stopped")
+                #expect(await d.stopReplacement(replacement) == 0)
+            }
+        }
+
+        /// A book moved within the library while lecternd was stopped, activated to play as soon as lecternd is back,
+        /// before its start-up rescan found the new folder: paused at its place (not refused, not moved on), then
+        /// played from there at its new paths once the rescan finds them; the same files, place and bookmarks.
+        @Test func aBookMovedWhileStoppedAndActivatedAtOncePlaysFromItsPlace() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
+            try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
+                let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
+                #expect(await d.stopDaemon() == 0)
+                let moved = library.appendingPathComponent("Series/Saga")
+                try FileManager.default.createDirectory(at: library.appendingPathComponent("Series"), withIntermediateDirectories: true)
+                try FileManager.default.moveItem(at: library.appendingPathComponent("Saga"), to: moved)
+                let mark = d.signals.mark
+                let replacement = try await d.startReplacementDaemon()
+                // At once: as a rule before the rescan found the folder (found already, the book plays at once).
+                try await d.lib("ActivateBook", [.int64(book), .boolean(true)])
+                let url = try await d.waitForURL(endingWith: "/Series/Saga/03.mp3", timeout: .seconds(30))
+                #expect(url?.hasSuffix("/Series/Saga/03.mp3") == true, "\(url ?? "no URL")\n\(d.log)")
+                #expect(try await d.waitForStatus("Playing", timeout: .seconds(10)) == "Playing", "\(d.log)")
+                try await d.call("Pause")
+                #expect(try await d.waitForStatus("Paused") == "Paused")
+                // Played from its place, not from the file's start (2 s of the file were left: on a slow run it may
+                // have gone on to the next one).
+                if try await d.currentURL()?.hasSuffix("/Series/Saga/03.mp3") == true {
+                    let position = try await d.position()
+                    #expect(position >= place - 500_000, "from its place (\(place) µs): \(position)")
+                }
+                try await d.startupRescan(folders: 1, since: mark)
+                let now = try await d.files(of: book)
+                #expect(now.map { $0["id"] } == files.map { $0["id"] })
+                #expect(now.allSatisfy { $0["state"]?.string == "present" && $0["path"]?.string?.hasPrefix(moved.path + "/") == true }, "\(now)")
+                #expect(try await d.getBook(book)["position_file"]?.int64 == third)
+                #expect(try await d.bookmarks(of: book) == bookmarks)
+                #expect(await d.stopReplacement(replacement) == 0)
+            }
+        }
+
         /// The loaded book's file gone while lecternd was stopped: restored paused, the book keeps its place in that
         /// file (the load's failure moves nothing while paused), and Play once the file is back plays it there.
         @Test func thePausedBookKeepsItsPlaceInAFileGoneWhileStopped() async throws {
@@ -236,13 +324,7 @@ extension Integration {
             defer { root.remove() }
             let (library, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
-                try await d.startupRescan(folders: 1)
-                let book = try await d.bookID(titled: "Saga")
-                let files = try await d.files(of: book)
-                let third = files[2]["id"]?.int64 ?? -1
-                try await d.placePausedInThirdFile(of: book, third)
-                let place = try await d.getBook(book)["position_offset"]?.int64 ?? -1
-
+                let (book, _, third, place, _) = try await d.listenedToTheThirdFile(of: "Saga")
                 #expect(await d.stopDaemon() == 0)
                 let thirdPath = library.appendingPathComponent("Saga/03.mp3")
                 let kept = root.appending("03.mp3")
@@ -440,6 +522,21 @@ extension DaemonFixture {
         guard try await waitForStatus("Paused") == "Paused", try await getBook(book)["position_file"]?.int64 == third else {
             throw FixtureError("the book is not paused in its third file:\n\(log)")
         }
+    }
+
+    /// The book titled `title` as a listener left it, once the start-up rescan of the one library folder has read
+    /// it: paused 3 s into its third file, with a bookmark there. Its id and files, the third's id, the place's offset
+    /// and the bookmarks.
+    func listenedToTheThirdFile(of title: String) async throws
+        -> (book: Int64, files: [[String: DBusValue]], third: Int64, place: Int64, bookmarks: [[String: DBusValue]]) {
+        try await startupRescan(folders: 1)
+        let book = try await bookID(titled: title)
+        let files = try await files(of: book)
+        let third = files[2]["id"]?.int64 ?? -1
+        try await placePausedInThirdFile(of: book, third)
+        let place = try await getBook(book)["position_offset"]?.int64 ?? -1
+        try await marks("AddBookmark", [.int64(book), .string("Here"), .string("")])
+        return (book, files, third, place, try await bookmarks(of: book))
     }
 
     /// Activates `book` playing, expects it to start with the file whose path ends with `first`, and `left` to be told

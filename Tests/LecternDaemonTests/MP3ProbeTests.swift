@@ -7,7 +7,7 @@ import TestSupport
 /// MP3Probe says of an MP3 file what the discoverer says (to the nanosecond), or leaves it to the discoverer.
 @Suite struct MP3ProbeTests {
     /// Files as LAME (through FFmpeg) writes them: sample rates of MPEG-1, 2 and 2.5, mono and stereo, CBR and VBR,
-    /// tags in ID3v2.3 and 2.4, Latin-1, UTF-16 and UTF-8, a cover.
+    /// tags in ID3v2.3 and 2.4, Latin-1, UTF-16 and UTF-8, ID3v1 alone or after ID3v2, numeric genres, user texts.
     static let cases: [(name: String, arguments: [String])] = [
         ("plain", ["-ar", "44100"]),
         ("tagged 2.4", ["-ar", "44100", "-metadata", "title=Part One", "-metadata", "artist=Ann Author",
@@ -19,6 +19,12 @@ import TestSupport
         ("mono 8000", ["-ar", "8000", "-ac", "1", "-metadata", "title=Eight"]),
         ("stereo 32000 VBR", ["-ar", "32000", "-ac", "2", "-q:a", "2"]),
         ("long", ["-ar", "44100", "-t", "61.3"]),
+        // Older rips: ID3v1 with ID3v2 (alone: below); numeric genres (ID3v1's list) and user texts (TXXX).
+        ("ID3v1 and 2.3", ["-ar", "44100", "-id3v2_version", "3", "-write_id3v1", "1", "-metadata", "title=Both",
+                           "-metadata", "album=Two Tags", "-metadata", "track=2/9"]),
+        ("numeric genre", ["-ar", "44100", "-metadata", "title=Rock", "-metadata", "genre=(17)"]),
+        ("user text", ["-ar", "44100", "-metadata", "title=Texts", "-metadata", "NARRATEDBY=Someone Else",
+                       "-metadata", "MusicBrainz Album Id=7a4c5b1e-0000-4000-8000-000000000000"]),
     ]
 
     @Test(arguments: cases.map(\.name))
@@ -94,6 +100,46 @@ import TestSupport
         #expect(TagLyrics.id3Frame(id: "SYLT", content: content) == .text("[00:01.000]Hello\n[00:02.000]world"))
     }
 
+    /// An older rip: an ID3v1 tag alone (FFmpeg writes one only beside an ID3v2 tag: that one is cut off).
+    @Test func anID3v1TagAloneIsReadAsTheDiscovererReadsIt() async throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let both = folder.url.appendingPathComponent("both.mp3")
+        let file = folder.url.appendingPathComponent("file.mp3")
+        try await offThePool {
+            try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=2.5", "-write_id3v1", "true",
+                                   "-metadata", "title=Old Rip", "-metadata", "artist=Someone", "-metadata", "album=Tape One",
+                                   "-metadata", "genre=Blues", "-metadata", "track=4", "-c:a", "libmp3lame", both.path])
+            try AudioFiles.withoutID3v2(both).write(to: file)
+        }
+        let bytes = try Data(contentsOf: file)
+        try #require(!bytes.starts(with: Data("ID3".utf8)) && bytes.suffix(128).starts(with: Data("TAG".utf8)))
+        let probed = try #require(MP3Probe.read(file.path))
+        #expect(probed == (try await offThePool { try Discoverer.Reader(timeout: .seconds(10)).discover(file) }))
+        #expect(probed.title == "Old Rip" && probed.artists == ["Someone"] && probed.genre == "Blues" && probed.trackNumber == 4)
+    }
+
+    /// An ID3v1 tag that says other things than the ID3v2 tag before it: merged as id3demux merges them, ID3v2's
+    /// values first, ID3v1's where ID3v2 has none.
+    @Test func anID3v1TagIsMergedAsTheDiscovererMergesIt() async throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = folder.url.appendingPathComponent("file.mp3")
+        try await offThePool { try AudioFiles.mp3(file, seconds: 2, tags: .init(title: "From ID3v2", album: "The Book")) }
+        func field(_ text: String, _ count: Int) -> [UInt8] { Array(Array(text.utf8).prefix(count)) + Array(repeating: 0, count: max(0, count - text.utf8.count)) }
+        // "TAG", title, artist, album (30 each), year (4), comment (28), 0 and the track (ID3v1.1), the genre.
+        let v1 = Array("TAG".utf8) + field("From ID3v1", 30) + field("Old Artist", 30) + field("Old Album", 30) + field("1999", 4)
+            + field("", 28) + [0, 5] + [17]
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(v1))
+        try handle.close()
+        let probed = try #require(MP3Probe.read(file.path))
+        #expect(probed == (try await offThePool { try Discoverer.Reader(timeout: .seconds(10)).discover(file) }))
+        #expect(probed.title == "From ID3v2" && probed.album == "The Book")
+        #expect(probed.artists == ["Old Artist"] && probed.genre == "Rock" && probed.trackNumber == 5)
+    }
+
     @Test func whatItDoesNotKnowIsLeftToTheDiscoverer() throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
@@ -107,17 +153,18 @@ import TestSupport
             try data.write(to: url)
             return url.path
         }
-        // An ID3v1 tag at the end, a truncated stream, no ID3 tag and no Xing header (random bytes), a numeric genre.
-        let withV1 = try variant("v1.mp3") { $0.append(Data("TAG".utf8) + Data(count: 125)) }
+        // An APE tag at the end (alone, or before an ID3v1 tag), a truncated stream, no ID3 tag and no Xing header
+        // (random bytes).
+        let ape = Data("APETAGEX".utf8) + Data([0xD0, 0x07, 0, 0, 32, 0, 0, 0]) + Data(count: 16)
+        let withAPE = try variant("ape.mp3") { $0.append(ape) }
+        let withAPEAndV1 = try variant("ape-v1.mp3") { $0.append(ape + Data("TAG".utf8) + Data(count: 125)) }
         let truncated = try variant("cut.mp3") { $0 = $0.prefix($0.count / 2) }
         let noise = try variant("noise.mp3") { $0 = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919) }) }
         #expect(MP3Probe.read(file.path) != nil)
-        #expect(MP3Probe.read(withV1) == nil)
+        #expect(MP3Probe.read(withAPE) == nil)
+        #expect(MP3Probe.read(withAPEAndV1) == nil)
         #expect(MP3Probe.read(truncated) == nil)
         #expect(MP3Probe.read(noise) == nil)
-        let numeric = folder.url.appendingPathComponent("genre.mp3")
-        try AudioFiles.ffmpeg(["-i", file.path, "-c", "copy", "-metadata", "genre=(17)", numeric.path])
-        #expect(MP3Probe.read(numeric.path) == nil)
         let chaptered = folder.url.appendingPathComponent("chapters.mp3")
         let metadata = folder.url.appendingPathComponent("chapters.txt")
         try ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n".write(to: metadata, atomically: true, encoding: .utf8)

@@ -25,6 +25,17 @@ struct FileIdentityTests {
             return path
         }
 
+        /// `write`'s bytes after an ID3v2.4 tag holding `tag` (its length is the tag's: a longer text, a longer file).
+        @discardableResult
+        func writeTagged(_ relative: String, seed: UInt64, tag: String) throws -> String {
+            let path = try write(relative, seed: seed)
+            let frames = Array(tag.utf8)
+            let length = frames.count
+            let header: [UInt8] = Array("ID3".utf8) + [4, 0, 0] + [21, 14, 7, 0].map { UInt8((length >> $0) & 0x7f) }
+            try Data(header + frames + Data(contentsOf: URL(fileURLWithPath: path))).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+
         func move(_ from: String, _ to: String) throws {
             let target = directory.path + "/" + to
             try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent,
@@ -59,7 +70,7 @@ struct FileIdentityTests {
         let a = try disk.write("a.mp3", seed: 1)
         let small = try disk.write("small.mp3", seed: 2, count: 1000)
         let value = try #require(FileFingerprint.of(a)?.value)
-        #expect(value.hasPrefix("100000:"))
+        #expect(value.hasPrefix("2:100000:"))
         try disk.copy("a.mp3", "b.mp3")
         #expect(FileFingerprint.of(disk.directory.path + "/b.mp3")?.value == value)
         #expect(FileFingerprint.of(small)?.value != value)
@@ -125,6 +136,78 @@ struct FileIdentityTests {
         #expect(files.allSatisfy { $0.available && $0.path.hasPrefix(disk.directory.path + "/Shelf/Discworld/Death/") })
         #expect(try t.library.book(book.id).sourcePath == disk.directory.path + "/Shelf/Discworld/Death")
         #expect(try t.library.integrityCheck() == "ok")
+    }
+
+    @Test("A folder moved is the same book, not a modified one: its modification time stays")
+    func movedIsNotModified() throws {
+        let t = try TestLibrary()
+        let disk = try Disk()
+        for (index, name) in ["01.mp3", "02.mp3"].enumerated() { try disk.write("Mort/" + name, seed: 20 + UInt64(index)) }
+        let id = try t.library.importBook(try disk.book("Mort", album: "Mort"), into: nil).id
+        let modified = try t.library.book(id).modifiedAt
+        try disk.move("Mort", "Shelf/Mort")
+        Thread.sleep(forTimeInterval: 0.01)  // a later clock reading than the import
+        #expect(try t.library.importBook(try disk.book("Shelf/Mort", album: "Mort"), into: nil).id == id)
+        #expect(try t.library.files(of: id).allSatisfy { $0.path.hasPrefix(disk.directory.path + "/Shelf/Mort/") })
+        #expect(try t.library.book(id).modifiedAt == modified)
+    }
+
+    @Test("The fingerprint is the audio's: MP3 (ID3v2, ID3v1), FLAC and MP4 files re-tagged by a tagger keep it")
+    func fingerprintLeavesTagsOut() throws {
+        let disk = try Disk()
+        let folder = disk.directory.url
+        func fingerprint(_ name: String) -> String? { FileFingerprint.of(folder.appendingPathComponent(name).path)?.value }
+        func size(_ name: String) -> Int64? { FileFingerprint.stamp(of: folder.appendingPathComponent(name).path)?.size }
+        /// `name` copied to `copy` and re-tagged there: the audio's fingerprint, and whether the size changed.
+        func retagged(_ name: String, as copy: String, id3v1: Bool = false) throws -> String? {
+            try disk.copy(name, copy)
+            try AudioFiles.retag(folder.appendingPathComponent(copy), title: "A title longer than the one before", id3v1: id3v1)
+            #expect(size(copy) != size(name), "\(copy) re-tagged")
+            return fingerprint(copy)
+        }
+        try AudioFiles.mp3(folder.appendingPathComponent("a.mp3"), seconds: 2, tags: .init(title: "A", album: "Mort"))
+        try AudioFiles.mp3(folder.appendingPathComponent("other.mp3"), seconds: 2, frequency: 500, tags: .init(title: "A", album: "Mort"))
+        let mp3 = try #require(fingerprint("a.mp3"))
+        #expect(try retagged("a.mp3", as: "b.mp3") == mp3)
+        #expect(try retagged("a.mp3", as: "c.mp3", id3v1: true) == mp3)
+        #expect(fingerprint("other.mp3") != mp3, "another sound")
+        try AudioFiles.flac(folder.appendingPathComponent("a.flac"), seconds: 2)
+        #expect(try retagged("a.flac", as: "b.flac") == fingerprint("a.flac"))
+        try AudioFiles.m4b(folder.appendingPathComponent("a.m4b"), seconds: 2, tags: .init(title: "A"))
+        #expect(try retagged("a.m4b", as: "b.m4b") == fingerprint("a.m4b"))
+        // A file remuxed with its moov first (as for streaming): the same samples.
+        try AudioFiles.ffmpeg(["-i", folder.appendingPathComponent("a.m4b").path, "-c", "copy", "-movflags", "+faststart",
+                               folder.appendingPathComponent("c.m4b").path])
+        #expect(fingerprint("c.m4b") == fingerprint("a.m4b"))
+        #expect(Set([mp3, fingerprint("a.flac"), fingerprint("a.m4b")]).count == 3)
+    }
+
+    @Test("Re-tagged and moved at once: the same book, the same rows, nothing of the user's lost")
+    func retaggedAndMoved() throws {
+        let t = try TestLibrary()
+        let disk = try Disk()
+        for (index, name) in ["01.mp3", "02.mp3", "03.mp3"].enumerated() {
+            try disk.writeTagged("Mort/" + name, seed: 10 + UInt64(index), tag: "Mort, part \(index + 1)")
+        }
+        let outcome = try t.library.importBook(try disk.book("Mort", album: "Mort"), into: nil)
+        let files = try t.library.fileIds(of: outcome.id)
+        #expect(try t.library.savePosition(of: outcome.id, file: files[2], offset: 42_000_000))
+        let mark = try t.library.addBookmark(to: outcome.id, file: files[1], offset: 7, title: "Here", note: "")
+        // As a tagger does it: new tags (longer, so every byte of the audio shifts) written to new names elsewhere.
+        for (index, name) in ["01.mp3", "02.mp3", "03.mp3"].enumerated() {
+            try disk.writeTagged("Discworld/Death/Part \(index + 1).mp3", seed: 10 + UInt64(index),
+                                 tag: "Discworld 4: Mort, part \(index + 1) of 3, read by Nigel Planer")
+            try FileManager.default.removeItem(atPath: disk.directory.path + "/Mort/" + name)
+        }
+        let again = try t.library.importBook(try disk.book("Discworld/Death", album: "Mort"), into: nil)
+        #expect(again == ImportedBook.Outcome(id: outcome.id, created: false, duplicates: []))
+        let now = try t.library.files(of: outcome.id)
+        #expect(now.map(\.id!) == files)
+        #expect(now.allSatisfy { $0.available && $0.path.hasPrefix(disk.directory.path + "/Discworld/Death/Part ") })
+        let book = try t.library.book(outcome.id)
+        #expect(book.positionFileId == files[2] && book.positionOffset == 42_000_000)
+        #expect(try t.library.bookmarks(of: outcome.id) == [try t.library.bookmark(mark.id!)])
+        #expect(try t.library.bookCount() == 1)
     }
 
     @Test("Names swapped between two files: each file keeps its own row, so the bookmark stays with its content")

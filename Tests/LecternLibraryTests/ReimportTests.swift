@@ -61,7 +61,7 @@ struct ReimportTests {
         #expect(book.lastPlayedAt == Date(timeIntervalSince1970: 1_600_000_000))
         #expect(book.userOrder == before.userOrder)
         #expect(book.addedAt == before.addedAt)
-        #expect(book.modifiedAt >= before.modifiedAt)
+        #expect(book.modifiedAt > before.modifiedAt)  // new tags
         #expect(book.author == "Terry Pratchett")  // set by the first import: kept
         #expect(book.coverPath == "/books/Mort/cover.jpg")  // there was none
         #expect(try library.currentBook() == id)
@@ -85,6 +85,39 @@ struct ReimportTests {
         #expect(chapters[ids[1]] == nil)
         #expect(try library.totals(of: [id]) == [id: BookTotals(files: 4, available: 3, duration: 10_200_000)])
         #expect(try library.integrityCheck() == "ok")
+    }
+
+    @Test("modifiedAt moves when what the book says changes (tags, chapters, files, author, cover), not where its files are")
+    func modifiedOnlyWhenTheBookChanges() throws {
+        let library = try Library()
+        let id = try library.add(Self.first)
+        func modifiedAfter(_ imported: ImportedBook) throws -> Date {
+            Thread.sleep(forTimeInterval: 0.01)  // a later clock reading than the previous change
+            try library.add(imported)
+            return try library.book(id).modifiedAt
+        }
+        let first = try library.book(id).modifiedAt
+        #expect(try modifiedAfter(Self.first) == first, "the same files and tags")
+        var missing = Self.first
+        missing.files.removeLast()
+        #expect(try modifiedAfter(missing) == first, "a file gone is missing: the book says the same")
+        #expect(try modifiedAfter(Self.first) == first, "and present again")
+        var changed = [first]
+        var chapters = Self.first
+        chapters.files[2].chapters = [.init(title: "C1", start: 0, end: 1_000)]
+        changed.append(try modifiedAfter(chapters))
+        changed.append(try modifiedAfter(Self.first))  // the chapter back as it was
+        var tagged = Self.first
+        tagged.files[1].genre = "Satire"
+        changed.append(try modifiedAfter(tagged))
+        var author = tagged
+        author.author = nil
+        #expect(try modifiedAfter(author) == changed.last, "an author the tags no longer give keeps the book's")
+        author.coverPath = "/books/Mort/cover.jpg"
+        changed.append(try modifiedAfter(author))
+        author.files.append(track("/books/Mort/d.mp3"))
+        changed.append(try modifiedAfter(author))
+        #expect(zip(changed, changed.dropFirst()).allSatisfy { $0 < $1 }, "\(changed)")
     }
 
     @Test("A file that comes back is available again; the user's file order is kept")

@@ -190,6 +190,28 @@ public enum AudioFiles {
         try run("/usr/bin/python3", ["-c", script, url.path, kind, json.path, "\(version)"])
     }
 
+    /// Re-tags `url` in place as taggers do (Picard and beets use mutagen): its title set, its audio untouched; with
+    /// `id3v1`, an MP3 gets an ID3v1 tag at its end too. Debian's python3-mutagen, for the system's Python.
+    public static func retag(_ url: URL, title: String, id3v1: Bool = false) throws {
+        let script = """
+            import sys, mutagen
+            f = mutagen.File(sys.argv[1], easy=True)
+            if f.tags is None: f.add_tags()
+            f['title'] = sys.argv[2]
+            f.save(**({'v1': 2} if sys.argv[3] == '1' else {}))
+            """
+        try run("/usr/bin/python3", ["-c", script, url.path, title, id3v1 ? "1" : "0"])
+    }
+
+    /// The bytes of `url` less the ID3v2 tag at its start, if any (to leave an ID3v1 tag alone: FFmpeg writes one
+    /// only with an ID3v2 tag).
+    public static func withoutID3v2(_ url: URL) throws -> Data {
+        let bytes = try Data(contentsOf: url)
+        guard bytes.count >= 10, bytes.starts(with: Data("ID3".utf8)) else { return bytes }
+        let length = bytes[bytes.startIndex + 6..<bytes.startIndex + 10].reduce(0) { $0 << 7 | Int($1 & 0x7f) }
+        return bytes.dropFirst(10 + length)
+    }
+
     // MARK: - Running the tools
 
     /// Runs `gst-launch-1.0 -q` on a pipeline description (split on spaces: no spaces inside values).

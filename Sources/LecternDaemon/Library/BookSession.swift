@@ -53,6 +53,9 @@ actor BookSession {
     private var sessions = SessionTracker()
     /// Activations begun: one that finds a later one begun when its files' words are read gives way to it.
     private var activations = 0
+    /// The current book was activated to play while its place's file was not where the library has it: it plays
+    /// when an import finds its files (``booksImported(_:)``).
+    private var playWhenFound = false
 
     private let events: AsyncStream<PlayerEvent>
 
@@ -78,7 +81,9 @@ actor BookSession {
     /// Makes `bookId` current: its files that can be played (missing ones are left out, each told as a
     /// FileFailed), at its saved position (from the start when it was finished), with its settings; playing or
     /// paused. When the position's file is missing, playing starts at the next file; paused, the place stays in that
-    /// file until the listener plays (it may be back by then: a disk mounted again). An offline book fails.
+    /// file until the listener plays (it may be back by then: a disk mounted again). When the library has that file
+    /// present but it is not on disk (moved, and no import has seen it yet), the book opens paused at its place and
+    /// plays once an import finds the file. An offline book fails.
     /// `undoable`: the place in the book left goes on the new book's undo stack (not for an undo itself).
     func activate(_ bookId: Int64, play: Bool, undoable: Bool = true) async throws {
         savePosition()
@@ -91,9 +96,14 @@ actor BookSession {
                                                + "not mounted, or in a library folder that is gone")
         }
         let all = try library.files(of: bookId)
+        // Where it starts: its place, or the first file (finished, or never played).
+        let placeId = book.finished ? all.first?.id : book.positionFileId ?? all.first?.id
+        // The place's file is not where the library has it, and no import has found it gone: moved while lecternd was
+        // stopped, or before the watch saw it. Opened paused at its place, and played once an import finds it.
+        let waiting = play && all.contains { $0.id == placeId && $0.available && !FileManager.default.fileExists(atPath: $0.path) }
+        let paused = !play || waiting
         let available = all.filter { file in
-            (!play && file.id == book.positionFileId && !book.finished)
-                || file.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: file.path))
+            (paused && file.id == placeId) || file.available && MediaOpener.isPlayableFile(URL(fileURLWithPath: file.path))
         }
         let skipped = all.filter { file in !available.contains { $0.id == file.id } }
         if !skipped.isEmpty {
@@ -145,7 +155,12 @@ actor BookSession {
         let settings = playbackSettings(book)
         // Not listened to since it was last playing: the smart rewind on Play counts that pause.
         let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
-        await player.open(items, startAt: startIndex, position: .microseconds(offset), play: play, settings: settings,
+        if waiting {
+            logger.notice("the book's files are not where the library has them: it plays once an import finds them",
+                          metadata: ["book": "\(bookId)"])
+        }
+        playWhenFound = waiting
+        await player.open(items, startAt: startIndex, position: .microseconds(offset), play: !paused, settings: settings,
                           name: .book(bookId), shuffleOrder: shuffleOrder, pausedFor: pausedFor)
         // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
         try? library.setCurrentBook(bookId)
@@ -197,8 +212,9 @@ actor BookSession {
 
     /// An import wrote `books`: when the current book is among them and a file of its queue is now at another path
     /// (renamed, moved), or a file it left out is back, the book is opened again at its place, playing or paused as
-    /// it was, so that the queue plays the files where they are. The queue keeps the paths it was opened with
-    /// otherwise, and the files after the place would fail as missing.
+    /// it was (playing when it was activated to play and waited for its files), so that the queue plays the files
+    /// where they are. The queue keeps the paths it was opened with otherwise, and the files after the place would
+    /// fail as missing.
     func booksImported(_ books: [Int64]) async {
         guard !closed, let id = book?.id, books.contains(id), let now = try? library.files(of: id) else { return }
         let changed = now.contains { file in
@@ -208,10 +224,10 @@ actor BookSession {
             return queued.path != file.path
         }
         guard changed else { return }
-        let playing = player.view.state.status == .playing
+        let play = player.view.state.status == .playing || playWhenFound
         logger.info("the current book's files moved: opening it again", metadata: ["book": "\(id)"])
         do {
-            try await activate(id, play: playing)
+            try await activate(id, play: play)
         } catch {
             logger.warning("could not open the current book again", metadata: ["book": "\(id)", "error": "\(error)"])
         }
@@ -270,6 +286,7 @@ actor BookSession {
         guard book != nil else { return }
         book = nil
         files = [:]
+        playWhenFound = false
         try? library.setCurrentBook(nil)
         announce(.currentBook(nil))
     }

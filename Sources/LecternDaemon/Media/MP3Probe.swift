@@ -2,13 +2,12 @@ import Foundation
 import GStreamer
 import LecternLibrary
 
-/// Reads an MP3 file's length and tags without GStreamer, for the files whose layout it knows for certain: an
-/// ID3v2.3 or 2.4 tag of plain text frames (title, artists, album, album artist, genre, track, disc), lyrics (USLT,
-/// SYLT: ``TagLyrics``, as after the discoverer) and at most one JPEG or PNG picture, then a Layer III frame with a
-/// Xing/Info header that counts the frames, as LAME and FFmpeg write them. Its answer is the discoverer's for the same file (`MP3ProbeTests` compares them); anything else
-/// (chapters, ID3v1 or APE tags, unsynchronisation, compressed or encrypted frames, numeric genres, several values
-/// in a frame, text that is neither ASCII nor valid in its encoding, a file shorter than its header says) is left
-/// to the discoverer: `read` returns nil.
+/// Reads an MP3 file's length and tags without the discoverer's pipeline: the tags (ID3v2 of any version, ID3v1)
+/// with GStreamer's own reading of them (``ID3Tags``: libgsttag, as id3demux reads them), the length from a Layer III
+/// frame with a Xing/Info header that counts the frames, as LAME and FFmpeg write them. Its answer is the
+/// discoverer's for the same file (`MP3ProbeTests` compares them); anything else (chapters, APE tags, no Xing
+/// header, another encoder's tag, a file shorter than its header says) is left to the discoverer: `read` returns
+/// nil.
 ///
 /// The discoverer builds and tears down a pipeline of five to seven elements and three threads for each file:
 /// about 1.7 ms of CPU for a small MP3, against tens of microseconds here (docs/decisions/media-reader.md).
@@ -19,25 +18,42 @@ enum MP3Probe {
         let size = file.size
         guard let head = file.read(at: 0, count: 10) else { return nil }
 
-        var tags = Tags()
+        var v2: [UInt8]?
         var audioStart = 0
         if head.starts(with: Array("ID3".utf8)) {
-            let major = head[3], flags = head[5]
-            // 2.3 and 2.4 only; no unsynchronisation, extended header or experimental flag; 2.4's footer counts.
-            guard major == 3 || major == 4, flags & 0xE0 == 0, let length = syncsafe(head[6..<10]) else { return nil }
-            audioStart = 10 + length + (major == 4 && flags & 0x10 != 0 ? 10 : 0)
-            guard length <= 16 << 20, audioStart < size, let body = file.read(at: 10, count: length),
-                  tags.parse(body, major: major) else { return nil }
+            // Versions 2.2 to 2.4; the footer flag counts as GStreamer counts it (gst_tag_get_id3v2_tag_size).
+            guard (2...4).contains(head[3]), let length = syncsafe(head[6..<10]), length <= 16 << 20 else { return nil }
+            audioStart = 10 + length + (head[5] & 0x10 != 0 ? 10 : 0)
+            guard audioStart < size, let tag = file.read(at: 0, count: audioStart),
+                  !Self.holdsChapters(tag) else { return nil }
+            v2 = tag
         }
-        // No ID3v1 or APE tag at the end (GStreamer merges them in): those files are the discoverer's.
+        // An APE tag at the end (before an ID3v1 tag or not) is the discoverer's: apedemux may read it.
         guard size >= audioStart + 128, let tail = file.read(at: size - 128, count: 128),
-              !tail.starts(with: Array("TAG".utf8)), !tail[96...].starts(with: Array("APETAGEX".utf8)) else { return nil }
-        guard let frame = file.read(at: audioStart, count: min(512, size - audioStart)),
-              let samples = Self.samples(frame, fileBytes: size - audioStart) else { return nil }
-        return MediaInfo(duration: samples.duration, title: tags.title, artists: tags.artists, album: tags.album,
-                         albumArtist: tags.albumArtist, genre: tags.genre, trackNumber: tags.track, discNumber: tags.disc,
-                         hasAudio: true, cover: tags.cover, chapters: [],
-                         lyrics: TagLyrics.first(tags.synced + tags.unsynced))
+              !tail[96...].starts(with: Array("APETAGEX".utf8)) else { return nil }
+        let v1 = tail.starts(with: Array("TAG".utf8)) ? tail : nil
+        let streamEnd = size - (v1 == nil ? 0 : 128)
+        if v1 != nil {
+            guard streamEnd >= audioStart + 32, let before = file.read(at: streamEnd - 32, count: 8),
+                  !before.starts(with: Array("APETAGEX".utf8)) else { return nil }
+        }
+        guard let frame = file.read(at: audioStart, count: min(512, streamEnd - audioStart)),
+              let samples = Self.samples(frame, fileBytes: streamEnd - audioStart) else { return nil }
+        var info = (v2 != nil || v1 != nil ? ID3Tags.read(v2: v2, v1: v1) : nil) ?? MediaInfo()
+        info.duration = samples.duration
+        return info
+    }
+
+    /// Whether an ID3v2 tag may hold chapters (CHAP, CTOC frames: the discoverer's table of contents). By their ids
+    /// anywhere in the tag: a text that spells one only costs the file the discoverer's read.
+    private static func holdsChapters(_ tag: [UInt8]) -> Bool {
+        let ids = [Array("CHAP".utf8), Array("CTOC".utf8)]
+        var at = 0
+        while at + 4 <= tag.count {
+            if tag[at] == 0x43, ids.contains(where: { $0[1] == tag[at + 1] && $0[2] == tag[at + 2] && $0[3] == tag[at + 3] }) { return true }
+            at += 1
+        }
+        return false
     }
 
     // MARK: The first frame: Xing/Info and LAME tags
@@ -96,141 +112,6 @@ enum MP3Probe {
             return nil
         }
         return Samples(count: count, rate: rate)
-    }
-
-    // MARK: ID3v2 frames
-
-    private struct Tags {
-        var title, album, albumArtist, genre: String?
-        var artists: [String] = []
-        var track, disc: Int?
-        var cover: MediaInfo.CoverImage?
-        /// The words of SYLT and USLT frames, as the discoverer's reader finds them.
-        var synced: [TagLyrics] = [], unsynced: [TagLyrics] = []
-        private var seen: Set<String> = []
-
-        /// Reads the frames of a tag's body; false when one of them is beyond this reader.
-        mutating func parse(_ body: [UInt8], major: UInt8) -> Bool {
-            var at = 0
-            while at + 10 <= body.count, body[at] != 0 {
-                let id = String(decoding: body[at..<at + 4], as: UTF8.self)
-                let length = major == 4 ? syncsafe(body[at + 4..<at + 8]) : Int(bigEndian(body[at + 4..<at + 8]))
-                let format = body[at + 9]
-                guard let length, at + 10 + length <= body.count,
-                      format & (major == 4 ? 0x4F : 0xE0) == 0 else { return false }  // compressed, encrypted, grouped…
-                let content = Array(body[at + 10..<at + 10 + length])
-                at += 10 + length
-                guard Self.known.contains(id) else {
-                    if Self.leftToTheDiscoverer.contains(id) { return false }
-                    continue
-                }
-                guard seen.insert(id).inserted else { return false }  // a frame twice: GStreamer merges them
-                if id == "SYLT" || id == "USLT" {
-                    if let words = TagLyrics.id3Frame(id: id, content: content) {
-                        if id == "SYLT" { synced.append(words) } else { unsynced.append(words) }
-                    }
-                    continue
-                }
-                if id == "APIC" {
-                    guard let image = Self.picture(content) else { return false }
-                    cover = image
-                    continue
-                }
-                guard let values = Self.text(content) else { return false }
-                switch id {
-                case "TPE1": artists = values
-                default:
-                    guard values.count <= 1 else { return false }
-                    let value = values.first
-                    switch id {
-                    case "TIT2": title = value
-                    case "TALB": album = value
-                    case "TPE2": albumArtist = value
-                    case "TCON":
-                        // Numbers ("17", "(17)Rock") name ID3v1 genres that GStreamer spells out.
-                        guard let value, !value.contains("("), Int(value) == nil else { return false }
-                        genre = value
-                    case "TRCK", "TPOS":
-                        guard let value, let number = Self.position(value) else { return false }
-                        if id == "TRCK" { track = number } else { disc = number }
-                    default: break
-                    }
-                }
-            }
-            return true
-        }
-
-        private static let known: Set<String> = ["TIT2", "TPE1", "TALB", "TPE2", "TCON", "TRCK", "TPOS", "APIC", "USLT", "SYLT"]
-        /// Frames GStreamer turns into what MediaInfo holds: chapters (a table of contents), user texts (some are
-        /// mapped to tags).
-        private static let leftToTheDiscoverer: Set<String> = ["CHAP", "CTOC", "TXXX"]
-
-        /// "3" or "3/12": the number, when it is one above 0.
-        private static func position(_ value: String) -> Int? {
-            let parts = value.split(separator: "/", omittingEmptySubsequences: false)
-            guard parts.count <= 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-                  let number = Int(parts[0]), number > 0, number < 1 << 31 else { return nil }
-            return number
-        }
-
-        /// The values of a text frame, trimmed, empty ones left out; nil when its text can't be read for certain.
-        private static func text(_ content: [UInt8]) -> [String]? {
-            guard let encoding = content.first, let whole = decode(Array(content.dropFirst()), encoding) else { return nil }
-            return whole.split(separator: "\0", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-                .filter { !$0.isEmpty }
-        }
-
-        /// Text in the frame's encoding: ISO-8859-1 only as ASCII or valid UTF-8 (GStreamer guesses at other bytes),
-        /// UTF-16 with a byte order mark, UTF-16BE, UTF-8.
-        private static func decode(_ bytes: [UInt8], _ encoding: UInt8) -> String? {
-            switch encoding {
-            case 0, 3:
-                return String(validating: bytes, as: UTF8.self)
-            case 1, 2:
-                guard bytes.count % 2 == 0 else { return nil }
-                var units = stride(from: 0, to: bytes.count, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
-                if encoding == 1 {
-                    // Each value may start with its own mark; without one, GStreamer guesses.
-                    guard units.first == 0xFEFF || units.first == 0xFFFE else { return nil }
-                    let swap = units.first == 0xFFFE
-                    if swap { units = units.map(\.byteSwapped) }
-                    units = units.filter { $0 != 0xFEFF }
-                    guard !units.contains(0xFFFE) else { return nil }
-                }
-                return String(validating: units, as: UTF16.self)
-            default:
-                return nil
-            }
-        }
-
-        /// A picture frame whose image is a JPEG or PNG (the type GStreamer would find in its bytes).
-        private static func picture(_ content: [UInt8]) -> MediaInfo.CoverImage? {
-            guard let encoding = content.first, encoding <= 3,
-                  let mimeEnd = content.dropFirst().firstIndex(of: 0), mimeEnd + 1 < content.count else { return nil }
-            let type = content[mimeEnd + 1]
-            guard type != 1, type != 2 else { return nil }  // file icons: GStreamer's preview-image
-            // The description, ended by one NUL (two, aligned, in UTF-16).
-            var at = mimeEnd + 2
-            if encoding == 1 || encoding == 2 {
-                while at + 1 < content.count, content[at] != 0 || content[at + 1] != 0 { at += 2 }
-                at += 2
-            } else {
-                while at < content.count, content[at] != 0 { at += 1 }
-                at += 1
-            }
-            guard at < content.count else { return nil }
-            let data = content[at...]
-            let mimeType: String
-            if data.starts(with: [0xFF, 0xD8, 0xFF]) {
-                mimeType = "image/jpeg"
-            } else if data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
-                mimeType = "image/png"
-            } else {
-                return nil
-            }
-            return MediaInfo.CoverImage(data: Data(data), mimeType: mimeType)
-        }
     }
 
     // MARK: Bytes
