@@ -136,11 +136,13 @@ public actor Prompter {
     public func speak(_ text: String) async {
         lastID += 1
         speaking = lastID
+        logger.debug("prompt", metadata: ["id": "\(lastID)", "text": "\(text)"])
         await player.duck(true)
         speech.speak(text, id: lastID, voice: voice)
     }
 
     private func heard(_ event: SpeechEvent) async {
+        logger.debug("prompt heard", metadata: ["event": "\(event)"])
         switch event {
         case .started(let id):
             if id == speaking, problem != nil { report(nil) }
@@ -160,13 +162,15 @@ public actor Prompter {
         report(speech.problem())
     }
 
-    /// Logs a new problem once, and tells `problemChanged` of each change.
+    /// Logs a problem when it first shows (not again while prompts still cannot be heard, whatever its words), and
+    /// tells `problemChanged` of each change.
     private func report(_ problem: String?) {
         guard problem != self.problem else { return }
+        let wasWorking = self.problem == nil
         self.problem = problem
-        if let problem {
+        if let problem, wasWorking {
             logger.error("spoken prompts cannot be heard: playback goes on without them", metadata: ["problem": "\(problem)"])
-        } else {
+        } else if problem == nil {
             logger.notice("spoken prompts work again")
         }
         problemChanged(problem)

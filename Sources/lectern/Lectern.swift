@@ -15,7 +15,7 @@ struct Lectern: AsyncParsableCommand {
         version: lecternVersion,
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
-                      Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self,
+                      Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self, Say.self, PromptsCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self])
 
     /// As ArgumentParser's, with a status of our own for each kind of ``CLIError``.
