@@ -13,7 +13,7 @@ import TestSupport
 
     @Test func aPromptIsHeardOverTheDuckedBookWhichComesBackWhereItWas() async throws {
         try await withRouteDaemon(.pulseAudio, extraArguments: ["--prompts"]) { d in
-            #expect(try await d.get("Enabled", interface: Self.prompts, path: RouteDaemon.lecternPath).bool == true)
+            #expect(try await d.get("Enabled", interface: Self.prompts).bool == true)
             try await d.playTone()
             // The book's own prompt ("tone. Chapter 1 of 1") first: over once its stream is gone.
             try await d.waitFor(d.promptStreams, timeout: .seconds(30)) { $0 == 0 }
@@ -70,7 +70,7 @@ import TestSupport
 
     @Test func promptsOffMediaKeysAreSilentAndARequestIsStillSpoken() async throws {
         try await withRouteDaemon(.pulseAudio) { d in
-            #expect(try await d.get("Enabled", interface: Self.prompts, path: RouteDaemon.lecternPath).bool == false)
+            #expect(try await d.get("Enabled", interface: Self.prompts).bool == false)
             try await d.playTone()
             let recording = try MonitorRecording(d, sink: "headphones")
             defer { recording.stop() }
@@ -93,6 +93,47 @@ import TestSupport
     }
 }
 
+extension PromptRouteTests {
+    /// The benchmark's figures (scripts/prompts.sh): from an event (a Say call sent; a media key, MPRIS Previous, sent)
+    /// to the first sound of its prompt in the output's monitor, as the recording receives it (parec's own latency, at
+    /// most 10 ms, included), `LECTERN_PROMPT_EVENTS` of each (5 by default), the book paused. Recorded, never asserted.
+    @Test func eventToFirstSoundOfItsPrompt() async throws {
+        let events = ProcessInfo.processInfo.environment["LECTERN_PROMPT_EVENTS"].flatMap { Int($0) } ?? 5
+        try await withRouteDaemon(.pulseAudio, extraArguments: ["--prompts"]) { d in
+            try await d.playTone()
+            try await d.call("Pause")
+            try await d.waitFor(d.promptStreams, timeout: .seconds(30)) { $0 == 0 }
+            let recording = try MonitorRecording(d, sink: "headphones")
+            defer { recording.stop() }
+            var said: [Double] = [], keyed: [Double] = []
+            for round in 0..<max(1, events) * 2 {
+                try await d.waitFor(d.promptStreams, timeout: .seconds(30)) { $0 == 0 }
+                try await recording.waitFor(seconds: recording.seconds + 0.3)
+                let mark = recording.sampleCount
+                let sent = ContinuousClock.now
+                if round % 2 == 0 {
+                    try await d.call("Say", [.string("chapter")], interface: Self.prompts, path: RouteDaemon.lecternPath)
+                } else {
+                    try await d.call("Previous")
+                }
+                guard let heard = try await recording.firstSound(after: mark) else {
+                    Issue.record("round \(round): no prompt heard\n\(d.log)")
+                    break
+                }
+                let milliseconds = (heard - sent).milliseconds
+                if round % 2 == 0 { said.append(milliseconds) } else { keyed.append(milliseconds) }
+                // Heard: cut short (turning prompts off silences the one speaking).
+                try await d.set("Enabled", .boolean(false), interface: Self.prompts)
+                try await d.set("Enabled", .boolean(true), interface: Self.prompts)
+            }
+            #expect(said.count + keyed.count == max(1, events) * 2)
+            Figures.record("spoken prompts PulseAudio", "Say → first sound", summarize("Say → first sound of the prompt", said))
+            Figures.record("spoken prompts PulseAudio", "media key → first sound",
+                           summarize("media key (Previous) → first sound of the prompt", keyed))
+        }
+    }
+}
+
 // MARK: - The book, the prompts' streams, the recording
 
 extension RouteDaemon {
@@ -108,13 +149,6 @@ extension RouteDaemon {
     /// The sound server's streams of spoken prompts (media.role "a11y").
     func promptStreams() async throws -> Int {
         try await server.pactl("list", "sink-inputs").components(separatedBy: "media.role = \"a11y\"").count - 1
-    }
-
-    func get(_ property: String, interface: String, path: String) async throws -> DBusValue {
-        let reply = try await call("Get", [.string(interface), .string(property)], interface: "org.freedesktop.DBus.Properties",
-                                   path: path)
-        guard let value = reply.first?.unwrapped else { throw RouteTestError("Get \(property): \(reply)") }
-        return value
     }
 }
 
@@ -162,6 +196,31 @@ final class MonitorRecording: Sendable {
     func waitFor(seconds: Double) async throws {
         _ = try await poll(timeout: .seconds(30), every: .milliseconds(20), { self.seconds }, until: { $0 >= seconds })
         guard self.seconds >= seconds else { throw RouteTestError("parec recorded \(self.seconds) s, not \(seconds) s") }
+    }
+
+    /// When the recording first received sound (10 ms above ``speechLevel``) after sample `mark`: polled every 2 ms,
+    /// nil after 10 s.
+    func firstSound(after mark: Int) async throws -> ContinuousClock.Instant? {
+        let chunk = Self.rate / 100
+        var checked = mark
+        let deadline = ContinuousClock.now + .seconds(10)
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        while ContinuousClock.now < deadline {
+            let now = ContinuousClock.now
+            let available = sampleCount
+            while checked + chunk <= available {
+                try handle.seek(toOffset: UInt64(checked * 2))
+                let data = try handle.read(upToCount: chunk * 2) ?? Data()
+                let power = data.withUnsafeBytes { raw in
+                    raw.bindMemory(to: Int16.self).reduce(0.0) { $0 + pow(Double(Int16(littleEndian: $1)) / 32768, 2) }
+                } / Double(chunk)
+                if sqrt(power) > Self.speechLevel { return now }
+                checked += chunk
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        return nil
     }
 
     /// Each window's tone amplitude (Goertzel at the tone's frequency) and the RMS of the rest.
