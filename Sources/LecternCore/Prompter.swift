@@ -68,6 +68,10 @@ public actor Prompter {
     private var keysPending = 0
     /// The sleep timer's time left when last looked at: the warning is said when it passes ``sleepWarning``.
     private var sleepLeft: Duration?
+    /// Whether the book was last asked to be lowered, and that request on its way to the player: each waits for the
+    /// one before, so they reach it in the order decided (the actor decides without awaiting in between).
+    private var ducked = false
+    private var ducking: Task<Void, Never>?
 
     /// The stream the prompter reads and its writer, which is also a ``PlayerObserver``: make the feed, give it to the
     /// player and the services, then the prompter.
@@ -128,20 +132,21 @@ public actor Prompter {
     @discardableResult
     public func say(_ request: Request) async -> String {
         let text = Self.text(for: request, view: view)
-        await speak(text)
+        speak(text)
         return text
     }
 
-    /// Speaks `text`, cutting short what is spoken now; the book is lowered first.
-    public func speak(_ text: String) async {
+    /// Speaks `text`, cutting short what is spoken now; the book is lowered (before the prompt's first sound: the
+    /// engine takes tens of milliseconds to start it).
+    public func speak(_ text: String) {
         lastID += 1
         speaking = lastID
         logger.debug("prompt", metadata: ["id": "\(lastID)", "text": "\(text)"])
-        await player.duck(true)
+        duck(true)
         speech.speak(text, id: lastID, voice: voice)
     }
 
-    private func heard(_ event: SpeechEvent) async {
+    private func heard(_ event: SpeechEvent) {
         logger.debug("prompt heard", metadata: ["event": "\(event)"])
         switch event {
         case .started(let id):
@@ -149,12 +154,21 @@ public actor Prompter {
         case .finished(let id):
             guard id == speaking else { return }
             speaking = nil
-            await player.duck(false)
+            duck(false)
         case .failed(let id, let message):
             report(message)
             guard id == speaking else { return }
             speaking = nil
-            await player.duck(false)
+            duck(false)
+        }
+    }
+
+    private func duck(_ on: Bool) {
+        guard on != ducked else { return }
+        ducked = on
+        ducking = Task { [previous = ducking, player] in
+            await previous?.value
+            await player.duck(on)
         }
     }
 
@@ -185,13 +199,13 @@ public actor Prompter {
         case .keyHandled(let state):
             keysPending = max(0, keysPending - 1)
             guard enabled, keysPending == 0 else { return }
-            await speak(Self.keyResult(state))
+            speak(Self.keyResult(state))
         case .bookmarkAdded(let title):
             guard enabled else { return }
-            await speak(title.isEmpty ? "Bookmark added." : "Bookmark added: \(title).")
+            speak(title.isEmpty ? "Bookmark added." : "Bookmark added: \(title).")
         case .player(let event):
             guard enabled else { return }
-            if let text = await prompt(for: event) { await speak(text) }
+            if let text = await prompt(for: event) { speak(text) }
         case .barrier(let continuation):
             continuation.resume()
         }

@@ -43,7 +43,9 @@ import TestSupport
             let shown = try await d.lectern("prompts")
             #expect(shown.stdout.hasSuffix("voice: de"), "\(shown)")
             #expect(await d.errorName { try await d.setPrompts("Language", .string("en us; rm")) }
-                    == "org.lectern.Error.InvalidArgument")
+                    == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(await d.errorName { try await d.setPrompts("Language", .string("xx")) } == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(await d.errorName { try await d.setPrompts("Voice", .string("nobody")) } == "org.freedesktop.DBus.Error.InvalidArgs")
             #expect(try await d.prompts("Language").string == "de")
         }
     }

@@ -126,6 +126,7 @@ func withPrompts(enabled: Bool = true, speech: FakeSpeech = FakeSpeech(), _ body
             let text = await h.prompter.say(.chapter)
             #expect(text == "Chapter 2 of 3: Part 1.")
             #expect(h.speech.said == [text])
+            await waitUntil("the book lowered") { h.engineVolume == Player.duckedVolume }
         }
     }
 
@@ -133,8 +134,7 @@ func withPrompts(enabled: Bool = true, speech: FakeSpeech = FakeSpeech(), _ body
         await withPrompts { h in
             await h.openBook(play: true)
             await waitUntil("the book's prompt") { h.speech.isSpeaking }
-            await h.feed.settled()
-            #expect(h.engineVolume == Player.duckedVolume)
+            await waitUntil("the book lowered") { h.engineVolume == Player.duckedVolume }
             #expect(await h.player.isDucked)
             // The listener's volume is untouched: clients see no change.
             #expect(await h.player.snapshot.volume == 1)
@@ -157,7 +157,7 @@ func withPrompts(enabled: Bool = true, speech: FakeSpeech = FakeSpeech(), _ body
     @Test func theListenersVolumeAndTheFadeAreDuckedTooAndRestored() async throws {
         await withPrompts { h in
             await h.openBook(play: true)
-            await h.feed.settled()
+            await waitUntil("the book lowered") { h.engineVolume == Player.duckedVolume }
             try? await h.player.setVolume(0.8)
             #expect(h.engineVolume == 0.8 * Player.duckedVolume)
             h.speech.finish()
@@ -195,6 +195,7 @@ func withPrompts(enabled: Bool = true, speech: FakeSpeech = FakeSpeech(), _ body
             h.feed.bookmarkAdded("Storm")
             #expect(await h.said() == ["The Book.\nChapter 1 of 3: Part 0.", "Chapter 2 of 3: Part 1.", "Bookmark added: Storm."])
             // The cut prompts' ends did not bring the book back: the last one still speaks.
+            await waitUntil("the book lowered") { h.engineVolume == Player.duckedVolume }
             #expect(await h.player.isDucked)
             h.speech.finish()
             await waitUntil("the book back") { h.engineVolume == 1 }

@@ -70,6 +70,28 @@ final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
         return nil
     }
 
+    /// Where espeak-ng keeps its languages and voices: Debian's multiarch folder (/usr/lib/<triplet>/espeak-ng-data),
+    /// or upstream's; nil when none is there.
+    static var dataFolder: String? {
+        let lib = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
+        let candidates = lib.sorted().map { "/usr/lib/\($0)/espeak-ng-data" } + ["/usr/share/espeak-ng-data", "/usr/local/share/espeak-ng-data"]
+        return candidates.first { FileManager.default.fileExists(atPath: "\($0)/lang") }
+    }
+
+    /// Why espeak-ng would not speak with `voice` (no such language, no such variant); nil when it would, or when its
+    /// data cannot be found to tell (it is then not installed, which ``problem()`` says).
+    static func unknown(_ voice: SpeechVoice) -> String? {
+        guard let data = dataFolder else { return nil }
+        let files = FileManager.default.enumerator(atPath: "\(data)/lang")?.compactMap { ($0 as? String)?.split(separator: "/").last } ?? []
+        guard files.contains(where: { $0.lowercased() == voice.language.lowercased() }) else {
+            return "espeak-ng has no language \"\(voice.language)\" (\(data)/lang)"
+        }
+        if let variant = voice.variant, !FileManager.default.fileExists(atPath: "\(data)/voices/!v/\(variant)") {
+            return "espeak-ng has no voice variant \"\(variant)\" (\(data)/voices/!v)"
+        }
+        return nil
+    }
+
     // MARK: - On the queue
 
     private func start(_ text: String, id: Int, voice: SpeechVoice) {

@@ -36,6 +36,12 @@ final class PromptService: Sendable {
         object.withLock { $0 }?.update(Self.interface, Self.voiceProperties(voice))
     }
 
+    /// A voice a client set: refused when espeak-ng does not have it.
+    private func setKnownVoice(_ voice: SpeechVoice, prompter: Prompter) async throws {
+        if let unknown = EspeakSpeech.unknown(voice) { throw BusError.invalidArgs(unknown) }
+        await setVoice(voice, prompter: prompter)
+    }
+
     private static func voiceProperties(_ voice: SpeechVoice) -> [String: DBusValue] {
         ["Language": .string(voice.language), "Voice": .string(voice.variant ?? "")]
     }
@@ -59,20 +65,20 @@ final class PromptService: Sendable {
                 Property("Language", .string, access: .readwrite, set: { [self] value in
                     let language: String = try value.decoded()
                     guard !language.isEmpty, Settings.isVoiceName(language, allowing: "-") else {
-                        throw ListeningService.invalidArgument("Language is \(Setting.promptLanguage.allowed), not \"\(language)\"")
+                        throw BusError.invalidArgs("Language is \(Setting.promptLanguage.allowed), not \"\(language)\"")
                     }
                     var voice = await prompter.voice
                     voice.language = language
-                    await setVoice(voice, prompter: prompter)
+                    try await setKnownVoice(voice, prompter: prompter)
                 }),
                 Property("Voice", .string, access: .readwrite, set: { [self] value in
                     let variant: String = try value.decoded()
                     guard Settings.isVoiceName(variant, allowing: "") else {
-                        throw ListeningService.invalidArgument("Voice is \(Setting.promptVoice.allowed), not \"\(variant)\"")
+                        throw BusError.invalidArgs("Voice is \(Setting.promptVoice.allowed), not \"\(variant)\"")
                     }
                     var voice = await prompter.voice
                     voice.variant = variant.isEmpty ? nil : variant
-                    await setVoice(voice, prompter: prompter)
+                    try await setKnownVoice(voice, prompter: prompter)
                 }),
                 Property("Problem", .string),
             ])
