@@ -15,8 +15,9 @@ build_pkgs=(libdbus-1-dev libsqlite3-dev libgstreamer1.0-dev libgstreamer-plugin
             libebur128-dev pkg-config)
 # dbus-daemon (dbus-daemon, dbus-run-session) and dbus-bin (dbus-send) are separate packages since bookworm;
 # on older releases they are part of `dbus` (see optional_pkgs).
+# espeak-ng: spoken prompts (lecternd runs it per prompt; without it prompts are reported unheard, nothing else changes).
 run_pkgs=(dbus dbus-daemon dbus-bin libebur128-1 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
-          gstreamer1.0-tools gstreamer1.0-plugins-base-apps)
+          gstreamer1.0-tools gstreamer1.0-plugins-base-apps espeak-ng)
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
 # its threads' stacks in the failure's message. The route suite runs against PulseAudio and against PipeWire

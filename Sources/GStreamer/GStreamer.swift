@@ -20,6 +20,14 @@ public enum GStreamer {
     public static func initialize() {
         _ = initialized
     }
+
+    /// Whether an element factory of this name is installed ("wavparse": gstreamer1.0-plugins-good).
+    public static func hasElement(_ name: String) -> Bool {
+        initialize()
+        guard let factory = gst_element_factory_find(name) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(factory))
+        return true
+    }
 }
 
 // MARK: - Time conversions at the C boundary

@@ -85,14 +85,7 @@ public final class Playbin {
         let element = made
         // Before the sink is made: a pulsesink names its connection when it is made, after GLib's application name,
         // which this sets (once per process) from the stream's application.name.
-        let buffer = Self.soundServerBuffer.components.seconds * 1_000_000
-            + Self.soundServerBuffer.components.attoseconds / 1_000_000_000_000
-        // C copies of the properties for the call, which copies them again into the settings its handler keeps.
-        let names = streamProperties.keys.sorted()
-        let cNames: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup($0)) }
-        let cValues: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup(streamProperties[$0])) }
-        lectern_gst_configure_sound_server_sinks(UnsafeMutableRawPointer(element), buffer, cNames, cValues, names.count)
-        for copy in cNames + cValues { g_free(UnsafeMutableRawPointer(mutating: copy)) }
+        configureSoundServerSinks(in: element, buffer: Self.soundServerBuffer, streamProperties: streamProperties)
 
         var filterError: UnsafeMutablePointer<GError>?
         var filter = gst_parse_bin_from_description(Self.audioFilter, 1, &filterError).map { upcast($0, to: GstElement.self) }
@@ -274,4 +267,16 @@ private func playbinAboutToFinish(_ playbin: UnsafeMutableRawPointer?, _ userDat
         lectern_gst_object_set_string(playbin, "uri", next)
     }
     _ = lectern_gst_post_application(playbin, aboutToFinishMessageName, "uri", next)
+}
+
+/// Gives every pulsesink that will be added inside `bin` `buffer` of sound (unless its description sets its own) and
+/// `streamProperties` (see ``Playbin/init(audioSink:streamProperties:onEvent:)``). Call before the sink is made.
+func configureSoundServerSinks(in bin: UnsafeMutablePointer<GstElement>, buffer: Duration, streamProperties: [String: String]) {
+    let microseconds = buffer.components.seconds * 1_000_000 + buffer.components.attoseconds / 1_000_000_000_000
+    // C copies of the properties for the call, which copies them again into the settings its handler keeps.
+    let names = streamProperties.keys.sorted()
+    let cNames: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup($0)) }
+    let cValues: [UnsafePointer<CChar>?] = names.map { UnsafePointer(g_strdup(streamProperties[$0])) }
+    lectern_gst_configure_sound_server_sinks(UnsafeMutableRawPointer(bin), microseconds, cNames, cValues, names.count)
+    for copy in cNames + cValues { g_free(UnsafeMutableRawPointer(mutating: copy)) }
 }

@@ -21,7 +21,7 @@ extension Player {
         if case .after(let duration) = mode, duration <= .zero {
             throw .invalidValue("the sleep timer needs a positive duration, not \(duration)")
         }
-        if sleep?.fading == true { engine.setVolume(state.volume) }
+        if sleep?.fading == true { setEngineVolume(state.volume) }
         sleep = mode.map { mode in
             var timer = SleepState(mode: mode, remaining: .zero)
             if case .after(let duration) = mode { timer.remaining = duration }
@@ -84,7 +84,7 @@ extension Player {
         }
         timer.fading = false
         sleep = timer
-        engine.setVolume(state.volume)
+        setEngineVolume(state.volume)
         syncSleepStatus()
         publish()
     }
@@ -100,7 +100,7 @@ extension Player {
         }
         guard left <= options.sleepFade else { return }
         let factor = options.sleepFade > .zero ? left / options.sleepFade : 0
-        engine.setVolume(state.volume * max(0, min(1, factor)))
+        setEngineVolume(state.volume * max(0, min(1, factor)))
         if !timer.fading {
             sleep?.fading = true
             syncSleepStatus()
@@ -125,7 +125,7 @@ extension Player {
         let at = position
         sleep = nil
         pauseNow()
-        engine.setVolume(state.volume)
+        setEngineVolume(state.volume)
         syncSleepStatus()
         publish()
         if let item = state.current { tell(.sleepTimerFired(item, at: at)) }

@@ -15,7 +15,7 @@ import Logging
 /// This file holds its state, the commands and publishing; the engine's events and the tick are in
 /// Player+Engine.swift, loading, seeking, chapters and the play order in Player+Navigation.swift, the sleep timer
 /// in Player+Sleep.swift, the stall and handover watchdogs in Player+Watchdogs.swift, another sound asking for the
-/// output (a call) in Player+Interruptions.swift.
+/// output (a call) in Player+Interruptions.swift, the book lowered under a spoken prompt in Player+Ducking.swift.
 public actor Player {
     let engine: any AudioEngine
     let observers: [any PlayerObserver]
@@ -52,6 +52,11 @@ public actor Player {
     var corkRequested = false
     /// What to do when another sound asks for the output (Player+Interruptions.swift).
     var interruptions = InterruptionMode.pause
+    /// The volume last asked of the engine before any ducking (the listener's, or the sleep timer's fade of it).
+    var engineVolume = 1.0
+    /// A spoken prompt plays over the book: the engine's volume is ``duckedVolume`` of `engineVolume`
+    /// (Player+Ducking.swift).
+    var ducked = false
     /// When the current pause began (on `now`), for the smart rewind.
     var pausedAt: Duration?
     var sleep: SleepState?
@@ -163,7 +168,7 @@ public actor Player {
             state.rate = settings.rate.isFinite ? min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate) : 1
             state.shuffle = settings.shuffle
             state.loop = settings.loop
-            engine.setVolume(state.volume)
+            setEngineVolume(state.volume)
             engine.setRate(state.rate)
         }
         setGain(settings?.gain ?? 1)
@@ -370,7 +375,7 @@ public actor Player {
         let clamped = PlayerState.volume(volume)
         guard clamped != state.volume else { return }
         state.volume = clamped
-        engine.setVolume(clamped)
+        setEngineVolume(clamped)
         publish()
     }
 
@@ -396,7 +401,7 @@ public actor Player {
         }
         let volume = PlayerState.volume(settings.volume)
         let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
-        if volume != state.volume { state.volume = volume; engine.setVolume(volume) }
+        if volume != state.volume { state.volume = volume; setEngineVolume(volume) }
         setGain(settings.gain)
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
@@ -553,7 +558,7 @@ public actor Player {
 
     /// The end of the queue was reached: stopped, and the observers told the book is finished.
     func finish() {
-        if sleep?.fading == true { engine.setVolume(state.volume) }
+        if sleep?.fading == true { setEngineVolume(state.volume) }
         sleep = nil
         setStatus(.stopped)
         engine.stop()

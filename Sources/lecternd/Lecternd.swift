@@ -58,6 +58,15 @@ struct Lecternd: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Leave a bookmark (kind \"unplug\") where playback paused because the output went away (default: no).")
     var unplugBookmark: Bool?
 
+    @Flag(inversion: .prefixedNo, help: "Speak prompts (a new book or chapter, the state after a media key, a bookmark added, the sleep timer's last minute, a failed file) with espeak-ng (default: no).")
+    var prompts: Bool?
+
+    @Option(help: "The prompts' language, an espeak-ng voice name: en (the default), en-us, de, fr...")
+    var promptLanguage: String?
+
+    @Option(help: "A variant of the prompts' voice (espeak-ng: f3, m2, klatt...); \"\" for the language's own (the default).")
+    var promptVoice: String?
+
     @Option(help: "Log level: trace, debug, info (the default), notice, warning, error, critical.")
     var logLevel: String?
 
@@ -87,12 +96,14 @@ struct Lecternd: ParsableCommand {
         var flags: [Setting: Settings.FlagValue] = [:]
         let texts: [(Setting, String?)] = [(.audioSink, audioSink), (.database, database), (.cacheDirectory, cacheDirectory),
                                            (.outputPolicy, outputPolicy), (.interruptions, interruptions), (.smartRewind, smartRewind),
-                                           (.titleTemplate, titleTemplate), (.logLevel, logLevel)]
+                                           (.titleTemplate, titleTemplate), (.promptLanguage, promptLanguage),
+                                           (.promptVoice, promptVoice), (.logLevel, logLevel)]
         for case let (setting, text?) in texts { flags[setting] = .text(text) }
         let numbers: [(Setting, Int?)] = [(.resumeWindow, resumeWindow), (.skipStep, skipStep), (.rewindAfter, rewindAfter),
                                           (.sleepFade, sleepFade)]
         for case let (setting, number?) in numbers { flags[setting] = .number(number) }
         if let unplugBookmark { flags[.unplugBookmark] = .on(unplugBookmark) }
+        if let prompts { flags[.prompts] = .on(prompts) }
         if !libraryFolders.isEmpty { flags[.libraryFolders] = .texts(libraryFolders) }
         return flags
     }

@@ -257,9 +257,11 @@ final class DaemonFixture: Sendable {
 
     /// Starts everything with a daemon. With `installation`, the daemon is the installed lecternd and the bus activates
     /// from the installed activation files, in the fixture's environment.
-    static func with(daemonArguments: [String] = [], installation: Installation? = nil,
+    /// `daemonEnvironment`: variables set (or replaced) for lecternd only.
+    static func with(daemonArguments: [String] = [], daemonEnvironment: [String: String] = [:], installation: Installation? = nil,
                      _ body: (DaemonFixture) async throws -> Void) async throws {
-        let fixture = try await DaemonFixture(daemonArguments: daemonArguments, installation: installation)
+        let fixture = try await DaemonFixture(daemonArguments: daemonArguments, daemonEnvironment: daemonEnvironment,
+                                              installation: installation)
         do {
             try await body(fixture)
         } catch {
@@ -269,7 +271,7 @@ final class DaemonFixture: Sendable {
         await fixture.finish()
     }
 
-    private init(daemonArguments extra: [String], installation: Installation?) async throws {
+    private init(daemonArguments extra: [String], daemonEnvironment: [String: String], installation: Installation?) async throws {
         media = try await MediaLibrary.shared()
         bus = try PrivateBus(serviceDirectories: installation.map { [$0.servicesDirectory] } ?? [])
         lecterndPath = installation?.lecternd ?? builtExecutable("lecternd").path
@@ -295,7 +297,8 @@ final class DaemonFixture: Sendable {
         // A fake sink that keeps time, unless the test names its own.
         let sink = extra.contains("--audio-sink") ? [] : ["--audio-sink", "fakesink sync=true"]
         daemonArguments = sink + ["--cache-directory", cacheDirectory.path] + extra
-        daemon = try Subprocess(lecterndPath, daemonArguments, environment: env, stdout: .appendingToFile(daemonLog),
+        daemon = try Subprocess(lecterndPath, daemonArguments, environment: env.merging(daemonEnvironment) { $1 },
+                                stdout: .appendingToFile(daemonLog),
                                 stderr: .appendingToFile(daemonLog))
         let deadline = ContinuousClock.now + .seconds(10)
         while !(try await nameHasOwner(MPRIS.busName)) {

@@ -46,6 +46,8 @@ import TestSupport
         #expect(settings.options.outputPolicy == .pauseAndResume)
         #expect(settings.options.resumeWindow == .seconds(1800))
         #expect(settings.options.interruptions == .pause)
+        #expect(!settings.options.prompts)
+        #expect(settings.options.promptVoice == SpeechVoice(language: "en", variant: nil))
         #expect(settings.options.audioSink == nil)
         #expect(settings.options.titleTemplate == TitleTemplate("{chapter}"))
         #expect(settings.options.listening.smartRewind == SmartRewind())
@@ -65,6 +67,9 @@ import TestSupport
             resume-window: 60
             interruptions: ignore
             unplug-bookmark: true
+            prompts: true
+            prompt-language: en-us
+            prompt-voice: f3
             skip-step: 30
             smart-rewind: 5-20
             rewind-after: 10
@@ -82,6 +87,9 @@ import TestSupport
         #expect(settings.options.resumeWindow == .seconds(60))
         #expect(settings.options.interruptions == .ignore)
         #expect(settings.options.unplugBookmark)
+        #expect(settings.options.prompts)
+        #expect(settings.options.promptVoice == SpeechVoice(language: "en-us", variant: "f3"))
+        #expect(settings.options.promptVoice.name == "en-us+f3")
         #expect(settings.options.skipStep == .seconds(30))
         #expect(settings.options.listening.smartRewind == SmartRewind(threshold: .seconds(10), minimum: .seconds(5),
                                                                       maximum: .seconds(20), fullAfter: .seconds(3600)))
@@ -126,6 +134,10 @@ import TestSupport
         ("interruptions: duck", "interruptions", "\"duck\"", "pause, ignore"),
         ("resume-window: -1", "resume-window", "-1", "from 0 to 86400"),
         ("unplug-bookmark: sometimes", "unplug-bookmark", "\"sometimes\"", "true or false"),
+        ("prompts: loud", "prompts", "\"loud\"", "true or false"),
+        ("prompt-language: \"en us\"", "prompt-language", "\"en us\"", "an espeak-ng voice name"),
+        ("prompt-language: \"\"", "prompt-language", "\"\"", "an espeak-ng voice name"),
+        ("prompt-voice: \"f3;rm\"", "prompt-voice", "\"f3;rm\"", "an espeak-ng variant"),
         ("skip-step: 0", "skip-step", "0", "from 1 to 600"),
         ("skip-step: 1.5", "skip-step", "\"1.5\"", "a whole number of seconds"),
         ("smart-rewind: 30-3", "smart-rewind", "\"30-3\"", "off, or MIN-MAX"),

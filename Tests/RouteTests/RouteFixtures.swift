@@ -480,7 +480,7 @@ final class RouteDaemon: Sendable {
     }
 
     func get(_ property: String, interface: String = RouteDaemon.player) async throws -> DBusValue {
-        let path = interface == Self.output ? Self.lecternPath : Self.mprisPath
+        let path = interface.hasPrefix("org.lectern.") ? Self.lecternPath : Self.mprisPath
         let reply = try await call("Get", [.string(interface), .string(property)], interface: "org.freedesktop.DBus.Properties",
                                    path: path)
         guard let value = reply.first?.unwrapped else { throw RouteTestError("Get \(property): \(reply)") }
@@ -488,7 +488,7 @@ final class RouteDaemon: Sendable {
     }
 
     func set(_ property: String, _ value: DBusValue, interface: String = RouteDaemon.output) async throws {
-        let path = interface == Self.output ? Self.lecternPath : Self.mprisPath
+        let path = interface.hasPrefix("org.lectern.") ? Self.lecternPath : Self.mprisPath
         try await call("Set", [.string(interface), .string(property), .variant(value)],
                        interface: "org.freedesktop.DBus.Properties", path: path)
     }

@@ -18,6 +18,9 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     case rewindAfter = "rewind-after"
     case sleepFade = "sleep-fade"
     case titleTemplate = "title-template"
+    case prompts
+    case promptLanguage = "prompt-language"
+    case promptVoice = "prompt-voice"
     case logLevel = "log-level"
 
     /// lecternd's flag: `--library-folder` is given once per folder.
@@ -39,6 +42,9 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
         case .rewindAfter: return "a whole number of seconds from 0 to 3600"
         case .sleepFade: return "a whole number of seconds from 0 to 600"
         case .titleTemplate: return "text with any of {chapter}, {book}, {author}, {file}, {n}, {count}, e.g. \"{chapter} · {book}\""
+        case .prompts: return "true or false"
+        case .promptLanguage: return "an espeak-ng voice name: letters, digits and dashes, e.g. en, en-us, de, fr"
+        case .promptVoice: return "an espeak-ng variant (letters and digits, e.g. f3, m2, klatt), or \"\" for the language's own"
         case .logLevel: return Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
         }
     }

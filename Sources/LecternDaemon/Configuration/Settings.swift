@@ -127,7 +127,34 @@ public struct Settings: Sendable {
         let template = try reading.value(.titleTemplate) { $0.string(forKey: $1) }
         options.titleTemplate = template.map { TitleTemplate($0.value) } ?? defaults.titleTemplate
         note(.titleTemplate, options.titleTemplate.pattern, template?.source)
+        let prompts = try reading.value(.prompts) { $0.bool(forKey: $1) }
+        options.prompts = prompts?.value ?? defaults.prompts
+        note(.prompts, String(options.prompts), prompts?.source)
+        options.promptVoice.language = try word(.promptLanguage, reading, allowing: "-", default: defaults.promptVoice.language)
+        let variant = try word(.promptVoice, reading, allowing: "", default: defaults.promptVoice.variant ?? "")
+        options.promptVoice.variant = variant.isEmpty ? nil : variant
         logLevel = try choice(.logLevel, reading, default: .info)
+    }
+
+    /// Whether `text` can be (part of) an espeak-ng voice name: at most 40 ASCII letters, digits and `extra`.
+    static func isVoiceName(_ text: String, allowing extra: String) -> Bool {
+        text.count <= 40 && text.unicodeScalars.allSatisfy {
+            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || extra.unicodeScalars.contains($0))
+        }
+    }
+
+    /// A name made of ASCII letters, digits and `extra` (empty only where the default is).
+    private mutating func word(_ setting: Setting, _ reading: Reading, allowing extra: String,
+                               default value: String) throws(ConfigurationError) -> String {
+        guard let found = try reading.value(setting, { $0.string(forKey: $1) }) else {
+            note(setting, value, nil)
+            return value
+        }
+        guard Self.isVoiceName(found.value, allowing: extra), !found.value.isEmpty || value.isEmpty else {
+            throw .invalid(setting, "\"\(found.value)\"", from: found.source)
+        }
+        note(setting, found.value, found.source)
+        return found.value
     }
 
     private mutating func note(_ setting: Setting, _ value: String, _ source: SettingSource?) {

@@ -31,6 +31,9 @@ public struct DaemonOptions: Sendable {
     public var titleTemplate: TitleTemplate
     /// Whether a pause because the output went away leaves a bookmark (kind "unplug").
     public var unplugBookmark: Bool
+    /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
+    public var prompts = false
+    public var promptVoice = SpeechVoice()
     /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
     /// lecternd itself; nil = read them in the daemon's own process.
     public var mediaReader: String?
@@ -133,8 +136,14 @@ public enum Daemon {
         let (bookEvents, toBookSession) = AsyncStream.makeStream(of: PlayerEvent.self)
         // The output watcher publishes what the player did when another sound asked for the output.
         let (toOutputWatcher, interruptionNews) = InterruptionRelay.make()
+        // Spoken prompts hear the player's events, the media keys and the bookmarks added through one feed.
+        let (promptFeed, promptInputs) = Prompter.makeFeed()
         let player = Player(engine: engine, options: options.listening, logger: logger,
-                            observers: [mpris, listening, toBookSession, toOutputWatcher])
+                            observers: [mpris, listening, toBookSession, toOutputWatcher, promptFeed])
+        let prompts = PromptService()
+        let prompter = Prompter(speech: EspeakSpeech(audioSink: options.audioSink), view: player.view, player: player,
+                                inputs: promptInputs, enabled: options.prompts, voice: options.promptVoice, logger: logger,
+                                problemChanged: prompts.problemChanged)
         // A reader per core (two at least): an import reads that many files at once, each in a child of its own.
         let readers = (0..<max(2, ProcessInfo.processInfo.activeProcessorCount)).map { _ in
             MediaReader(program: options.mediaReader, logger: logger)
@@ -142,7 +151,7 @@ public enum Daemon {
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), readers: readers,
                                  logger: logger)
         let sessionOnceOpen = Eventually<BookSession>()
-        try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen,
+        try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen, keys: promptFeed,
                                quit: { quit.yield("Quit") })
         let playlistsCalls = connection.hold(MPRISService.path, interfaces: [MPRISPlaylists.name])
         mprisCalls.release()
@@ -159,7 +168,8 @@ public enum Daemon {
         let service = LibraryService(library: library, writer: writer,
                                      importer: Importer(library: library, writer: writer, opener: opener, logger: logger), logger: logger,
                                      bookCountChanged: mpris.bookCountChanged,
-                                     booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } })
+                                     booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } },
+                                     bookmarkAdded: promptFeed.bookmarkAdded)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
                                   logger: logger) { news in
             switch news {
@@ -197,7 +207,8 @@ public enum Daemon {
         }
         let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session,
                                                                              meter: meter))
-            + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface()]
+            + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface(),
+               prompts.makeInterface(prompter: prompter)]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
         lecternObject.update(LibraryService.libraryInterface, [
@@ -209,6 +220,7 @@ public enum Daemon {
         library.observeHealth { service.healthChanged($0) }
         listening.publish(on: lecternObject, player: player)
         await outputWatcher.publish(on: lecternObject)
+        await prompts.publish(on: lecternObject, prompter: prompter)
         await configuration.publish(on: lecternObject) { settings, changed in
             let options = settings.options
             logLevel.value = settings.logLevel
@@ -221,6 +233,8 @@ public enum Daemon {
             if changed.contains(.resumeWindow) { await outputWatcher.setResumeWindow(options.resumeWindow) }
             if changed.contains(.interruptions) { await outputWatcher.setInterruptions(options.interruptions) }
             if changed.contains(.libraryFolders) { await libraryFolders.watch(settings.libraryFolders) }
+            if changed.contains(.prompts) { await prompts.setEnabled(options.prompts, prompter: prompter) }
+            if !changed.isDisjoint(with: [.promptLanguage, .promptVoice]) { await prompts.setVoice(options.promptVoice, prompter: prompter) }
         }
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
@@ -251,6 +265,7 @@ public enum Daemon {
             let tasks: [(name: String, ended: String, run: @Sendable () async -> Void)] = [
                 ("serving calls", "the bus connection closed", { await connection.serveCalls() }),
                 ("the player", "the player stopped", { await player.run() }),
+                ("the spoken prompts", "the spoken prompts stopped", { await prompter.run() }),
                 ("the book session", "the book session stopped", { await session.run() }),
                 ("the output watcher", "the output watcher stopped", { await outputWatcher.run() }),
                 ("the library retry loop", "the library retry loop stopped", { await service.retryUnsavedWrites() }),

@@ -12,6 +12,7 @@ extension LibraryService {
                     let (bookId, title, note) = try call.arguments(Int64.self, String.self, String.self)
                     let bookmark = try await rules.addBookmark(to: bookId, title: title, note: note)
                     self.bookmarksChanged(bookId)
+                    self.bookmarkAdded(bookmark.title)
                     return [.int64(bookmark.id ?? 0)]
                 },
                 method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { call in

@@ -37,8 +37,13 @@ final class LibraryService: Sendable {
     /// Told the books an import wrote (the current one may have files at new paths).
     let booksImported: @Sendable ([Int64]) -> Void
 
+    /// Told the title of a bookmark a client added (a spoken prompt says it).
+    let bookmarkAdded: @Sendable (String) -> Void
+
     init(library: Library, writer: LibraryWriter, importer: Importer, logger: Logger,
-         bookCountChanged: @escaping @Sendable (Int) -> Void, booksImported: @escaping @Sendable ([Int64]) -> Void) {
+         bookCountChanged: @escaping @Sendable (Int) -> Void, booksImported: @escaping @Sendable ([Int64]) -> Void,
+         bookmarkAdded: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.bookmarkAdded = bookmarkAdded
         self.library = library
         self.writer = writer
         imports = ImportJobs(library: library, importer: importer, logger: logger)

@@ -89,10 +89,12 @@ public final class MPRISService: PlayerObserver {
     /// Exports the object on `connection` with the player's current state as the initial property values. The
     /// library may still be opening: `session` is set once it is open, and Playlists' properties are the owner's to
     /// publish then (``publishPlaylists(bookCount:)``), its calls held until they are.
+    /// `keys` hears of the transport calls (the media keys'), before and after each: spoken prompts say the state
+    /// they left.
     func export(on connection: BusConnection, player: Player, opener: MediaOpener, session: Eventually<BookSession>,
-                quit: @escaping @Sendable () -> Void) async throws {
+                keys: PromptFeed, quit: @escaping @Sendable () -> Void) async throws {
         let interfaces = [Self.root(quit: quit, schemes: opener.supportedSchemes, mimeTypes: opener.supportedMimeTypes),
-                          makePlayer(player, opener: opener, session: session),
+                          makePlayer(player, opener: opener, session: session, keys: keys),
                           makeTrackList(player),
                           MPRISPlaylists.interface(session: session)]
         let exported = try connection.export(Self.path, interfaces: interfaces)
@@ -134,18 +136,26 @@ public final class MPRISService: PlayerObserver {
             ])
     }
 
-    func makePlayer(_ player: Player, opener: MediaOpener, session: Eventually<BookSession>) -> Interface {
-        Interface(Self.playerInterface,
+    func makePlayer(_ player: Player, opener: MediaOpener, session: Eventually<BookSession>, keys: PromptFeed) -> Interface {
+        /// A media key's command, the prompts told before and after it.
+        @Sendable func key(_ command: () async throws -> Void) async throws -> [DBusValue] {
+            keys.keyPressed()
+            defer { keys.keyHandled(player.view.state) }
+            try await command()
+            return []
+        }
+        return Interface(Self.playerInterface,
             methods: [
-                Method("Next") { _ in await player.next(); return [] },
-                Method("Previous") { _ in await player.previous(); return [] },
-                Method("Pause") { _ in await player.pause(); return [] },
+                Method("Next") { _ in try await key { await player.next() } },
+                Method("Previous") { _ in try await key { await player.previous() } },
+                Method("Pause") { _ in try await key { await player.pause() } },
                 Method("PlayPause") { _ in
-                    do { try await player.playPause() } catch { throw BusError.failed("Cannot play or pause: \(error)") }
-                    return []
+                    try await key {
+                        do { try await player.playPause() } catch { throw BusError.failed("Cannot play or pause: \(error)") }
+                    }
                 },
-                Method("Stop") { _ in await player.stop(); return [] },
-                Method("Play") { _ in await player.play(); return [] },
+                Method("Stop") { _ in try await key { await player.stop() } },
+                Method("Play") { _ in try await key { await player.play() } },
                 Method("Seek", in: [("Offset", .int64)]) { call in
                     await player.seek(by: .microseconds(try call.argument(0, as: Int64.self)))
                     return []

@@ -149,7 +149,7 @@ public final class MediaReader: Sendable {
         let message = MediaReaderWire.encode(request)
         if !Self.sendAll(message, to: child.socket) {
             // It went after running() looked (between two reads): once more, with a new one.
-            let ending = Self.describe(forget(child, kill: true))
+            let ending = describeExit(forget(child, kill: true))
             guard let another = running() else { return try inProcess() }
             guard Self.sendAll(message, to: another.socket) else {
                 throw .failed("\(name): the media reader went away (\(ending))")
@@ -159,7 +159,7 @@ public final class MediaReader: Sendable {
         switch Self.receiveMessage(from: child.socket, within: limit) {
         case .message(let payload):
             guard let reply = MediaReaderWire.decodeReply(payload) else {
-                throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
+                throw .failed("\(name): the media reader answered nonsense (\(describeExit(forget(child, kill: true))))")
             }
             let served = state.withLock { state -> Int in
                 if state.child?.pid == child.pid { state.child?.served += 1 }
@@ -169,7 +169,7 @@ public final class MediaReader: Sendable {
             if case .error(let error) = reply { throw error }
             return reply
         case .nonsense:
-            throw .failed("\(name): the media reader answered nonsense (\(Self.describe(forget(child, kill: true))))")
+            throw .failed("\(name): the media reader answered nonsense (\(describeExit(forget(child, kill: true))))")
         case .closed:
             let status = forget(child, kill: false)
             // Killed (SIGKILL) after it had served a read: the kernel's OOM killer or a user, before this request or
@@ -179,7 +179,7 @@ public final class MediaReader: Sendable {
                 logger.notice("the media reader was killed; reading the file again with another", metadata: ["path": "\(name)"])
                 return try exchange(request, about: name, within: limit, again: true, inProcess: inProcess)
             }
-            let ending = Self.describe(status)
+            let ending = describeExit(status)
             if child.served == 0, let status, status & 0x7f == 0, Self.notAReader.contains(status >> 8 & 0xff) {
                 // It exited at its first request as a program that is not a reader of this protocol does: another
                 // lecternd at our path after an upgrade (3: another protocol; 64: no --media-reader option), or a
@@ -192,7 +192,7 @@ public final class MediaReader: Sendable {
             logger.warning("the media reader stopped while reading a file", metadata: ["path": "\(name)", "how": "\(ending)"])
             throw .failed("\(name): the media reader stopped while reading it (\(ending))")
         case .timedOut:
-            let ending = Self.describe(forget(child, kill: true))
+            let ending = describeExit(forget(child, kill: true))
             logger.warning("the media reader did not answer; stopped it", metadata: ["path": "\(name)", "how": "\(ending)"])
             throw .failed("\(name): the media reader did not answer within \(limit.seconds) s")
         }
@@ -206,7 +206,7 @@ public final class MediaReader: Sendable {
             if waitpid(current.pid, &status, WNOHANG) == 0 { return current }
             // It went between two reads (killed by someone, out of memory): reaped; start another.
             close(current.socket)
-            logger.notice("the media reader had stopped; starting another", metadata: ["how": "\(Self.describe(status))"])
+            logger.notice("the media reader had stopped; starting another", metadata: ["how": "\(describeExit(status))"])
             state.withLock { $0.child = nil }
         }
         guard let program else { return nil }
@@ -273,40 +273,13 @@ public final class MediaReader: Sendable {
             throw MediaError.failed("socketpair: \(String(cString: strerror(errno)))")
         }
         defer { close(pair[1]) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)  // dup2 leaves the copy open across exec
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // Whatever this thread blocks or the daemon ignores (SIGTERM, SIGINT and SIGHUP, which it watches with
-        // dispatch sources; SIGPIPE, which libdbus ignores), the child starts with every signal at its default:
-        // an exec keeps ignored signals ignored.
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(Self.argument), nil]
-        defer { arguments.forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, program, &actions, &attributes, arguments, environ)
-        guard result == 0 else {
+        switch spawnChild(program, arguments: [Self.argument], descriptors: [(pair[1], 0)]) {
+        case .success(let pid):
+            return Child(pid: pid, socket: pair[0])
+        case .failure(let error):
             close(pair[0])
-            throw MediaError.failed("\(program): \(String(cString: strerror(result)))")
+            throw MediaError.failed(error.description)
         }
-        return Child(pid: pid, socket: pair[0])
-    }
-
-    private static func describe(_ status: Int32?) -> String {
-        guard let status else { return "how, unknown" }
-        let signal = status & 0x7f
-        if signal == 0 { return "exit status \((status >> 8) & 0xff)" }
-        return "killed by signal \(signal), \(String(cString: strsignal(signal)))"
     }
 
     // MARK: Messages over the socket
