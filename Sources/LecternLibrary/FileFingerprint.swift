@@ -5,13 +5,14 @@ import Glibc
 
 /// What identifies an audio file whatever its path and its tags: the length of its audio (the file less the tags at its
 /// start and end) and a hash of three fixed slices of that audio (the first, middle and last 16 KiB; all of it when it
-/// is shorter than three slices), as "2:length:hash". A renamed, moved or re-tagged file keeps it, and so does one
-/// re-tagged and moved at once. Reading 48 KiB and the tags' headers costs about as much as a `stat` of a file in the
-/// page cache, so every file an import reads gets one (docs/decisions/file-identity.md).
+/// is shorter than three slices), as "2:length:hash" ("3:…" for Ogg and WAV files). A renamed, moved or re-tagged file
+/// keeps it, and so does one re-tagged and moved at once. Reading 48 KiB and the tags' headers costs about as much as
+/// a `stat` of a file in the page cache, so every file an import reads gets one (docs/decisions/file-identity.md).
 ///
 /// Tags set apart from the audio: ID3v2 at the start, ID3v1, APEv2 and Lyrics3v2 at the end (MP3, and any file they
-/// were put on), FLAC's metadata blocks, and in MP4 everything but the `mdat` atom (the samples). Other formats (Ogg,
-/// WAV) are hashed whole: their tags are within the slices, and a re-tagged file is found by its path.
+/// were put on), FLAC's metadata blocks, in MP4 everything but the `mdat` atom (the samples), in a WAV file everything
+/// but the `data` chunk, and in Ogg Vorbis and Opus the header packets and every page's header (``AudioContainers``).
+/// Other formats are hashed whole: their tags are within the slices, and a re-tagged file is found by its path.
 ///
 /// Beside it, the file's size and modification time as `stat` gives them: a file whose pair is unchanged since it
 /// was read is not read again.
@@ -20,7 +21,7 @@ public struct FileFingerprint: Sendable, Equatable {
     public var size: Int64
     /// The modification time, nanoseconds since 1970.
     public var modified: Int64
-    /// "2:length:hash" (the audio's length in bytes, the hash in hexadecimal), or nil when only `stat` was asked for
+    /// "2:length:hash" or "3:length:hash" (``kind(of:)``; the audio's length in bytes, the hash in hexadecimal), or nil when only `stat` was asked for
     /// (``stamp(of:)``).
     public var value: String?
 
@@ -40,29 +41,47 @@ public struct FileFingerprint: Sendable, Equatable {
         return FileFingerprint(size: Int64(info.st_size), modified: RegularFile.nanoseconds(info.st_mtim), value: nil)
     }
 
-    /// The kind of the values ``of(_:)`` makes: a stored value of another kind (the whole file's, before tags were
-    /// set apart) is no fingerprint for finding a file, and is made again when an import next looks at the file.
-    public static func isCurrent(_ value: String) -> Bool { value.hasPrefix("2:") && value.split(separator: ":").count == 3 }
+    /// Whether a stored value is of the kind ``of(_:)`` makes for the file at `path`: a value of another kind (the
+    /// whole file's, before tags were set apart: "1…", or "2:…" for an Ogg or WAV file) is no fingerprint for finding
+    /// a file, and is made again when an import next looks at the file.
+    public static func isCurrent(_ value: String, path: String) -> Bool {
+        value.hasPrefix("\(kind(of: path)):") && value.split(separator: ":").count == 3
+    }
+
+    /// The kind of value ``of(_:)`` makes, by the file's name: 3 where the audio is found inside the container's own
+    /// structure (Ogg pages, WAV chunks), 2 elsewhere.
+    static func kind(of path: String) -> Int {
+        let name = path.split(separator: "/").last ?? ""
+        let suffix = name.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        return ["ogg", "oga", "opus", "wav", "wave"].contains(suffix) ? 3 : 2
+    }
 
     /// Size, modification time and the hash of the audio's slices; nil when the file can't be opened or read, or is
     /// not a regular file (a FIFO put in its place is opened without blocking, and left).
     public static func of(_ path: String) -> FileFingerprint? {
         guard let file = try? RegularFile(path: path) else { return nil }
-        let audio = AudioRange.of(file)
+        let oggAudio = AudioContainers.oggAudioStart(file)
+        let audio = oggAudio.map { $0..<file.size } ?? AudioContainers.wavData(file) ?? AudioRange.of(file)
         // Whole, or the three slices: the start, the middle and the end.
-        var ranges: [(offset: Int, count: Int)] = [(audio.lowerBound, audio.count)]
+        var windows = [audio]
         if audio.count > 3 * slice {
-            ranges = [(audio.lowerBound, slice), (audio.lowerBound + audio.count / 2 - slice / 2, slice), (audio.upperBound - slice, slice)]
+            let middle = audio.lowerBound + audio.count / 2 - slice / 2
+            windows = [audio.lowerBound..<audio.lowerBound + slice, middle..<middle + slice, audio.upperBound - slice..<audio.upperBound]
+        }
+        // In an Ogg stream, the payloads of the pages from each window on: the pages' headers (numbers, checksums)
+        // change when the comments before them grow.
+        let runs = oggAudio == nil ? windows : windows.flatMap { window in
+            AudioContainers.oggPayloads(file, in: audio, from: window.lowerBound, count: window.count)
         }
         var hasher = SliceHasher(seed: UInt64(audio.count))
-        var buffer = [UInt8](repeating: 0, count: max(1, ranges.map(\.count).max() ?? 1))
-        for range in ranges {
+        var buffer = [UInt8](repeating: 0, count: max(1, runs.map(\.count).max() ?? 1))
+        for run in runs {
             // Short: the file shrank while read.
-            guard file.read(into: &buffer, at: range.offset, upTo: range.count) == range.count else { return nil }
-            buffer.withUnsafeBytes { hasher.add(UnsafeRawBufferPointer(rebasing: $0[..<range.count])) }
+            guard file.read(into: &buffer, at: run.lowerBound, upTo: run.count) == run.count else { return nil }
+            buffer.withUnsafeBytes { hasher.add(UnsafeRawBufferPointer(rebasing: $0[..<run.count])) }
         }
         return FileFingerprint(size: Int64(file.size), modified: file.modified,
-                               value: "2:\(audio.count):" + String(hasher.finish(), radix: 16))
+                               value: "\(kind(of: path)):\(audio.count):" + String(hasher.finish(), radix: 16))
     }
 }
 

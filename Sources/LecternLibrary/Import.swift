@@ -210,11 +210,11 @@ extension Library {
     /// What the library holds of the file at `path` when it is as an import last read it (the same size and
     /// modification time as `stamp`): its tags, chapters and fingerprint, so that it need not be read again.
     /// Looked up for many files in one read.
-    /// A stored fingerprint of an older kind (``FileFingerprint/isCurrent(_:)``) is made again here (a few reads, no
+    /// A stored fingerprint of an older kind (``FileFingerprint/isCurrent(_:path:)``) is made again here (a few reads, no
     /// media reader), and the new one stored with the file by the import.
     public func unchangedFiles(_ stamps: [(path: String, stamp: FileFingerprint)]) throws -> [String: ImportedBook.File] {
         var found = try storedFiles(stamps)
-        for (path, file) in found where !(file.fingerprint?.value.map(FileFingerprint.isCurrent) ?? false) {
+        for (path, file) in found where !(file.fingerprint?.value.map { FileFingerprint.isCurrent($0, path: path) } ?? false) {
             let now = FileFingerprint.of(path)
             found[path]?.fingerprint = now
             // Changed since the stat: read again.

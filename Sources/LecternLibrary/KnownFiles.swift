@@ -143,5 +143,5 @@ struct KnownFiles {
 
 extension BookFile {
     /// The file's fingerprint when it is of the current kind: one of an older kind tells nothing of the file now.
-    var identity: String? { fingerprint.flatMap { FileFingerprint.isCurrent($0) ? $0 : nil } }
+    var identity: String? { fingerprint.flatMap { FileFingerprint.isCurrent($0, path: path) ? $0 : nil } }
 }

@@ -194,10 +194,11 @@ public enum AudioFiles {
     /// `id3v1`, an MP3 gets an ID3v1 tag at its end too. Debian's python3-mutagen, for the system's Python.
     public static func retag(_ url: URL, title: String, id3v1: Bool = false) throws {
         let script = """
-            import sys, mutagen
+            import sys, mutagen, mutagen.wave, mutagen.id3
             f = mutagen.File(sys.argv[1], easy=True)
             if f.tags is None: f.add_tags()
-            f['title'] = sys.argv[2]
+            if isinstance(f, mutagen.wave.WAVE): f.tags.add(mutagen.id3.TIT2(encoding=3, text=sys.argv[2]))  # no easy keys
+            else: f['title'] = sys.argv[2]
             f.save(**({'v1': 2} if sys.argv[3] == '1' else {}))
             """
         try run("/usr/bin/python3", ["-c", script, url.path, title, id3v1 ? "1" : "0"])
