@@ -43,7 +43,7 @@ struct MediaReaderTests {
         signal(SIGHUP, SIG_IGN)  // as the daemon does (it watches SIGHUP with a dispatch source): the child must not
         let reader = reader()
         let read = try await reader.read(files.url(file))
-        #expect(read == (try Discoverer.discover(files.url(file))))
+        #expect(read == (try await discoverOffThePool(files.url(file))))
         let child = try #require(reader.processID)
         #expect(child != getpid())
         #expect(try String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)
@@ -72,9 +72,9 @@ struct MediaReaderTests {
         let reader = reader()
         _ = try await reader.read(files.url(.ogg2sA))
         let child = reader.processID
-        let inProcess: MediaError? = {
+        let inProcess: MediaError? = try await offThePool { [files] in
             do throws(MediaError) { _ = try Discoverer.discover(files.url(.text)); return nil } catch { return error }
-        }()
+        }
         guard case .notAudio(let message)? = inProcess, message.contains(files.url(.text).path) else {
             Issue.record("the discoverer read a text file as \(String(describing: inProcess))")
             return
