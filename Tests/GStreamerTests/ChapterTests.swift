@@ -75,8 +75,8 @@ struct ChapterTests {
     }
 
     @Test("Matroska chapters: titles, starts and ends", arguments: [ChapterFixtures.File.mkaVorbis, .mkaFLAC])
-    func matroska(file: ChapterFixtures.File) throws {
-        let info = try Discoverer.discover(files.url(file))
+    func matroska(file: ChapterFixtures.File) async throws {
+        let info = try await discoverOffThePool(files.url(file))
         #expect(info.chapters.map(\.title) == ChapterBook.titles)
         for (index, chapter) in info.chapters.enumerated() where index < 3 {
             expectClose(chapter.start, ChapterBook.starts[index], within: .milliseconds(1))
@@ -85,8 +85,8 @@ struct ChapterTests {
     }
 
     @Test("a FLAC cue sheet comes through as tracks, without titles")
-    func flacCueSheet() throws {
-        let info = try Discoverer.discover(files.url(.flacCueSheet))
+    func flacCueSheet() async throws {
+        let info = try await discoverOffThePool(files.url(.flacCueSheet))
         #expect(info.chapters.map(\.title) == ["", "", ""])
         let expected: [Duration] = [.zero, .seconds(10), .milliseconds(20_500), .seconds(30)]
         for (index, chapter) in info.chapters.enumerated() where index < 3 {
@@ -99,8 +99,8 @@ struct ChapterTests {
     /// (CHAPTERxxx comments) are not a TOC.
     @Test("no TOC for M4B chapters, FLAC chapter comments, or a file without chapters",
           arguments: [ChapterFixtures.File.m4b, .flacComments, .plain])
-    func noTOC(file: ChapterFixtures.File) throws {
-        let info = try Discoverer.discover(files.url(file))
+    func noTOC(file: ChapterFixtures.File) async throws {
+        let info = try await discoverOffThePool(files.url(file))
         #expect(info.hasAudio)
         #expect(info.chapters == [])
     }

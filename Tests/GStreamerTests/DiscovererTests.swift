@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import GStreamer
 import Synchronization
+import TestSupport
 
 @Suite("Discoverer")
 struct DiscovererTests {
@@ -12,11 +13,11 @@ struct DiscovererTests {
     }
 
     @Test("durations of untagged files")
-    func durations() throws {
-        expectClose(try Discoverer.discover(files.url(.ogg10s)).duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(100))
-        expectClose(try Discoverer.discover(files.url(.wav2s)).duration, .seconds(2), within: .milliseconds(100))
-        expectClose(try Discoverer.discover(files.url(.flac3s)).duration, .seconds(3), within: .milliseconds(100))
-        let info = try Discoverer.discover(files.url(.ogg2sA))
+    func durations() async throws {
+        expectClose(try await discoverOffThePool(files.url(.ogg10s)).duration, .seconds(430.0 * 1024 / 44100), within: .milliseconds(100))
+        expectClose(try await discoverOffThePool(files.url(.wav2s)).duration, .seconds(2), within: .milliseconds(100))
+        expectClose(try await discoverOffThePool(files.url(.flac3s)).duration, .seconds(3), within: .milliseconds(100))
+        let info = try await discoverOffThePool(files.url(.ogg2sA))
         #expect(info.hasAudio)
         #expect(info.title == nil)
         #expect(info.artists.isEmpty)
@@ -24,8 +25,8 @@ struct DiscovererTests {
     }
 
     @Test("tags of an MP3 and an M4B", arguments: [AudioFixtures.File.mp3Tagged, .m4bTagged])
-    func tags(file: AudioFixtures.File) throws {
-        let info = try Discoverer.discover(files.url(file))
+    func tags(file: AudioFixtures.File) async throws {
+        let info = try await discoverOffThePool(files.url(file))
         typealias Tags = AudioFixtures.Tags
         expectClose(info.duration, file == .mp3Tagged ? .seconds(3) : .seconds(4), within: .milliseconds(100))
         #expect(info.title == Tags.title)
@@ -40,8 +41,8 @@ struct DiscovererTests {
     }
 
     @Test("the embedded cover comes back byte for byte")
-    func cover() throws {
-        let info = try Discoverer.discover(files.url(.mp3WithCover))
+    func cover() async throws {
+        let info = try await discoverOffThePool(files.url(.mp3WithCover))
         let png = try Data(contentsOf: files.url(.png))
         #expect(info.cover?.mimeType == "image/png")
         #expect(info.cover?.data == png)
@@ -49,19 +50,24 @@ struct DiscovererTests {
     }
 
     @Test("one reader for many files, a failure among them, says of each what a reader of its own says")
-    func oneReaderForMany() throws {
-        let reader = try Discoverer.Reader(timeout: .seconds(5))
-        for file in [AudioFixtures.File.mp3Tagged, .ogg2sA, .mp3WithCover, .flac3s, .m4bTagged, .mp3Tagged] {
-            #expect(try reader.discover(files.url(file)) == (try Discoverer.discover(files.url(file))), "\(file)")
+    func oneReaderForMany() async throws {
+        let sequence = [AudioFixtures.File.mp3Tagged, .ogg2sA, .mp3WithCover, .flac3s, .m4bTagged, .mp3Tagged, .text, .wav2s]
+        // One reader for the sequence and a reader of its own for each file, on a thread that may block.
+        let (shared, own) = try await offThePool { [files] in
+            let reader = try Discoverer.Reader(timeout: .seconds(5))
+            return (sequence.map { file in Result { try reader.discover(files.url(file)) } },
+                    sequence.map { file in Result { try Discoverer.discover(files.url(file)) } })
         }
-        #expect(throws: MediaError.self) { try reader.discover(files.url(.text)) }
-        #expect(try reader.discover(files.url(.wav2s)) == (try Discoverer.discover(files.url(.wav2s))))
+        for (file, (shared, own)) in zip(sequence, zip(shared, own)) where file != .text {
+            #expect(try shared.get() == own.get(), "\(file)")
+        }
+        #expect(throws: MediaError.self) { try shared[sequence.firstIndex(of: .text)!].get() }
     }
 
     @Test("a text file and a picture are not audio", arguments: [AudioFixtures.File.text, .png])
-    func notAudio(file: AudioFixtures.File) {
-        #expect {
-            try Discoverer.discover(files.url(file))
+    func notAudio(file: AudioFixtures.File) async {
+        await #expect {
+            try await discoverOffThePool(files.url(file))
         } throws: { error in
             guard case MediaError.notAudio(let message) = error else { return false }
             return message.contains(file.rawValue)
@@ -69,46 +75,49 @@ struct DiscovererTests {
     }
 
     @Test("a directory is not audio")
-    func directory() {
-        #expect {
-            try Discoverer.discover(files.directory)
+    func directory() async {
+        await #expect {
+            try await discoverOffThePool(files.directory)
         } throws: { error in
             if case MediaError.notAudio = error { true } else { false }
         }
     }
 
     @Test("a missing file is reported as not found, with its path")
-    func missing() {
+    func missing() async {
         let url = files.directory.appendingPathComponent("no such file.ogg")
-        #expect(throws: MediaError.notFound("No such file: \(url.path)")) {
-            try Discoverer.discover(url)
+        await #expect(throws: MediaError.notFound("No such file: \(url.path)")) {
+            try await discoverOffThePool(url)
         }
     }
 
     @Test("a file without read permission is unreadable", .enabled(if: geteuid() != 0, "root can read any file"))
-    func unreadable() throws {
+    func unreadable() async throws {
         let url = files.scratchURL("locked.ogg")
         try FileManager.default.copyItem(at: files.url(.ogg2sA), to: url)
         try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: url.path)
         defer { try? FileManager.default.removeItem(at: url) }
-        #expect {
-            try Discoverer.discover(url)
+        await #expect {
+            try await discoverOffThePool(url)
         } throws: { error in
             if case MediaError.unreadable = error { true } else { false }
         }
     }
 
     @Test("discovery runs concurrently from several threads")
-    func concurrent() throws {
+    func concurrent() async throws {
         let urls = [AudioFixtures.File.ogg10s, .wav2s, .flac3s, .mp3Tagged, .m4bTagged, .ogg2sB].map(files.url)
-        let results = Mutex<[Int: Duration]>([:])
-        // Blocking calls belong on threads that may block, not on the cooperative pool.
-        DispatchQueue.concurrentPerform(iterations: urls.count) { index in
-            if let duration = try? Discoverer.discover(urls[index]).duration {
-                results.withLock { $0[index] = duration }
+        // Blocking calls belong on threads that may block, not on the cooperative pool (concurrentPerform runs
+        // iterations on its calling thread too).
+        let durations = try await offThePool {
+            let results = Mutex<[Int: Duration]>([:])
+            DispatchQueue.concurrentPerform(iterations: urls.count) { index in
+                if let duration = try? Discoverer.discover(urls[index]).duration {
+                    results.withLock { $0[index] = duration }
+                }
             }
+            return results.withLock { $0 }
         }
-        let durations = results.withLock { $0 }
         #expect(durations.count == urls.count)
         expectClose(durations[0], .seconds(430.0 * 1024 / 44100), within: .milliseconds(100))
         expectClose(durations[4], .seconds(4), within: .milliseconds(100))

@@ -11,9 +11,9 @@ import TestSupport
 @Suite("MP3 encoder delay and padding")
 struct MP3GaplessTests {
     /// A 1.3 s MP3 written by ffmpeg (libmp3lame), and its bytes after the ID3v2 tag (where the stream starts).
-    private static func ffmpegMP3(in folder: TemporaryDirectory) throws -> (url: URL, stream: [UInt8]) {
+    private static func ffmpegMP3(in folder: TemporaryDirectory) async throws -> (url: URL, stream: [UInt8]) {
         let url = folder.appending("1.3s.mp3")
-        try AudioFiles.mp3(url, seconds: 1.3)
+        try await offThePool { try AudioFiles.mp3(url, seconds: 1.3) }
         let bytes = [UInt8](try Data(contentsOf: url))
         var start = 0
         if bytes.count >= 10, bytes[0..<3] == [0x49, 0x44, 0x33] {   // "ID3": 10-byte header, syncsafe size
@@ -27,20 +27,20 @@ struct MP3GaplessTests {
     }
 
     @Test("the discoverer reports the source's length, not the encoder's padded one")
-    func duration() throws {
+    func duration() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3-gapless")
         defer { folder.remove() }
-        let (url, _) = try Self.ffmpegMP3(in: folder)
+        let (url, _) = try await Self.ffmpegMP3(in: folder)
         // 57,330 samples at 44.1 kHz; untrimmed, 51 frames of 1,152 samples = 1.3322 s.
-        let duration = try #require(try Discoverer.discover(url).duration)
+        let duration = try #require(try await discoverOffThePool(url).duration)
         #expect(duration > .milliseconds(1_299) && duration < .milliseconds(1_301), "\(duration)")
     }
 
     @Test("the tag is found in FFmpeg's first frame, and only there")
-    func tagFinder() throws {
+    func tagFinder() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3-gapless")
         defer { folder.remove() }
-        let (_, stream) = try Self.ffmpegMP3(in: folder)
+        let (_, stream) = try await Self.ffmpegMP3(in: folder)
         let offset = Self.tagOffset(stream)
         try #require(offset > 0)
         #expect(String(decoding: stream[offset..<offset + 3], as: UTF8.self) == "Lav")
@@ -68,11 +68,13 @@ struct MP3GaplessTests {
 @Suite("MP4 edit lists and the last AAC packet")
 struct MP4EditTests {
     /// The moov box of a 1.3 s AAC file written by ffmpeg (movie timescale 1,000: the edit lasts 1,300).
-    private static func ffmpegMoov(in folder: TemporaryDirectory) throws -> [UInt8] {
+    private static func ffmpegMoov(in folder: TemporaryDirectory) async throws -> [UInt8] {
         let wav = folder.appending("1.3s.wav")
-        try AudioFiles.gst("audiotestsrc num-buffers=1 samplesperbuffer=57330 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(wav.path)")
         let m4a = folder.appending("1.3s.m4a")
-        try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "aac", m4a.path])
+        try await offThePool {
+            try AudioFiles.gst("audiotestsrc num-buffers=1 samplesperbuffer=57330 ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc ! filesink location=\(wav.path)")
+            try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "aac", m4a.path])
+        }
         let bytes = [UInt8](try Data(contentsOf: m4a))
         var at = 0
         while at + 8 <= bytes.count {
@@ -100,10 +102,10 @@ struct MP4EditTests {
     }
 
     @Test("ffmpeg's AAC edit is lengthened just past the last packet, once")
-    func lengthened() throws {
+    func lengthened() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp4-edit")
         defer { folder.remove() }
-        var moov = try Self.ffmpegMoov(in: folder)
+        var moov = try await Self.ffmpegMoov(in: folder)
         #expect(Self.editDuration(moov) == 1_300)
         let (count, added) = Self.extend(&moov)
         #expect(count == 1)
@@ -115,10 +117,10 @@ struct MP4EditTests {
     }
 
     @Test("cut short or garbage: nothing written past the end, never a crash")
-    func damaged() throws {
+    func damaged() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp4-edit")
         defer { folder.remove() }
-        let moov = try Self.ffmpegMoov(in: folder)
+        let moov = try await Self.ffmpegMoov(in: folder)
         // A moov box cut short declares more than there is: refused whole, nothing changed.
         for length in stride(from: 0, to: moov.count, by: 7) {
             var cut = Array(moov[..<length])

@@ -112,8 +112,10 @@ extension Integration {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 let first = folder.appendingPathComponent("01.mp3"), variant = d.directory.appending("variant.mp3")
                 for (url, title) in [(first, "Title One"), (variant, "Title Two"), (folder.appendingPathComponent("02.mp3"), "Second")] {
-                    try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-metadata", "title=\(title)",
-                                           "-metadata", "album=Changing", "-c:a", "libmp3lame", url.path])
+                    try await offThePool {
+                        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-metadata", "title=\(title)",
+                                               "-metadata", "album=Changing", "-c:a", "libmp3lame", url.path])
+                    }
                 }
                 let fm = FileManager.default
                 let size = { (url: URL) in (try? fm.attributesOfItem(atPath: url.path)[.size] as? Int) ?? -1 }

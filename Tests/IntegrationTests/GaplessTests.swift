@@ -91,19 +91,21 @@ extension Integration {
             let second = PCM.sweep(39_690, from: 57_330)
             let book = folder.appending("book")
             try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
-            for (name, samples) in [("1", first), ("2", second)] {
-                let wav = (format == "wav" ? book : folder.url).appendingPathComponent("\(name).wav")
-                try AudioFiles.wavData(samples).write(to: wav)
-                let encoded = book.appendingPathComponent("\(name).\(format)").path
-                switch format {
-                case "flac":
-                    try AudioFiles.gst("filesrc location=\(wav.path) ! wavparse ! audioconvert ! flacenc ! filesink location=\(encoded)")
-                case "mp3":
-                    try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "libmp3lame", encoded])
-                case "m4a":
-                    try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "aac", encoded])
-                default:
-                    break
+            try await offThePool {
+                for (name, samples) in [("1", first), ("2", second)] {
+                    let wav = (format == "wav" ? book : folder.url).appendingPathComponent("\(name).wav")
+                    try AudioFiles.wavData(samples).write(to: wav)
+                    let encoded = book.appendingPathComponent("\(name).\(format)").path
+                    switch format {
+                    case "flac":
+                        try AudioFiles.gst("filesrc location=\(wav.path) ! wavparse ! audioconvert ! flacenc ! filesink location=\(encoded)")
+                    case "mp3":
+                        try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "libmp3lame", encoded])
+                    case "m4a":
+                        try AudioFiles.ffmpeg(["-i", wav.path, "-c:a", "aac", encoded])
+                    default:
+                        break
+                    }
                 }
             }
             let output = folder.appending("out.wav")

@@ -103,7 +103,7 @@ import TestSupport
         // A book listened to, the daemon stopped: the next first call starts it again, paused where it was.
         let book = root.appending("Evening Tales")
         try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
-        try AudioFiles.ogg(book.appendingPathComponent("1.ogg"), seconds: 8)
+        try await offThePool { try AudioFiles.ogg(book.appendingPathComponent("1.ogg"), seconds: 8) }
         for command in [["import", book.path], ["play", "Evening Tales"], ["pause"], ["position", "0:05"]] {
             let result = try await Subprocess.run(prefix + "/bin/lectern", command, env: bus.environment)
             #expect(result.status == 0, "lectern \(command): \(result)")

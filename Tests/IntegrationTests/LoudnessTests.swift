@@ -107,7 +107,7 @@ extension Integration {
             defer { folder.remove() }
             let quiet = try book("Quiet", peak: 0.04, in: folder)
             let loud = try book("Loud", peak: 0.25, in: folder)
-            let recorded = try [quiet, loud].map { try R128.integratedLoudness(of: $0.appendingPathComponent("1.wav")) }
+            let recorded = try await offThePool { try [quiet, loud].map { try R128.integratedLoudness(of: $0.appendingPathComponent("1.wav")) } }
             try #require(recorded[1] - recorded[0] > 15, "the books are \(recorded) LUFS")
             let output = folder.appending("out.wav")
             var heard: [Double] = []
@@ -128,7 +128,7 @@ extension Integration {
                     #expect(abs((details["loudness_gain"]?.double ?? 0) - (-18 - measured)) < 0.01)
                     try await playToEnd(id, d)
                     _ = try await samples(renderedTo: output)
-                    heard.append(try R128.integratedLoudness(of: output))
+                    heard.append(try await offThePool { try R128.integratedLoudness(of: output) })
 
                     let shown = try await d.lectern("loudness")
                     #expect(shown.stdout.hasPrefix("normalisation on: "), "\(shown)")

@@ -62,7 +62,7 @@ extension Integration {
     /// LyricsLineChanged at each, in step with playback.
     @Suite struct LyricsAPI {
         @Test func theTextIsInMetadataAndTheLineInPlayer1() async throws {
-            let book = try LyricsBook()
+            let book = try await offThePool { try LyricsBook() }
             try await DaemonFixture.with { d in
                 try await d.openPaused(book.folder)
                 #expect(try await d.metadata()["xesam:asText"] == .string(LyricsBook.text("one")))
@@ -85,7 +85,7 @@ extension Integration {
         }
 
         @Test func aBookOfTheLibraryHasItsTextToo() async throws {
-            let book = try LyricsBook()
+            let book = try await offThePool { try LyricsBook() }
             try await DaemonFixture.with { d in
                 _ = try await d.activateImported(book.folder)
                 #expect(try await d.metadata()["xesam:asText"] == .string(LyricsBook.text("one")))
@@ -97,7 +97,7 @@ extension Integration {
         /// second file: every line once, in order, never before it is heard. A speed change is a seek: the lines
         /// follow only if the position is the stream's again once that seek lands.
         @Test func linesFollowSeeksSpeedAndTheGaplessHandover() async throws {
-            let book = try LyricsBook()
+            let book = try await offThePool { try LyricsBook() }
             try await DaemonFixture.with { d in
                 try await d.openPaused(book.folder)
                 let track = try #require(try await d.trackID())
@@ -142,7 +142,7 @@ extension Integration {
         }
 
         @Test func lecternLyricsPrintsTheTextAndFollowsTheLines() async throws {
-            let book = try LyricsBook()
+            let book = try await offThePool { try LyricsBook() }
             try await DaemonFixture.with { d in
                 let nothing = try await d.lectern("lyrics")
                 #expect(nothing.status == 1 && nothing.stderr.contains("nothing is loaded"), "\(nothing)")
@@ -169,7 +169,7 @@ extension Integration {
         /// Activating a book reads the LRC files beside its files off the database's writer thread (`lectern-db`),
         /// where every position save waits behind whatever runs: seen with strace, by the thread that looks for them.
         @Test func aBooksLRCFilesAreReadOffTheWriterThread() async throws {
-            let book = try LyricsBook()
+            let book = try await offThePool { try LyricsBook() }
             try await DaemonFixture.with { d in
                 let id = try await d.importOK(book.folder)[0]
                 let trace = d.directory.appending("lrc.trace").path

@@ -28,8 +28,10 @@ extension Integration {
             let dune = root.appending("Dune")
             try FileManager.default.createDirectory(at: dune, withIntermediateDirectories: true)
             for (n, title) in ["Part One", "Part Two"].enumerated() {
-                try AudioFiles.mp3(dune.appendingPathComponent("0\(n + 1).mp3"), seconds: 1,
-                                   tags: .init(title: title, artist: "Frank Herbert", album: "Dune", track: n + 1))
+                try await offThePool {
+                    try AudioFiles.mp3(dune.appendingPathComponent("0\(n + 1).mp3"), seconds: 1,
+                                       tags: .init(title: title, artist: "Frank Herbert", album: "Dune", track: n + 1))
+                }
             }
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Lectern's own API answers once the library folders are watched.
@@ -48,7 +50,9 @@ extension Integration {
                 // Re-tagged in place: the book follows.
                 mark = try await d.signals.barrier()
                 let retagged = root.appending("retagged.mp3")
-                try AudioFiles.mp3(retagged, seconds: 1, tags: .init(title: "Prologue", artist: "Frank Herbert", album: "Dune", track: 1))
+                try await offThePool {
+                    try AudioFiles.mp3(retagged, seconds: 1, tags: .init(title: "Prologue", artist: "Frank Herbert", album: "Dune", track: 1))
+                }
                 try Data(contentsOf: retagged).write(to: library.appendingPathComponent("Dune/01.mp3"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Dune") == book, "the same book")
@@ -60,7 +64,9 @@ extension Integration {
                 mark = try await d.signals.barrier()
                 let emma = later.appendingPathComponent("Emma")
                 try FileManager.default.createDirectory(at: emma, withIntermediateDirectories: true)
-                try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, frequency: 523, tags: .init(title: "Volume I", album: "Emma"))
+                try await offThePool {
+                    try AudioFiles.mp3(emma.appendingPathComponent("1.mp3"), seconds: 1, frequency: 523, tags: .init(title: "Volume I", album: "Emma"))
+                }
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.bookID(titled: "Emma") > 0)
 
@@ -83,8 +89,10 @@ extension Integration {
             for disc in 1...2 {
                 let folder = saga.appendingPathComponent("CD\(disc)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1, frequency: 300 + 100 * disc,
-                                   tags: .init(title: "Disc \(disc)", album: "Saga", track: 1, disc: disc))
+                try await offThePool {
+                    try AudioFiles.mp3(folder.appendingPathComponent("1.mp3"), seconds: 1, frequency: 300 + 100 * disc,
+                                       tags: .init(title: "Disc \(disc)", album: "Saga", track: 1, disc: disc))
+                }
             }
             try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
             let config = root.appending("config.yaml").path
@@ -101,7 +109,9 @@ extension Integration {
                 // Into the second disc's folder.
                 mark = try await d.signals.barrier()
                 let extra = root.appending("extra.mp3")
-                try AudioFiles.mp3(extra, seconds: 1, frequency: 650, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
+                try await offThePool {
+                    try AudioFiles.mp3(extra, seconds: 1, frequency: 650, tags: .init(title: "Disc 2, part 2", album: "Saga", track: 2, disc: 2))
+                }
                 try FileManager.default.copyItem(at: extra, to: library.appendingPathComponent("Saga/CD2/2.mp3"))
                 #expect(await d.signals.waitFor(since: mark, timeout: .seconds(30)) { $0.isImport } != nil)
                 #expect(try await d.allBooks().filter { $0["title"]?.string == "Saga" }.count == 1, "one book, not one a disc")
@@ -112,15 +122,17 @@ extension Integration {
         /// A library folder holding `books` (each a folder of 5 s MP3 files tagged with its album and track numbers, a
         /// tone of its own), written before the daemon starts; the config file naming it.
         static func library(in root: TemporaryDirectory, _ books: [(folder: String, album: String, files: Int)],
-                            extra: String = "") throws -> (library: URL, config: String) {
+                            extra: String = "") async throws -> (library: URL, config: String) {
             let library = root.appending("Library")
-            for (index, book) in books.enumerated() {
-                let folder = library.appendingPathComponent(book.folder)
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                for n in 1...book.files {
-                    try AudioFiles.mp3(folder.appendingPathComponent(String(format: "%02d.mp3", n)), seconds: 5,
-                                       frequency: 300 + 40 * index + 7 * n,
-                                       tags: .init(title: "\(book.album) \(n)", album: book.album, track: n))
+            try await offThePool {
+                for (index, book) in books.enumerated() {
+                    let folder = library.appendingPathComponent(book.folder)
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    for n in 1...book.files {
+                        try AudioFiles.mp3(folder.appendingPathComponent(String(format: "%02d.mp3", n)), seconds: 5,
+                                           frequency: 300 + 40 * index + 7 * n,
+                                           tags: .init(title: "\(book.album) \(n)", album: book.album, track: n))
+                    }
                 }
             }
             try FileManager.default.createDirectory(at: library, withIntermediateDirectories: true)
@@ -132,7 +144,7 @@ extension Integration {
         @Test func aFileRemovedIsMissingLeftOutOfPlayAndPresentWhenBack() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (_, config) = try Self.library(in: root, [("Saga", "Saga", 4), ("Emma", "Emma", 1)])
+            let (_, config) = try await Self.library(in: root, [("Saga", "Saga", 4), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 // Read at start-up, with no `lectern import`: announced as an import.
                 let rescan = try await d.startupRescan(folders: 1)
@@ -180,7 +192,7 @@ extension Integration {
         @Test func filesRenamedAndMovedRunningOrStoppedStayTheBooks() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
+            let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 try await d.startupRescan(folders: 1)
                 let book = try await d.bookID(titled: "Saga")
@@ -235,18 +247,20 @@ extension Integration {
         @Test func filesRetaggedAndMovedRunningOrStoppedStayTheBooks() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
+            let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 3), ("Emma", "Emma", 1)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
                 /// Re-tags the files of `folder` ("`title` N"), names each after its title, and moves the folder to `to`.
-                func retagAndMove(_ folder: URL, to: URL, title: String) throws {
-                    let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
-                    for (n, name) in names.enumerated() {
-                        try AudioFiles.retag(folder.appendingPathComponent(name), title: "\(title) \(n + 1)")
-                        try FileManager.default.moveItem(at: folder.appendingPathComponent(name), to: folder.appendingPathComponent("\(title) \(n + 1).mp3"))
+                func retagAndMove(_ folder: URL, to: URL, title: String) async throws {
+                    try await offThePool {
+                        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                        for (n, name) in names.enumerated() {
+                            try AudioFiles.retag(folder.appendingPathComponent(name), title: "\(title) \(n + 1)")
+                            try FileManager.default.moveItem(at: folder.appendingPathComponent(name), to: folder.appendingPathComponent("\(title) \(n + 1).mp3"))
+                        }
+                        try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
+                        try FileManager.default.moveItem(at: folder, to: to)
                     }
-                    try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    try FileManager.default.moveItem(at: folder, to: to)
                 }
                 func expectSameBook(at folder: URL, title: String, _ comment: Comment) async throws {
                     let paths = (1...3).map { folder.appendingPathComponent("\(title) \($0).mp3").path }
@@ -265,12 +279,12 @@ extension Integration {
                 }
 
                 let moved = library.appendingPathComponent("Series/Saga (Remastered)")
-                try retagAndMove(library.appendingPathComponent("Saga"), to: moved, title: "Chapter")
+                try await retagAndMove(library.appendingPathComponent("Saga"), to: moved, title: "Chapter")
                 try await expectSameBook(at: moved, title: "Chapter", "while running")
 
                 #expect(await d.stopDaemon() == 0)
                 let back = library.appendingPathComponent("Saga")
-                try retagAndMove(moved, to: back, title: "Part")
+                try await retagAndMove(moved, to: back, title: "Part")
                 let mark = d.signals.mark
                 let replacement = try await d.startReplacementDaemon()
                 try await d.startupRescan(folders: 1, since: mark)
@@ -285,7 +299,7 @@ extension Integration {
         @Test func aBookMovedWhileStoppedAndActivatedAtOncePlaysFromItsPlace() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
+            let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 4)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
                 #expect(await d.stopDaemon() == 0)
@@ -322,7 +336,7 @@ extension Integration {
         @Test func thePausedBookKeepsItsPlaceInAFileGoneWhileStopped() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Saga", "Saga", 4)])
+            let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 4)])
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 let (book, _, third, place, _) = try await d.listenedToTheThirdFile(of: "Saga")
                 #expect(await d.stopDaemon() == 0)
@@ -356,9 +370,9 @@ extension Integration {
         @Test func aDiskUnmountedMakesItsBooksOfflineAndBackUntouched() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("Home/Emma", "Emma", 1)])
+            let (library, config) = try await Self.library(in: root, [("Home/Emma", "Emma", 1)])
             let disk = library.appendingPathComponent("Disk").path
-            let source = try Self.serialDisk(in: root, mountedOn: disk)
+            let source = try await Self.serialDisk(in: root, mountedOn: disk)
             defer { umount2(disk, Int32(MNT_DETACH)) }
             try await DaemonFixture.with(daemonArguments: ["--config", config, "--root-check", "0.2"]) { d in
                 try await d.startupRescan(folders: 1)
@@ -415,14 +429,16 @@ extension Integration {
 
         /// A folder `Source` holding the book "Serial" (three 5 s files), bind-mounted on `disk` (made), as a disk is
         /// mounted; the source.
-        static func serialDisk(in root: TemporaryDirectory, mountedOn disk: String) throws -> URL {
+        static func serialDisk(in root: TemporaryDirectory, mountedOn disk: String) async throws -> URL {
             let source = root.appending("Source")
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-            for n in 1...3 {
-                let folder = source.appendingPathComponent("Serial")
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try AudioFiles.mp3(folder.appendingPathComponent("0\(n).mp3"), seconds: 5, frequency: 900 + 11 * n,
-                                   tags: .init(title: "Serial \(n)", album: "Serial", track: n))
+            try await offThePool {
+                for n in 1...3 {
+                    let folder = source.appendingPathComponent("Serial")
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                    try AudioFiles.mp3(folder.appendingPathComponent("0\(n).mp3"), seconds: 5, frequency: 900 + 11 * n,
+                                       tags: .init(title: "Serial \(n)", album: "Serial", track: n))
+                }
             }
             try #require(mount(source.path, disk, nil, UInt(MS_BIND), nil) == 0, "bind mount: \(String(cString: strerror(errno)))")
             return source
@@ -435,7 +451,7 @@ extension Integration {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
             let disk = root.appending("Disk").path
-            let source = try Self.serialDisk(in: root, mountedOn: disk)
+            let source = try await Self.serialDisk(in: root, mountedOn: disk)
             defer { umount2(disk, Int32(MNT_DETACH)) }
             try await DaemonFixture.with(daemonArguments: ["--fallback-scan", "0.5"]) { d in
                 let book = try await d.importOK(URL(fileURLWithPath: disk + "/Serial"))[0]
@@ -458,11 +474,13 @@ extension Integration {
         @Test func foldersBeyondTheWatchLimitAreScanned() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [("A/Emma", "Emma", 1)])
+            let (library, config) = try await Self.library(in: root, [("A/Emma", "Emma", 1)])
             for folder in ["B", "C"] { try FileManager.default.createDirectory(at: library.appendingPathComponent(folder), withIntermediateDirectories: true) }
             let staged = root.appending("Staged")
             try FileManager.default.createDirectory(at: staged, withIntermediateDirectories: true)
-            try AudioFiles.mp3(staged.appendingPathComponent("1.mp3"), seconds: 1, frequency: 1234, tags: .init(title: "One", album: "Late", track: 1))
+            try await offThePool {
+                try AudioFiles.mp3(staged.appendingPathComponent("1.mp3"), seconds: 1, frequency: 1234, tags: .init(title: "One", album: "Late", track: 1))
+            }
             try await DaemonFixture.with(daemonArguments: ["--config", config, "--watch-limit", "2", "--fallback-scan", "1"]) { d in
                 try await d.startupRescan(folders: 1)
                 _ = try await poll({ d.log }, until: { $0.contains("too many folders to watch") })
@@ -477,14 +495,16 @@ extension Integration {
         @Test func aBurstOfAThousandFilesIsTenBooks() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
-            let (library, config) = try Self.library(in: root, [])
+            let (library, config) = try await Self.library(in: root, [])
             // Ten books of 100 files: a tone of each book's own, copied (files alike within a folder are each a file).
             let staged = root.appending("Staged")
             for book in 1...10 {
                 let folder = staged.appendingPathComponent("Book \(book)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 let first = folder.appendingPathComponent("001.mp3")
-                try AudioFiles.mp3(first, seconds: 0.2, frequency: 200 + 50 * book, tags: .init(album: "Burst \(book)"))
+                try await offThePool {
+                    try AudioFiles.mp3(first, seconds: 0.2, frequency: 200 + 50 * book, tags: .init(album: "Burst \(book)"))
+                }
                 for file in 2...100 { try FileManager.default.copyItem(at: first, to: folder.appendingPathComponent(String(format: "%03d.mp3", file))) }
             }
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in

@@ -28,42 +28,48 @@ import TestSupport
     ]
 
     @Test(arguments: cases.map(\.name))
-    func theProbeSaysWhatTheDiscovererSays(_ name: String) throws {
+    func theProbeSaysWhatTheDiscovererSays(_ name: String) async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
         let file = folder.url.appendingPathComponent("file.mp3")
         let arguments = Self.cases.first { $0.name == name }!.arguments
         let seconds = arguments.contains("-t") ? [] : ["-t", "2.5"]
-        try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=70"] + seconds + arguments
-                              + ["-c:a", "libmp3lame", file.path])
+        try await offThePool {
+            try AudioFiles.ffmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=70"] + seconds + arguments
+                                  + ["-c:a", "libmp3lame", file.path])
+        }
         let probed = try #require(MP3Probe.read(file.path), "the probe left \(name) to the discoverer")
-        let discovered = try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        let discovered = try await offThePool { try Discoverer.Reader(timeout: .seconds(10)).discover(file) }
         #expect(probed == discovered)
     }
 
     /// GStreamer's own encoder and Xing writer (lamemp3enc, xingmux, id3v2mux: a padded ID3v2.4 tag, another layout).
-    @Test func aFileWrittenByGStreamerIsReadAlike() throws {
+    @Test func aFileWrittenByGStreamerIsReadAlike() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
         let file = folder.url.appendingPathComponent("gst.mp3")
-        try AudioFiles.gst("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! xingmux ! id3v2mux", to: file)
-        let discovered = try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        let discovered = try await offThePool {
+            try AudioFiles.gst("audiotestsrc num-buffers=100 ! audioconvert ! lamemp3enc ! xingmux ! id3v2mux", to: file)
+            return try Discoverer.Reader(timeout: .seconds(10)).discover(file)
+        }
         let probed = try #require(MP3Probe.read(file.path))
         #expect(probed == discovered)
     }
 
-    @Test func aCoverIsTheDiscoverersToo() throws {
+    @Test func aCoverIsTheDiscoverersToo() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
         let plain = folder.url.appendingPathComponent("plain.mp3")
         let cover = folder.url.appendingPathComponent("cover.png")
         let file = folder.url.appendingPathComponent("covered.mp3")
-        try AudioFiles.mp3(plain, seconds: 2, tags: .init(title: "T", artist: "A", album: "B"))
-        try AudioFiles.png(cover)
-        try AudioFiles.mp3WithCover(plain, cover: cover, output: file)
+        try await offThePool {
+            try AudioFiles.mp3(plain, seconds: 2, tags: .init(title: "T", artist: "A", album: "B"))
+            try AudioFiles.png(cover)
+            try AudioFiles.mp3WithCover(plain, cover: cover, output: file)
+        }
         let probed = try #require(MP3Probe.read(file.path))
         #expect(probed.cover?.mimeType == "image/png")
-        #expect(probed == (try Discoverer.Reader(timeout: .seconds(10)).discover(file)))
+        #expect(probed == (try await offThePool { try Discoverer.Reader(timeout: .seconds(10)).discover(file) }))
     }
 
     /// Lyrics: GStreamer 1.22 maps neither USLT nor SYLT, both are read from the frame (``TagLyrics``), by the probe
@@ -81,10 +87,13 @@ import TestSupport
             try AudioFiles.tag(synced, .sylt([(500, "one"), (61_250, "two")], id3v2_3: id3v2_3))
             try AudioFiles.tag(synced, .uslt("the unsynced words", id3v2_3: id3v2_3))
         }
-        let reader = try Discoverer.Reader(timeout: .seconds(10))
-        for (file, words) in [(unsynced, "Brontë’s\nsecond line"), (synced, "[00:00.500]one\n[01:01.250]two")] {
+        let files = [(unsynced, "Brontë’s\nsecond line"), (synced, "[00:00.500]one\n[01:01.250]two")]
+        let read = try await offThePool {
+            let reader = try Discoverer.Reader(timeout: .seconds(10))
+            return try files.map { try reader.discover($0.0) }
+        }
+        for ((file, words), discovered) in zip(files, read) {
             let probed = try #require(MP3Probe.read(file.path), "the probe left \(file.lastPathComponent) to the discoverer")
-            let discovered = try reader.discover(file)
             #expect(probed.lyrics == .text(words), "synced ones first")
             #expect(discovered.lyrics == probed.lyrics)
             #expect(probed == discovered)
@@ -140,11 +149,11 @@ import TestSupport
         #expect(probed.artists == ["Old Artist"] && probed.genre == "Rock" && probed.trackNumber == 5)
     }
 
-    @Test func whatItDoesNotKnowIsLeftToTheDiscoverer() throws {
+    @Test func whatItDoesNotKnowIsLeftToTheDiscoverer() async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
         defer { folder.remove() }
         let file = folder.url.appendingPathComponent("file.mp3")
-        try AudioFiles.mp3(file, seconds: 2, tags: .init(title: "T", artist: "A", album: "B"))
+        try await offThePool { try AudioFiles.mp3(file, seconds: 2, tags: .init(title: "T", artist: "A", album: "B")) }
         let bytes = try Data(contentsOf: file)
         func variant(_ name: String, _ change: (inout Data) -> Void) throws -> String {
             var data = bytes
@@ -168,7 +177,9 @@ import TestSupport
         let chaptered = folder.url.appendingPathComponent("chapters.mp3")
         let metadata = folder.url.appendingPathComponent("chapters.txt")
         try ";FFMETADATA1\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n".write(to: metadata, atomically: true, encoding: .utf8)
-        try AudioFiles.ffmpeg(["-i", file.path, "-i", metadata.path, "-map_metadata", "1", "-map_chapters", "1", "-c", "copy", chaptered.path])
+        try await offThePool {
+            try AudioFiles.ffmpeg(["-i", file.path, "-i", metadata.path, "-map_metadata", "1", "-map_chapters", "1", "-c", "copy", chaptered.path])
+        }
         #expect(MP3Probe.read(chaptered.path) == nil)
     }
 }

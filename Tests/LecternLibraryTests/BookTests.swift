@@ -80,7 +80,7 @@ struct BookTests {
     }
 
     @Test("A book read from its row has every column's value, as written")
-    func everyColumnIsRead() throws {
+    func everyColumnIsRead() async throws {
         let t = try TestLibrary()
         let library = t.library
         let shelf = try library.createShelf(named: "Shelf", in: nil).id!
@@ -93,11 +93,11 @@ struct BookTests {
         try library.setFinished(id, true)
         _ = try library.savePosition(of: id, file: file, offset: 1234, playedAt: Date(timeIntervalSince1970: 1_700_000_000.125))
         // No call writes a narrator or the user's order: the sqlite3 shell does (a test package).
-        _ = try #require(try sqlite3(t.path, "UPDATE book SET narrator = 'A Narrator', userOrder = 42, offline = 1, "
+        _ = try #require(try await sqlite3(t.path, "UPDATE book SET narrator = 'A Narrator', userOrder = 42, offline = 1, "
                                      + "mountPath = '/mnt/disk' WHERE id = \(id)"))
         // The table's columns: one added must be read by Book(row:) and checked here (progress, kept by triggers for
         // the listings' order, is not a Book's).
-        let columns = try #require(try sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
+        let columns = try #require(try await sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
         #expect(columns == ["addedAt", "albumKey", "author", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
                             "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "sourcePath", "speed", "title",
@@ -209,12 +209,12 @@ struct BookTests {
     }
 
     @Test("Rename: trimmed, modifiedAt moves; invalid titles refused")
-    func rename() throws {
+    func rename() async throws {
         let t = try TestLibrary()
         let library = t.library
         let id = try library.add(importedBook("/r", title: "Old"))
         let before = try library.book(id)
-        Thread.sleep(forTimeInterval: 0.01)
+        try await Task.sleep(for: .milliseconds(10))
         try library.renameBook(id, to: "  New title ")
         let after = try library.book(id)
         #expect(after.title == "New title")
@@ -248,7 +248,7 @@ struct BookTests {
     }
 
     @Test("Delete: files, chapters and bookmarks go; it's no longer the current book")
-    func deleteBook() throws {
+    func deleteBook() async throws {
         let t = try TestLibrary()
         let library = t.library
         let keep = try library.add(importedBook("/keep"))
@@ -271,7 +271,7 @@ struct BookTests {
         #expect(try library.currentBook() == nil)
         #expect(try library.bookmark(keptMark.id!).title == "k")
         #expect(try library.bookCount() == 1)
-        if let counts = try sqlite3(t.path, "SELECT (SELECT count(*) FROM bookFile) || ' ' || (SELECT count(*) FROM chapter) || ' ' || (SELECT count(*) FROM bookmark)") {
+        if let counts = try await sqlite3(t.path, "SELECT (SELECT count(*) FROM bookFile) || ' ' || (SELECT count(*) FROM chapter) || ' ' || (SELECT count(*) FROM bookmark)") {
             #expect(counts == ["3 0 1"])
         }
 
@@ -327,7 +327,7 @@ struct BookTests {
     }
 
     @Test("The shuffled order is kept with the book, survives a re-import, names its files once and goes with the book")
-    func shuffleOrder() throws {
+    func shuffleOrder() async throws {
         let t = try TestLibrary()
         let library = t.library
         let id = try library.add(importedBook("/shuffled"))
@@ -358,7 +358,7 @@ struct BookTests {
 
         try library.deleteBook(id)
         #expect(try library.shuffleOrder(of: other) == library.fileIds(of: other))
-        if let rows = try sqlite3(t.path, "SELECT DISTINCT bookId FROM shuffledFile") { #expect(rows == [String(other)]) }
+        if let rows = try await sqlite3(t.path, "SELECT DISTINCT bookId FROM shuffledFile") { #expect(rows == [String(other)]) }
     }
 
     @Test("Settings: set and get, bounds and NaN refused")

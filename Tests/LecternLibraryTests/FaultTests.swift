@@ -46,25 +46,29 @@ struct FaultTests {
         #expect(FileManager.default.contents(atPath: aside) == bytes)
     }
 
-    /// A closed, checkpointed library of 30 books of 40 files (about 400 KB), made once.
-    static let filledFile = Result<Data, any Error> {
-        let dir = try TemporaryDirectory(prefix: "lectern-library")
-        let path = dir.path + "/library.sqlite"
-        let full = try fill(path, books: 30)
-        guard full.books.count == 30, !FileManager.default.fileExists(atPath: path + "-wal"),
-              let data = FileManager.default.contents(atPath: path) else {
-            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the filled library wasn't checkpointed"])
+    /// A closed, checkpointed library of 30 books of 40 files (about 400 KB), made once (it takes seconds: on a
+    /// thread of its own, see ``Once``).
+    static func filledFile() async throws -> Data {
+        try await filled.value {
+            let dir = try TemporaryDirectory(prefix: "lectern-library")
+            let path = dir.path + "/library.sqlite"
+            let full = try fill(path, books: 30)
+            guard full.books.count == 30, !FileManager.default.fileExists(atPath: path + "-wal"),
+                  let data = FileManager.default.contents(atPath: path) else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the filled library wasn't checkpointed"])
+            }
+            return data
         }
-        return data
     }
+    private static let filled = Once<Data>()
 
     /// Cut at a page boundary (a fraction of the pages) or 1,000 bytes into the next page.
     @Test("A valid library cut short is moved aside and a fresh library opens",
           arguments: [0.1, 0.25, 0.5, 0.75, 0.95], [0, 1000])
-    func truncated(fraction: Double, extra: Int) throws {
+    func truncated(fraction: Double, extra: Int) async throws {
         let dir = try TemporaryDirectory(prefix: "lectern-library")
         let path = dir.path + "/library.sqlite"
-        let whole = try Self.filledFile.get()
+        let whole = try await Self.filledFile()
         #expect(whole.count > 200_000)
         let cut = Data(whole.prefix(Int(Double(whole.count / 4096) * fraction) * 4096 + extra))
         try cut.write(to: URL(fileURLWithPath: path))
@@ -80,10 +84,10 @@ struct FaultTests {
     }
 
     @Test("A valid library with one page overwritten in the middle is moved aside")
-    func clobberedPage() throws {
+    func clobberedPage() async throws {
         let dir = try TemporaryDirectory(prefix: "lectern-library")
         let path = dir.path + "/library.sqlite"
-        var bytes = try Self.filledFile.get()
+        var bytes = try await Self.filledFile()
         let pages = bytes.count / 4096
         var rng = SeededGenerator(state: 9)
         let page = pages / 2
@@ -101,17 +105,17 @@ struct FaultTests {
     }
 
     @Test("integrityCheck reports a corrupt page rather than throwing")
-    func integrityReport() throws {
+    func integrityReport() async throws {
         let dir = try TemporaryDirectory(prefix: "lectern-library")
         let path = dir.path + "/library.sqlite"
-        var bytes = try Self.filledFile.get()
+        var bytes = try await Self.filledFile()
         let page = bytes.count / 4096 / 2
         for index in (page * 4096)..<((page + 1) * 4096) { bytes[index] = 0x5A }
         try bytes.write(to: URL(fileURLWithPath: path))
         // The sqlite3 shell, an independent reader, agrees that the file is not sound: it names the page, or stops
         // at it with "malformed" when the page holds a table's rows (quick_check reads them for NOT NULL and CHECK).
         if Subprocess.findExecutable("sqlite3") != nil {
-            let report = try Subprocess.run("sqlite3", ["-noheader", "-list", path, "PRAGMA quick_check"], timeout: .seconds(30))
+            let report = try await Subprocess.run("sqlite3", ["-noheader", "-list", path, "PRAGMA quick_check"], timeout: .seconds(30))
             #expect(report.stdout.trimmingCharacters(in: .whitespacesAndNewlines) != "ok", "\(report.stderr)")
         }
         let library = try Library(path: path)

@@ -74,14 +74,14 @@ struct PageTests {
     }
 
     @Test("Modified order follows the last change")
-    func modifiedOrder() throws {
+    func modifiedOrder() async throws {
         let t = try TestLibrary()
         let library = t.library
         let ids = try Self.make(library)
-        Thread.sleep(forTimeInterval: 0.01)
+        try await Task.sleep(for: .milliseconds(10))
         for index in [4, 0, 2] {
             try library.renameBook(ids[index], to: "Renamed \(index)")
-            Thread.sleep(forTimeInterval: 0.01)
+            try await Task.sleep(for: .milliseconds(10))
         }
         #expect(try Self.all(library, .modified, reversed: false).prefix(3) == [ids[2], ids[0], ids[4]])  // the latest first
         #expect(Array(try Self.all(library, .modified, reversed: true).suffix(3)) == [ids[4], ids[0], ids[2]])

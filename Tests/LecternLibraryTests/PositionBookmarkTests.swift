@@ -208,7 +208,7 @@ struct BookmarkTests {
     }
 
     @Test("1,000 bookmarks on one book")
-    func many() throws {
+    func many() async throws {
         let t = try TestLibrary()
         let library = t.library
         let id = try library.add(importedBook("/b", paths: (1...20).map { "\($0).mp3" }))
@@ -227,6 +227,6 @@ struct BookmarkTests {
         #expect(listed.map(\.id!) == expected.map(\.id))
         #expect(Set(listed.map(\.title)).count == 1000)
         try library.deleteBook(id)
-        if let count = try sqlite3(t.path, "SELECT count(*) FROM bookmark") { #expect(count == ["0"]) }
+        if let count = try await sqlite3(t.path, "SELECT count(*) FROM bookmark") { #expect(count == ["0"]) }
     }
 }

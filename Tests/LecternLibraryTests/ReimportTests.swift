@@ -88,35 +88,35 @@ struct ReimportTests {
     }
 
     @Test("modifiedAt moves when what the book says changes (tags, chapters, files, author, cover), not where its files are")
-    func modifiedOnlyWhenTheBookChanges() throws {
+    func modifiedOnlyWhenTheBookChanges() async throws {
         let library = try Library()
         let id = try library.add(Self.first)
-        func modifiedAfter(_ imported: ImportedBook) throws -> Date {
-            Thread.sleep(forTimeInterval: 0.01)  // a later clock reading than the previous change
+        func modifiedAfter(_ imported: ImportedBook) async throws -> Date {
+            try await Task.sleep(for: .milliseconds(10))  // a later clock reading than the previous change
             try library.add(imported)
             return try library.book(id).modifiedAt
         }
         let first = try library.book(id).modifiedAt
-        #expect(try modifiedAfter(Self.first) == first, "the same files and tags")
+        #expect(try await modifiedAfter(Self.first) == first, "the same files and tags")
         var missing = Self.first
         missing.files.removeLast()
-        #expect(try modifiedAfter(missing) == first, "a file gone is missing: the book says the same")
-        #expect(try modifiedAfter(Self.first) == first, "and present again")
+        #expect(try await modifiedAfter(missing) == first, "a file gone is missing: the book says the same")
+        #expect(try await modifiedAfter(Self.first) == first, "and present again")
         var changed = [first]
         var chapters = Self.first
         chapters.files[2].chapters = [.init(title: "C1", start: 0, end: 1_000)]
-        changed.append(try modifiedAfter(chapters))
-        changed.append(try modifiedAfter(Self.first))  // the chapter back as it was
+        changed.append(try await modifiedAfter(chapters))
+        changed.append(try await modifiedAfter(Self.first))  // the chapter back as it was
         var tagged = Self.first
         tagged.files[1].genre = "Satire"
-        changed.append(try modifiedAfter(tagged))
+        changed.append(try await modifiedAfter(tagged))
         var author = tagged
         author.author = nil
-        #expect(try modifiedAfter(author) == changed.last, "an author the tags no longer give keeps the book's")
+        #expect(try await modifiedAfter(author) == changed.last, "an author the tags no longer give keeps the book's")
         author.coverPath = "/books/Mort/cover.jpg"
-        changed.append(try modifiedAfter(author))
+        changed.append(try await modifiedAfter(author))
         author.files.append(track("/books/Mort/d.mp3"))
-        changed.append(try modifiedAfter(author))
+        changed.append(try await modifiedAfter(author))
         #expect(zip(changed, changed.dropFirst()).allSatisfy { $0 < $1 }, "\(changed)")
     }
 

@@ -6,7 +6,7 @@ import TestSupport
 @Suite("Schema and migrations")
 struct SchemaTests {
     @Test("A new file gets every table, index, trigger and every migration")
-    func newFileGetsEveryTable() throws {
+    func newFileGetsEveryTable() async throws {
         let t = try TestLibrary()
         #expect(FileManager.default.fileExists(atPath: t.path))
         #expect(t.library.movedAsideCorruptFile == nil)
@@ -16,14 +16,14 @@ struct SchemaTests {
         #expect(try t.library.currentBook() == nil)
         #expect(try t.library.everyBook(in: nil, recursive: true).isEmpty)
 
-        guard let tables = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") else {
+        guard let tables = try await sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") else {
             Issue.record("sqlite3 is not installed: the schema was only checked through the API")
             return
         }
         #expect(tables == ["book", "bookDeferred", "bookFile", "bookSearch", "bookSearch_config", "bookSearch_content", "bookSearch_data",
                            "bookSearch_docsize", "bookSearch_idx", "bookTags", "bookmark", "chapter", "currentBook", "fileLyrics",
                            "finishedBook", "grdb_migrations", "listeningSession", "setting", "shelf", "shuffledFile", "undoEntry"])
-        let named = try sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
+        let named = try await sqlite3(t.path, "SELECT type || ' ' || name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL ORDER BY name")
         #expect(named == ["trigger bookDeferred_done", "index bookFile_fingerprint", "index bookFile_missing", "index bookFile_order", "index bookFile_path", "index bookFile_totals", "trigger bookProgress_fileDeleted", "trigger bookProgress_fileInserted",
                           "trigger bookProgress_fileUpdated", "trigger bookProgress_placeChanged", "trigger bookSearch_bookDeleted",
                           "trigger bookSearch_bookInserted", "trigger bookSearch_bookUpdated", "trigger bookSearch_bookmarkDeleted",
@@ -36,9 +36,9 @@ struct SchemaTests {
                           "index listeningSession_book", "index listeningSession_started", "index shelf_name",
                           "trigger shuffledFile_file", "index undoEntry_book", "index undoEntry_file", "trigger undoEntry_file",
                           "index undoEntry_placeBook"])
-        let views = try sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
+        let views = try await sqlite3(t.path, "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")
         #expect(views == ["bookProgress", "bookSearchText", "shelfTree"])
-        #expect(try sqlite3(t.path, "SELECT identifier FROM grdb_migrations") == ["v1: shelves, books, files, chapters, bookmarks",
+        #expect(try await sqlite3(t.path, "SELECT identifier FROM grdb_migrations") == ["v1: shelves, books, files, chapters, bookmarks",
                                                                                   "v2: indexes for the playlist orderings",
                                                                                   "v3: a book's shuffled play order",
                                                                                   "v4: the current book, a row that goes with its book",
@@ -51,7 +51,7 @@ struct SchemaTests {
                                                                                   "v11: loudness",
                                                                                   "v12: lyrics from tags",
                                                                                   "v13: files' totals from an index"])
-        #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
+        #expect(try await sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
     @Test("An existing empty (0-byte) file is migrated like a new one")
@@ -76,7 +76,7 @@ struct SchemaTests {
     }
 
     @Test("Reopening an existing file works and keeps every piece of data")
-    func reopenKeepsData() throws {
+    func reopenKeepsData() async throws {
         let dir = try TemporaryDirectory(prefix: "lectern-library")
         let path = dir.path + "/library.sqlite"
         let before: Snapshot
@@ -120,11 +120,11 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["13"]) }
+        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["13"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")
-    func unknownLaterMigrationIsTolerated() throws {
+    func unknownLaterMigrationIsTolerated() async throws {
         guard Subprocess.findExecutable("sqlite3") != nil else {
             Issue.record("sqlite3 is not installed")
             return
@@ -135,7 +135,7 @@ struct SchemaTests {
             let library = try Library(path: path)
             try library.add(importedBook("/books/Mort"))
         }
-        _ = try sqlite3(path, "INSERT INTO grdb_migrations VALUES ('v99: from the future')")
+        _ = try await sqlite3(path, "INSERT INTO grdb_migrations VALUES ('v99: from the future')")
         let library = try Library(path: path)
         #expect(library.movedAsideCorruptFile == nil)
         #expect(try library.everyBook(in: nil, recursive: true).map(\.title) == ["Mort"])

@@ -224,7 +224,7 @@ struct ShelfTests {
     }
 
     @Test("Recursive delete takes sub-shelves, their books and those books' bookmarks, and nothing else")
-    func recursiveDelete() throws {
+    func recursiveDelete() async throws {
         let t = try TestLibrary()
         let library = t.library
         let root = try library.createShelf(named: "Root", in: nil)
@@ -261,7 +261,7 @@ struct ShelfTests {
         for id in keptBookmarks { #expect(try library.bookmark(id).title == "k") }
         #expect(try library.bookCount() == 2)
         #expect(try library.integrityCheck() == "ok")
-        if let orphans = try sqlite3(t.path, "SELECT (SELECT count(*) FROM bookFile) || ' ' || (SELECT count(*) FROM bookmark) || ' ' || (SELECT count(*) FROM chapter)") {
+        if let orphans = try await sqlite3(t.path, "SELECT (SELECT count(*) FROM bookFile) || ' ' || (SELECT count(*) FROM bookmark) || ' ' || (SELECT count(*) FROM chapter)") {
             #expect(orphans == ["6 2 0"])
         }
     }

@@ -134,9 +134,9 @@ struct Snapshot: Equatable {
 }
 
 /// Runs the sqlite3 shell on `path` (an independent reader of the file); nil when sqlite3 isn't installed.
-func sqlite3(_ path: String, _ sql: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String]? {
+func sqlite3(_ path: String, _ sql: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String]? {
     guard Subprocess.findExecutable("sqlite3") != nil else { return nil }
-    let result = try Subprocess.run("sqlite3", ["-bail", "-noheader", "-list", path, sql], timeout: .seconds(30))
+    let result = try await Subprocess.run("sqlite3", ["-bail", "-noheader", "-list", path, sql], timeout: .seconds(30))
     #expect(result.status == 0, "sqlite3: \(result.stderr)", sourceLocation: sourceLocation)
     return result.stdout.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
 }

@@ -85,7 +85,7 @@ struct FFmpegFileTests {
     }
 
     @Test("a chpl patched into a file made without chapters; ffprobe reads it too")
-    func patchedNero() throws {
+    func patchedNero() async throws {
         let entries: [(title: String, start100ns: UInt64)] = [
             ("Prologue", 0), ("Chapitre 2 — L’été", 123_456_789), ("日本語の章", 250_000_000),
         ]
@@ -102,7 +102,7 @@ struct FFmpegFileTests {
         #expect(try MP4ChapterReader.chapters(of: url) == sources.nero)
 
         // The patched file is a valid MP4 with chapters for ffmpeg as well (its demuxer reads chpl).
-        let probe = try Subprocess.run("ffprobe", ["-v", "error", "-show_chapters", "-of", "csv=p=0", url.path])
+        let probe = try await Subprocess.run("ffprobe", ["-v", "error", "-show_chapters", "-of", "csv=p=0", url.path])
         #expect(probe.status == 0)
         let lines = probe.stdout.split(separator: "\n")
         #expect(lines.count == 3)

@@ -100,7 +100,7 @@ extension Reliability {
                     let folder = rig.directory.appending("books/\(damage.rawValue)")
                     try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                     // A sound of each book's own: a copy of a book in another folder would be that book, not another.
-                    try AudioFiles.ogg(folder.appendingPathComponent("1.ogg"), seconds: 2, frequency: 330 + 20 * index)
+                    try await offThePool { try AudioFiles.ogg(folder.appendingPathComponent("1.ogg"), seconds: 2, frequency: 330 + 20 * index) }
                     for name in ["2.ogg", "3.ogg"] {
                         try FileManager.default.copyItem(at: folder.appendingPathComponent("1.ogg"), to: folder.appendingPathComponent(name))
                     }
