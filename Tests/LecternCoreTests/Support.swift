@@ -22,9 +22,10 @@ final class EventLog: PlayerObserver {
 }
 
 /// Polls `condition` until it holds; records an issue after `timeout`: a point to give up at, not a speed. With every
-/// suite started at once on a busy 2-core machine, the player's tasks can wait seconds for a thread of the pool.
+/// suite started at once on a busy 2-core machine, the player's tasks can wait tens of seconds for a thread of the
+/// pool while other suites' synchronous tests hold both.
 @discardableResult
-func waitUntil(_ what: String, timeout: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation,
+func waitUntil(_ what: String, timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation,
                _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
