@@ -92,13 +92,17 @@ extension PlayerState {
         return chapter.map { progress(ofChapter: $0, atFilePosition: filePosition, item: current) }
     }
 
-    /// The figures at the start of chapter `index` (any chapter of the queue).
+    /// The figures at the start of chapter `index` (any chapter of the queue); the time left from where it starts
+    /// playing (after its file's skipped intro).
     public func progress(ofChapter index: Int) -> BookProgress {
-        progress(ofChapter: index, atFilePosition: chapters[index].start, item: chapters[index].itemIndex)
+        progress(ofChapter: index, atFilePosition: chapters[index].start, item: chapters[index].itemIndex,
+                 heardFrom: entry(ofChapter: index))
     }
 
     /// In whole microseconds (the unit clients see), so that a duration refined below a microsecond changes no figure.
-    private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
+    /// `heardFrom`: where in the file the time left counts from, when not `filePosition`.
+    private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int,
+                          heardFrom: Duration? = nil) -> BookProgress {
         let chapter = chapters[index]
         func us(_ duration: Duration?) -> Int64 { duration?.microseconds ?? 0 }
         let before = queue[..<item].reduce(Int64(0)) { $0 + us($1.duration) }
@@ -110,10 +114,11 @@ extension PlayerState {
         let after = playOrder.drop { $0 != item }.dropFirst().reduce(Int64(0)) {
             $0 + us(skip.playedLength(ofFileLasting: queue[$1].duration))
         }
-        let toHear = max(0, us(fileEnd(ofItem: item)) - position) + after
+        let heard = heardFrom.map { max(position, us($0)) } ?? position
+        let toHear = max(0, us(fileEnd(ofItem: item)) - heard) + after
         let speed = max(rate, PlayerState.minimumRate)
         let remaining = Double(toHear) / speed
-        let chapterRemaining = playedEnd(ofChapter: index).map { Double(max(0, us($0) - position)) / speed }
+        let chapterRemaining = playedEnd(ofChapter: index).map { Double(max(0, us($0) - heard)) / speed }
         return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: .microseconds(position),
                             fileLength: queue[item].duration, chapterIndex: index, chapterCount: chapters.count,
                             chapterTitle: chapter.title, chapterPosition: .microseconds(chapterPosition), chapterLength: chapter.length,

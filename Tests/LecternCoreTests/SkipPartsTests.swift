@@ -165,6 +165,10 @@ extension Harness {
             #expect(progress.chapterRemaining == .seconds(27.5))
             #expect(progress.bookLength == .seconds(300), "the book's length is its files'")
             #expect(progress.filePosition == .seconds(40))
+            // A chapter's figures (MPRIS metadata) count from where it starts playing: the last file's 85 s.
+            let last = await h.player.snapshot.progress(ofChapter: 2)
+            #expect(last.remaining == .seconds(42.5) && last.chapterRemaining == .seconds(42.5))
+            #expect(last.chapterPosition == .zero)
         }
     }
 
