@@ -42,7 +42,8 @@ extension Player {
             return
         }
         if target == order.position && engineReady {
-            seekWithinItem(to: entry, announce: entry != chapter.start)  // a new trackid at its start: no Seeked needed
+            // A new trackid at its start needs no Seeked; after its file's skipped intro, Seeked says where.
+            seekWithinItem(to: entry, announce: entry != chapter.start)
         } else {
             load(orderPosition: target, at: entry)
         }

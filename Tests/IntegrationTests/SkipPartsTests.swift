@@ -80,6 +80,16 @@ extension Integration {
                 let seeked = await d.signals.waitFor(since: mark, timeout: .seconds(10)) { $0.seekedPosition == 2 * Self.second }
                 #expect(seeked != nil, "no Seeked to 2 s in the second file: \(d.signals.seeked(since: mark))")
                 try await d.call("Pause")
+                try await d.waitForStatus("Paused")
+
+                // lectern status shows the time left in the chapter, to where the outro begins (2 s before the end).
+                status = try await d.listenStatus()
+                let left = try #require(status["chapterRemaining"]?.int64, "\(status)")
+                let outro = (status["fileLength"]?.int64 ?? 0) - 2 * Self.second
+                #expect(near(left, outro - (status["filePosition"]?.int64 ?? 0), within: 1_000), "\(status)")
+                let shownStatus = try await d.lectern("status")
+                let chapterLine = shownStatus.stdout.split(separator: "\n").first { $0.contains("chapter 2/3") }
+                #expect(chapterLine?.hasSuffix(" left") == true, "\(shownStatus)")
 
                 // The CLI says so, changes it and refuses what the daemon would.
                 func expectShown(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
