@@ -62,9 +62,13 @@ public struct BookProgress: Sendable, Equatable {
     /// The sum of the durations known so far.
     public var bookLength: Duration
     /// What is left to hear, in listening time at the current rate: the rest of this file and the files after it in
-    /// play order (shuffled: those not played yet, whatever their place in the book).
+    /// play order (shuffled: those not played yet, whatever their place in the book), without their skipped intros
+    /// and outros.
     public var remaining: Duration
     public var rate: Double
+    /// What is left to hear of the chapter, in listening time at the current rate (to where it stops playing: before
+    /// its file's outro when skipped); nil while its end is unknown.
+    public var chapterRemaining: Duration?
 }
 
 extension PlayerState {
@@ -88,13 +92,17 @@ extension PlayerState {
         return chapter.map { progress(ofChapter: $0, atFilePosition: filePosition, item: current) }
     }
 
-    /// The figures at the start of chapter `index` (any chapter of the queue).
+    /// The figures at the start of chapter `index` (any chapter of the queue); the time left from where it starts
+    /// playing (after its file's skipped intro).
     public func progress(ofChapter index: Int) -> BookProgress {
-        progress(ofChapter: index, atFilePosition: chapters[index].start, item: chapters[index].itemIndex)
+        progress(ofChapter: index, atFilePosition: chapters[index].start, item: chapters[index].itemIndex,
+                 heardFrom: entry(ofChapter: index))
     }
 
     /// In whole microseconds (the unit clients see), so that a duration refined below a microsecond changes no figure.
-    private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int) -> BookProgress {
+    /// `heardFrom`: where in the file the time left counts from, when not `filePosition`.
+    private func progress(ofChapter index: Int, atFilePosition filePosition: Duration, item: Int,
+                          heardFrom: Duration? = nil) -> BookProgress {
         let chapter = chapters[index]
         func us(_ duration: Duration?) -> Int64 { duration?.microseconds ?? 0 }
         let before = queue[..<item].reduce(Int64(0)) { $0 + us($1.duration) }
@@ -103,13 +111,19 @@ extension PlayerState {
         let bookPosition = before + position
         var chapterPosition = max(0, position - us(chapter.start))
         if let chapterLength = chapter.length { chapterPosition = min(chapterPosition, us(chapterLength)) }
-        let after = playOrder.drop { $0 != item }.dropFirst().reduce(Int64(0)) { $0 + us(queue[$1].duration) }
-        let toHear = max(0, us(queue[item].duration) - position) + after
-        let remaining = Double(toHear) / max(rate, PlayerState.minimumRate)
+        let after = playOrder.drop { $0 != item }.dropFirst().reduce(Int64(0)) {
+            $0 + us(skip.playedLength(ofFileLasting: queue[$1].duration))
+        }
+        let heard = heardFrom.map { max(position, us($0)) } ?? position
+        let toHear = max(0, us(fileEnd(ofItem: item)) - heard) + after
+        let speed = max(rate, PlayerState.minimumRate)
+        let remaining = Double(toHear) / speed
+        let chapterRemaining = playedEnd(ofChapter: index).map { Double(max(0, us($0) - heard)) / speed }
         return BookProgress(fileIndex: item, fileCount: queue.count, filePosition: .microseconds(position),
                             fileLength: queue[item].duration, chapterIndex: index, chapterCount: chapters.count,
                             chapterTitle: chapter.title, chapterPosition: .microseconds(chapterPosition), chapterLength: chapter.length,
                             bookPosition: .microseconds(bookPosition), bookLength: .microseconds(length),
-                            remaining: .microseconds(Int64(remaining.rounded(.down))), rate: rate)
+                            remaining: .microseconds(Int64(remaining.rounded(.down))), rate: rate,
+                            chapterRemaining: chapterRemaining.map { .microseconds(Int64($0.rounded(.down))) })
     }
 }

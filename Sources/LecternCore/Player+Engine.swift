@@ -39,7 +39,7 @@ extension Player {
             if restarted { tell(.seeked(.zero)) }
             chapterEnded()
         case .endOfStream:
-            if advanceAtEndOfFile { advancePastFailedNext() } else { endOfQueue() }
+            fileEnded()
         case .outputFailed(let message):
             logger.error("the output failed", metadata: ["error": "\(message)"])
             loseOutput(message)
@@ -84,7 +84,7 @@ extension Player {
             consecutiveFailures += 1
             if state.status != .stopped, consecutiveFailures < state.queue.count,
                let next = nextOrderPosition(wrapping: state.loop == .queue) {
-                load(orderPosition: next, at: .zero)
+                load(orderPosition: next, at: state.fileStart(ofItem: order[next]))
                 state.lastError = message
                 publish()
             } else {

@@ -28,21 +28,24 @@ extension Player {
         }
     }
 
+    /// Makes chapter `index` current at its entry (``PlayerState/entry(ofChapter:)``: after its file's skipped intro).
     func go(toChapter index: Int) {
         let chapter = state.chapters[index]
+        let entry = state.entry(ofChapter: index)
         guard let target = order.position(of: chapter.itemIndex) else { return }
         if state.status == .stopped {
             order.position = target
             state.currentIndex = chapter.itemIndex
             state.currentChapter = index
-            view.set(PositionClock(anchor: chapter.start))
+            view.set(PositionClock(anchor: entry))
             publish()
             return
         }
         if target == order.position && engineReady {
-            seekWithinItem(to: chapter.start, announce: false)  // a new trackid at its start: no Seeked needed
+            // A new trackid at its start needs no Seeked; after its file's skipped intro, Seeked says where.
+            seekWithinItem(to: entry, announce: entry != chapter.start)
         } else {
-            load(orderPosition: target, at: chapter.start)
+            load(orderPosition: target, at: entry)
         }
     }
 
@@ -53,6 +56,7 @@ extension Player {
         order.position = target
         state.currentIndex = order[target]
         state.currentChapter = state.chapterIndex(atFilePosition: position)
+        playsOutro = isInOutro(position)
         state.lastError = nil
         engineLoad = .loading(since: now(), retried: false)
         corkRequested = false  // a new stream: the server asks it again if the other sound still plays
@@ -68,6 +72,7 @@ extension Player {
     func seekWithinItem(to target: Duration, announce: Bool = true) {
         view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
         state.currentChapter = state.chapterIndex(atFilePosition: target)
+        playsOutro = isInOutro(target)
         publish()
         // Before the flushing seek, which may wait for the sink.
         if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
@@ -78,6 +83,10 @@ extension Player {
     /// chapter, the chapter starts over); or past the start of a synced line of lyrics: it is published.
     func checkPosition() {
         guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
+        if !playsOutro, isInOutro(position) {
+            fileEnded()
+            return
+        }
         if let lyrics = state.current?.lyrics, lyrics.isSynced {
             // The clock on the engine's position, so that the line is never ahead of what is heard, and publishing
             // (which places the line by the clock) says the same as this test.
@@ -90,7 +99,7 @@ extension Player {
             return
         }
         if state.loop == .chapter && chapter == current + 1 {
-            seekWithinItem(to: state.chapters[current].start)
+            seekWithinItem(to: state.entry(ofChapter: current))
         } else {
             state.currentChapter = chapter
             publish()
@@ -116,6 +125,16 @@ extension Player {
         let speed = state.status == .playing && engineReady ? state.rate : 0
         view.set(PositionClock(anchor: anchor, speed: speed))
     }
+
+    /// Where the current file's skipped outro begins (where playing goes on to the next file); nil when none is.
+    var outroStart: Duration? {
+        guard let index = state.currentIndex, let end = state.fileEnd(ofItem: index),
+              let duration = state.queue[index].duration, end < duration else { return nil }
+        return end
+    }
+
+    /// Whether `position` is in the current file's skipped outro.
+    func isInOutro(_ position: Duration) -> Bool { outroStart.map { position >= $0 } ?? false }
 
     func firstChapter(ofItem item: Int) -> Int? { state.chapters.firstIndex { $0.itemIndex == item } }
     func lastChapter(ofItem item: Int) -> Int? { state.chapters.lastIndex { $0.itemIndex == item } }
@@ -159,9 +178,13 @@ extension Player {
 
     /// Tells the engine what follows the current item, for a gapless transition. With loop chapter, a file
     /// of one chapter follows itself; a file of several chapters is looped by seeking (see `checkPosition`).
+    /// While intros or outros are skipped there is none: each file is loaded at its start when the one before ends
+    /// (docs/decisions/skip-intros-and-outros.md).
     func updateNext() {
         let next: Int?
         switch state.loop {
+        case _ where !state.skip.isOff:
+            next = nil
         case .chapter:
             let single = state.currentIndex.map { firstChapter(ofItem: $0) == lastChapter(ofItem: $0) } ?? false
             next = single ? order.position : nil

@@ -39,7 +39,7 @@ extension Player {
         case .playingTime(let left)?:
             return left
         case .thisChapterEnd?:
-            guard let end = state.chapter?.end else { return nil }
+            guard let end = state.currentChapter.flatMap(state.playedEnd(ofChapter:)) else { return nil }
             return max(.zero, end - position) / state.rate
         case .laterChapterEnd?, nil:
             return nil
@@ -134,8 +134,8 @@ extension Player {
     // MARK: - Wake-ups
 
     /// Plans the next wake-up while playing: the next chapter boundary in this file, the next synced line of lyrics,
-    /// just past the file's end when the engine has a next one, the start of the fade or its next step, the end of
-    /// the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
+    /// just past the file's end when the engine has a next one, the start of its skipped outro, the start of the fade
+    /// or its next step, the end of the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
@@ -154,6 +154,10 @@ extension Player {
             } else if standing?.position == here {
                 delays.append(Self.handoverLimit / 2)  // standing at (or past) the end: look again
             }
+        }
+        // Where the file's skipped outro begins: playing goes on to the next file there.
+        if !playsOutro, let end = outroStart, here < end {
+            delays.append((end - here) / rate)
         }
         if let next = state.lyricsNextLineStart {
             delays.append((next - here) / rate)

@@ -60,7 +60,7 @@ extension Player {
         } else if let target = pendingNext {
             logger.warning("the next file did not start at the end of the one before; loading it",
                            metadata: ["file": "\(state.queue[order[target]].url.path)"])
-            load(orderPosition: target, at: .zero, announce: target == order.position)
+            load(orderPosition: target, at: state.fileStart(ofItem: order[target]), announce: target == order.position)
             chapterEnded()
         }
         return true

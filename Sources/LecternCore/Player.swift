@@ -69,6 +69,9 @@ public actor Player {
     var standing: (position: Duration?, since: Duration)?
     /// Which moves start an undo entry (``UndoRuns``), on `now`.
     var undoRuns = UndoRuns()
+    /// The current file plays on through its skipped outro (``SkipParts``): the listener put the position there
+    /// (a seek, a jump, a resume), or the setting changed while it was there.
+    var playsOutro = false
     /// Wakes the tick loop when playback starts: it sleeps, with no timer, while nothing plays.
     let startedPlaying = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
 
@@ -168,6 +171,7 @@ public actor Player {
             state.rate = settings.rate.isFinite ? min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate) : 1
             state.shuffle = settings.shuffle
             state.loop = settings.loop
+            state.skip = settings.skip
             setEngineVolume(state.volume)
             engine.setRate(state.rate)
         }
@@ -197,7 +201,8 @@ public actor Player {
         }
         setStatus(play ? .playing : .paused)
         pausedAt = play ? nil : now() - max(.zero, pausedFor)  // opened paused: whatever came before, this pause
-        load(orderPosition: order.position, at: max(.zero, position))
+        // At the very start of a file (a book never played, or finished), after its intro.
+        load(orderPosition: order.position, at: position > .zero ? position : state.fileStart(ofItem: order[order.position]))
     }
 
     /// Updates what is known of an item (e.g. tags discovered after the queue was opened).
@@ -237,7 +242,7 @@ public actor Player {
             playingThroughInterruption()
         case .stopped:
             setStatus(.playing)
-            load(orderPosition: order.position, at: state.chapter?.start ?? .zero)
+            load(orderPosition: order.position, at: state.currentChapter.map(state.entry(ofChapter:)) ?? .zero)
         }
     }
 
@@ -278,10 +283,11 @@ public actor Player {
     public func previous() {
         userCommand()
         guard let current = state.currentChapter else { return }
-        let intoChapter = position - state.chapters[current].start
+        let entry = state.entry(ofChapter: current)
+        let intoChapter = position - entry
         if state.status != .stopped, intoChapter > options.previousRestartsAfter || previousChapter() == nil {
             noteMove(.chapter)
-            seekWithinItem(to: state.chapters[current].start)
+            seekWithinItem(to: entry)
             return
         }
         guard let target = previousChapter() else { return }
@@ -405,6 +411,11 @@ public actor Player {
         setGain(settings.gain)
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
+        if settings.skip != state.skip {
+            state.skip = settings.skip
+            // Where the listener is now stays theirs: a file already in its new outro plays it.
+            playsOutro = isInOutro(position)
+        }
         if settings.shuffle != state.shuffle {
             state.shuffle = settings.shuffle
             if let current = state.currentIndex { rebuildOrder(keeping: current) }
@@ -529,10 +540,20 @@ public actor Player {
         syncSleepStatus()
     }
 
+    /// The current file ended (its stream, or playing reached its skipped outro): on with what follows it.
+    func fileEnded() {
+        if advanceAtEndOfFile {
+            advancePastFailedNext()
+            return
+        }
+        endOfQueue()
+        if state.status == .playing { chapterEnded() }
+    }
+
     /// The current file ended after its gapless next one failed: on with the file after the bad one.
     func advancePastFailedNext() {
         if let next = nextOrderPosition(wrapping: state.loop == .queue, skippingFailed: true) {
-            load(orderPosition: next, at: .zero, announce: next == order.position)
+            load(orderPosition: next, at: state.fileStart(ofItem: order[next]), announce: next == order.position)
         } else {
             finish()
         }
@@ -545,12 +566,12 @@ public actor Player {
     func endOfQueue() {
         switch state.loop {
         case .chapter:
-            load(orderPosition: order.position, at: state.chapter?.start ?? .zero, announce: true)
+            load(orderPosition: order.position, at: state.currentChapter.map(state.entry(ofChapter:)) ?? .zero, announce: true)
         case .queue where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
-            load(orderPosition: next, at: .zero, announce: next == order.position)
+            load(orderPosition: next, at: state.fileStart(ofItem: order[next]), announce: next == order.position)
         case .none where nextOrderPosition(wrapping: false) != nil:
-            load(orderPosition: order.position + 1, at: .zero)
+            load(orderPosition: order.position + 1, at: state.fileStart(ofItem: order[order.position + 1]))
         default:
             finish()
         }

@@ -16,7 +16,8 @@ public enum LoopMode: Sendable, Equatable, CaseIterable {
     case queue
 }
 
-/// Volume, rate, shuffle, loop and loudness gain together: a book's settings, applied in one step when it is opened.
+/// Volume, rate, shuffle, loop, loudness gain and the parts of files skipped together: a book's settings, applied in
+/// one step when it is opened.
 public struct PlaybackSettings: Sendable, Equatable {
     public var volume: Double
     public var rate: Double
@@ -24,12 +25,57 @@ public struct PlaybackSettings: Sendable, Equatable {
     public var loop: LoopMode
     /// The book's loudness normalisation, linear, applied with the volume; 1 leaves the sound as it is.
     public var gain: Double
-    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1) {
+    /// The intro and outro of every file not played.
+    public var skip: SkipParts
+    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1,
+                skip: SkipParts = SkipParts()) {
         self.volume = volume
         self.rate = rate
         self.shuffle = shuffle
         self.loop = loop
         self.gain = gain
+        self.skip = skip
+    }
+}
+
+/// The first and last seconds of every file that are not played (a book whose parts each open and close with the
+/// same announcement): a file starts at `intro` and playing goes on to the next one at `outro` before its end. A
+/// file no longer than both together, or whose duration is not known, plays whole. Positions stay in the file's own
+/// time (docs/decisions/skip-intros-and-outros.md).
+public struct SkipParts: Sendable, Equatable {
+    public var intro: Duration
+    public var outro: Duration
+    /// The most each may be.
+    public static let maximum = Duration.seconds(600)
+
+    /// Each clamped to 0 ... ``maximum``.
+    public init(intro: Duration = .zero, outro: Duration = .zero) {
+        self.intro = min(max(.zero, intro), Self.maximum)
+        self.outro = min(max(.zero, outro), Self.maximum)
+    }
+
+    public var isOff: Bool { intro == .zero && outro == .zero }
+
+    /// Whether the parts are skipped in a file of `duration`: known, and longer than both together.
+    private func applies(to duration: Duration?) -> Bool {
+        guard !isOff, let duration else { return false }
+        return intro + outro < duration
+    }
+
+    /// Where a file of `duration` starts playing.
+    public func start(ofFileLasting duration: Duration?) -> Duration {
+        applies(to: duration) ? intro : .zero
+    }
+
+    /// Where playing a file of `duration` goes on to the next one; nil while its duration is unknown.
+    public func end(ofFileLasting duration: Duration?) -> Duration? {
+        guard let duration else { return nil }
+        return applies(to: duration) ? duration - outro : duration
+    }
+
+    /// How long a file of `duration` plays from its start; nil while unknown.
+    public func playedLength(ofFileLasting duration: Duration?) -> Duration? {
+        end(ofFileLasting: duration).map { $0 - start(ofFileLasting: duration) }
     }
 }
 
@@ -68,6 +114,8 @@ public struct PlayerState: Sendable, Equatable {
     /// Whether `next()` / `previous()` would change the current item.
     public var canGoNext = false
     public var canGoPrevious = false
+    /// The parts of every file not played (``PlaybackSettings/skip``).
+    public var skip = SkipParts()
 
     public static let minimumRate = 0.5
     public static let maximumRate = 3.0
@@ -100,6 +148,25 @@ public struct PlayerState: Sendable, Equatable {
         return lines.indices.contains(next) ? lines[next].start : nil
     }
     public var chapter: Chapter? { currentChapter.map { chapters[$0] } }
+
+    /// Where item `index` starts playing: after its intro when skipped.
+    public func fileStart(ofItem index: Int) -> Duration { skip.start(ofFileLasting: queue[index].duration) }
+
+    /// Where playing item `index` goes on to the next: before its outro when skipped; nil while its duration is unknown.
+    public func fileEnd(ofItem index: Int) -> Duration? { skip.end(ofFileLasting: queue[index].duration) }
+
+    /// Where chapter `index` starts playing: the first chapter of a file where its file does, the others at their mark.
+    public func entry(ofChapter index: Int) -> Duration {
+        let chapter = chapters[index]
+        return chapter.start == .zero ? fileStart(ofItem: chapter.itemIndex) : chapter.start
+    }
+
+    /// Where playing chapter `index` ends: the last chapter of a file where its file does; nil while unknown.
+    public func playedEnd(ofChapter index: Int) -> Duration? {
+        let chapter = chapters[index]
+        guard let end = chapter.end else { return nil }
+        return min(end, fileEnd(ofItem: chapter.itemIndex) ?? end)
+    }
 }
 
 /// Where playback is in the current file's synced lyrics (``Lyrics/lines``): the line heard.

@@ -40,7 +40,7 @@ public final class PlayerView: Sendable {
             let counted = published.state.status == .playing ? now - published.at : .zero
             return max(.zero, left - counted)
         case .thisChapterEnd?:
-            guard let end = published.state.chapter?.end else { return nil }
+            guard let end = published.state.currentChapter.flatMap(published.state.playedEnd(ofChapter:)) else { return nil }
             return max(.zero, end - published.clock.position(at: now)) / published.state.rate
         }
     }

@@ -287,8 +287,7 @@ public actor Prompter {
     /// remaining time is already counted at it).
     static func timeLeftText(_ progress: BookProgress) -> String {
         let book = spoken(progress.remaining)
-        guard let length = progress.chapterLength else { return "\(book) left in the book." }
-        let chapter = max(.zero, length - progress.chapterPosition) / (progress.rate > 0 ? progress.rate : 1)
+        guard let chapter = progress.chapterRemaining else { return "\(book) left in the book." }
         return "\(spoken(chapter)) left in the chapter, \(book) in the book."
     }
 

@@ -116,6 +116,10 @@ extension Library {
         guard settings.speed.isFinite, (0.5...3).contains(settings.speed) else {
             throw LibraryError.invalidArgument("speed must be between 0.5 and 3")
         }
+        for (name, seconds) in [("skip_intro", settings.skipIntro), ("skip_outro", settings.skipOutro)]
+        where !(seconds.isFinite && (0...BookSettings.maximumSkip).contains(seconds)) {
+            throw LibraryError.invalidArgument("\(name) must be between 0 and \(Int(BookSettings.maximumSkip)) seconds")
+        }
         try updateBook(book, touching: false) { $0.settings = settings }
     }
 

@@ -33,12 +33,20 @@ public struct BookSettings: Codable, Sendable, Equatable {
     public var loop = Loop.none
     /// Loudness normalisation: the book played at the target loudness, by the gain its measured loudness asks for.
     public var normalise = false
-    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false) {
+    /// Seconds not played at the start and at the end of every file (0 = none, up to ``maximumSkip``).
+    public var skipIntro: Double = 0
+    public var skipOutro: Double = 0
+    /// The most seconds `skipIntro` and `skipOutro` may each be.
+    public static let maximumSkip = 600.0
+    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false,
+                skipIntro: Double = 0, skipOutro: Double = 0) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
         self.loop = loop
         self.normalise = normalise
+        self.skipIntro = skipIntro
+        self.skipOutro = skipOutro
     }
 }
 
@@ -82,6 +90,9 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     /// Why its loudness could not be measured (all silence, a file that cannot be decoded, the time ran out); nil
     /// when it was, or not yet.
     public var loudnessProblem: String?
+    /// Seconds not played at the start and at the end of every file (``BookSettings/skipIntro``).
+    public var skipIntro: Double = 0
+    public var skipOutro: Double = 0
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -90,10 +101,14 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
 
     public var settings: BookSettings {
-        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise) }
+        get {
+            BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise,
+                         skipIntro: skipIntro, skipOutro: skipOutro)
+        }
         set {
             volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop
             normalise = newValue.normalise
+            skipIntro = newValue.skipIntro; skipOutro = newValue.skipOutro
         }
     }
 }
@@ -140,6 +155,8 @@ extension Book {
         normalise = try row.decode(forColumn: "normalise")
         loudness = try row.decode(forColumn: "loudness")
         loudnessProblem = try row.decode(forColumn: "loudnessProblem")
+        skipIntro = try row.decode(forColumn: "skipIntro")
+        skipOutro = try row.decode(forColumn: "skipOutro")
     }
 }
 

@@ -405,6 +405,13 @@ enum Schema {
             // in a reader's cache of 2 MB, so that every page was read from the file again at each call.
             try db.execute(sql: "CREATE INDEX bookFile_totals ON bookFile(bookId, available, duration)")
         }
+        migrator.registerMigration("v14: skipped intros and outros") { db in
+            // A book's setting (off by default): the seconds not played at the start and at the end of every file.
+            try db.alter(table: "book") { t in
+                t.add(column: "skipIntro", .double).notNull().defaults(to: 0)
+                t.add(column: "skipOutro", .double).notNull().defaults(to: 0)
+            }
+        }
         return migrator
     }
 

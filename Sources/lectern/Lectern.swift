@@ -16,6 +16,7 @@ struct Lectern: AsyncParsableCommand {
         subcommands: [Open.self, Status.self, Play.self, Pause.self, Toggle.self, Stop.self, Next.self, Previous.self,
                       Seek.self, Position.self, Volume.self,
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self, LoudnessCommand.self,
+                      SkipPartsCommand.self,
                       Say.self, PromptsCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self,
                       Undo.self, HistoryCommand.self, Stats.self])
@@ -409,7 +410,8 @@ struct StatusReport {
             lines.append("  file \(file + 1)/\(files)  \(clock("filePosition")) / \(clock("fileLength"))")
         }
         if let chapter = book["chapter"]?.int64, let chapters = book["chapters"]?.int64 {
-            lines.append("  chapter \(chapter + 1)/\(chapters) “\(book["chapterTitle"]?.string ?? "")”  \(clock("chapterPosition")) / \(clock("chapterLength"))")
+            lines.append("  chapter \(chapter + 1)/\(chapters) “\(book["chapterTitle"]?.string ?? "")”  \(clock("chapterPosition")) / \(clock("chapterLength"))"
+                         + (book["chapterRemaining"] == nil ? "" : "  \(clock("chapterRemaining")) left"))
         }
         if book["bookLength"] != nil {
             lines.append("  book \(clock("bookPosition")) / \(clock("bookLength"))  \(clock("remaining")) left"

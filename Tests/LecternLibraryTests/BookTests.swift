@@ -87,7 +87,9 @@ struct BookTests {
         let id = try library.add(importedBook("/every", album: "Album Key", title: "Every Column", author: "An Author",
                                               cover: "/every/cover.jpg"), into: shelf)
         let file = try library.fileIds(of: id)[1]
-        try library.setSettings(of: id, BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        let settings = BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true, skipIntro: 12.5,
+                                    skipOutro: 8)
+        try library.setSettings(of: id, settings)
         try library.setLoudness(of: id, .success(-21.5))
         try library.setNote(of: id, "a note")
         try library.setFinished(id, true)
@@ -100,13 +102,13 @@ struct BookTests {
         let columns = try #require(try await sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
         #expect(columns == ["addedAt", "albumKey", "author", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
-                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "sourcePath", "speed", "title",
-                            "userOrder", "volume"])
+                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "skipIntro", "skipOutro",
+                            "sourcePath", "speed", "title", "userOrder", "volume"])
         let book = try library.book(id)
         #expect(book.id == id && book.shelfId == shelf && book.title == "Every Column" && book.author == "An Author")
         #expect(book.narrator == "A Narrator" && book.coverPath == "/every/cover.jpg" && book.sourcePath == "/every")
         #expect(book.albumKey == "Album Key" && book.note == "a note" && book.finished && book.userOrder == 42)
-        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        #expect(book.settings == settings)
         #expect(book.loudness == -21.5 && book.loudnessProblem == nil)
         #expect(book.positionFileId == file && book.positionOffset == 1234)
         #expect(book.lastPlayedAt == Date(timeIntervalSince1970: 1_700_000_000.125))
@@ -194,6 +196,21 @@ struct BookTests {
         expectError(.notFound) { try library.setFinished(999, true) }
         expectError(.notFound) { try library.bookmarks(of: 999) }
         expectError(.notFound) { try library.addBookmark(to: 999, file: 1, offset: 0, title: "x") }
+    }
+
+    @Test("Skipped intros and outros are 0 to 600 seconds each; out of range changes nothing")
+    func skipBounds() throws {
+        let library = try Library()
+        let id = try library.add(importedBook("/b"))
+        try library.setSettings(of: id, BookSettings(skipIntro: 12))
+        for (intro, outro) in [(600.5, 0.0), (0, -1), (.nan, 0), (0, .infinity)] {
+            expectError(.invalidArgument, "skipping \(intro), \(outro)") {
+                try library.setSettings(of: id, BookSettings(skipIntro: intro, skipOutro: outro))
+            }
+        }
+        #expect(try library.book(id).settings == BookSettings(skipIntro: 12))
+        try library.setSettings(of: id, BookSettings(skipIntro: 600, skipOutro: 600))
+        #expect(try library.book(id).settings == BookSettings(skipIntro: 600, skipOutro: 600))
     }
 
     @Test("Operations on an unknown book that report nothing")

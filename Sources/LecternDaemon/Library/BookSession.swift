@@ -259,7 +259,8 @@ actor BookSession {
     /// `book`'s settings in the player's words, with the gain of its loudness normalisation.
     private func playbackSettings(_ book: Book) -> PlaybackSettings {
         PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle, loop: LoopMode(book.loop),
-                         gain: book.loudnessGain(target: loudnessTarget))
+                         gain: book.loudnessGain(target: loudnessTarget),
+                         skip: SkipParts(intro: .seconds(book.skipIntro), outro: .seconds(book.skipOutro)))
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -441,7 +442,8 @@ actor BookSession {
     private func saveSettings(_ state: PlayerState) {
         guard let bookId = book?.id else { return }
         let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop),
-                                    normalise: book?.normalise ?? false)
+                                    normalise: book?.normalise ?? false, skipIntro: book?.skipIntro ?? 0,
+                                    skipOutro: book?.skipOutro ?? 0)
         defer { lastSettings = settings }
         guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {

@@ -92,8 +92,9 @@ extension LibraryService {
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        for key in changes.keys where !["volume", "speed", "shuffle", "loop", "normalise"].contains(key) {
-                            throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop, normalise)")
+                        let known = ["volume", "speed", "shuffle", "loop", "normalise", "skip_intro", "skip_outro"]
+                        for key in changes.keys where !known.contains(key) {
+                            throw LibraryError.invalidArgument("unknown setting '\(key)' (\(known.joined(separator: ", ")))")
                         }
                         if let v = changes["volume"] { settings.volume = try Self.double(v, "volume") }
                         if let v = changes["speed"] { settings.speed = try Self.double(v, "speed") }
@@ -103,6 +104,8 @@ extension LibraryService {
                             guard let b = v.bool else { throw LibraryError.invalidArgument("normalise is a boolean") }
                             settings.normalise = b
                         }
+                        if let v = changes["skip_intro"] { settings.skipIntro = try Self.double(v, "skip_intro") }
+                        if let v = changes["skip_outro"] { settings.skipOutro = try Self.double(v, "skip_outro") }
                     }
                     self.bookChanged(id)
                     return []

@@ -85,7 +85,9 @@ extension LibraryService {
             ("normalise", .boolean(book.normalise)),
             ("note", .string(book.note)), ("position_file", .int64(book.positionFileId ?? 0)),
             ("position_offset", .int64(book.positionOffset)), ("shelf", .int64(book.shelfId ?? 0)),
-            ("shuffle", .boolean(book.shuffle)), ("source", .string(book.sourcePath ?? "")),
+            ("shuffle", .boolean(book.shuffle)),
+            ("skip_intro", .double(book.skipIntro)), ("skip_outro", .double(book.skipOutro)),
+            ("source", .string(book.sourcePath ?? "")),
             ("speed", .double(book.speed)), ("state", .string(book.offline ? "offline" : "available")),
             ("title", .string(book.title)), ("volume", .double(book.volume)),
         ]

@@ -219,6 +219,7 @@ final class ListeningService: PlayerObserver {
             map["chapterTitle"] = .string(progress.chapterTitle)
             map["chapterPosition"] = .int64(progress.chapterPosition.microseconds)
             map["chapterLength"] = .int64(progress.chapterLength?.microseconds ?? 0)
+            if let left = progress.chapterRemaining { map["chapterRemaining"] = .int64(left.microseconds) }
             map["bookPosition"] = .int64(progress.bookPosition.microseconds)
             map["bookLength"] = .int64(progress.bookLength.microseconds)
             map["remaining"] = .int64(progress.remaining.microseconds)
