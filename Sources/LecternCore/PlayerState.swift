@@ -16,7 +16,8 @@ public enum LoopMode: Sendable, Equatable, CaseIterable {
     case queue
 }
 
-/// Volume, rate, shuffle, loop and loudness gain together: a book's settings, applied in one step when it is opened.
+/// Volume, rate, shuffle, loop, loudness gain and compressor together: a book's settings, applied in one step when it
+/// is opened.
 public struct PlaybackSettings: Sendable, Equatable {
     public var volume: Double
     public var rate: Double
@@ -24,12 +25,16 @@ public struct PlaybackSettings: Sendable, Equatable {
     public var loop: LoopMode
     /// The book's loudness normalisation, linear, applied with the volume; 1 leaves the sound as it is.
     public var gain: Double
-    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1) {
+    /// The speech compressor: nil (off: the sound as it is), or the level in dBFS it leaves unchanged.
+    public var compressor: Double?
+    public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1,
+                compressor: Double? = nil) {
         self.volume = volume
         self.rate = rate
         self.shuffle = shuffle
         self.loop = loop
         self.gain = gain
+        self.compressor = compressor
     }
 }
 

@@ -33,12 +33,16 @@ public struct BookSettings: Codable, Sendable, Equatable {
     public var loop = Loop.none
     /// Loudness normalisation: the book played at the target loudness, by the gain its measured loudness asks for.
     public var normalise = false
-    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false) {
+    /// The speech compressor: quieter passages brought up and louder ones down, for uneven recordings.
+    public var compress = false
+    public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false,
+                compress: Bool = false) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
         self.loop = loop
         self.normalise = normalise
+        self.compress = compress
     }
 }
 
@@ -82,6 +86,8 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     /// Why its loudness could not be measured (all silence, a file that cannot be decoded, the time ran out); nil
     /// when it was, or not yet.
     public var loudnessProblem: String?
+    /// Whether the speech compressor is on (``BookSettings/compress``).
+    public var compress = false
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -90,10 +96,11 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { StoredDate.encoding }
 
     public var settings: BookSettings {
-        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise) }
+        get { BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise, compress: compress) }
         set {
             volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop
             normalise = newValue.normalise
+            compress = newValue.compress
         }
     }
 }
@@ -140,6 +147,7 @@ extension Book {
         normalise = try row.decode(forColumn: "normalise")
         loudness = try row.decode(forColumn: "loudness")
         loudnessProblem = try row.decode(forColumn: "loudnessProblem")
+        compress = try row.decode(forColumn: "compress")
     }
 }
 

@@ -405,6 +405,12 @@ enum Schema {
             // in a reader's cache of 2 MB, so that every page was read from the file again at each call.
             try db.execute(sql: "CREATE INDEX bookFile_totals ON bookFile(bookId, available, duration)")
         }
+        migrator.registerMigration("v14: a book's speech compressor") { db in
+            // The speech compressor, a book's setting (off by default).
+            try db.alter(table: "book") { t in
+                t.add(column: "compress", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 

@@ -87,7 +87,8 @@ struct BookTests {
         let id = try library.add(importedBook("/every", album: "Album Key", title: "Every Column", author: "An Author",
                                               cover: "/every/cover.jpg"), into: shelf)
         let file = try library.fileIds(of: id)[1]
-        try library.setSettings(of: id, BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        try library.setSettings(of: id, BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true,
+                                                     compress: true))
         try library.setLoudness(of: id, .success(-21.5))
         try library.setNote(of: id, "a note")
         try library.setFinished(id, true)
@@ -98,7 +99,7 @@ struct BookTests {
         // The table's columns: one added must be read by Book(row:) and checked here (progress, kept by triggers for
         // the listings' order, is not a Book's).
         let columns = try #require(try sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
-        #expect(columns == ["addedAt", "albumKey", "author", "coverPath", "finished", "id", "lastPlayedAt", "loop",
+        #expect(columns == ["addedAt", "albumKey", "author", "compress", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
                             "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "sourcePath", "speed", "title",
                             "userOrder", "volume"])
@@ -106,7 +107,8 @@ struct BookTests {
         #expect(book.id == id && book.shelfId == shelf && book.title == "Every Column" && book.author == "An Author")
         #expect(book.narrator == "A Narrator" && book.coverPath == "/every/cover.jpg" && book.sourcePath == "/every")
         #expect(book.albumKey == "Album Key" && book.note == "a note" && book.finished && book.userOrder == 42)
-        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true))
+        #expect(book.settings == BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true,
+                                                     compress: true))
         #expect(book.loudness == -21.5 && book.loudnessProblem == nil)
         #expect(book.positionFileId == file && book.positionOffset == 1234)
         #expect(book.lastPlayedAt == Date(timeIntervalSince1970: 1_700_000_000.125))

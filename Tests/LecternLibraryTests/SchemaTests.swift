@@ -50,7 +50,8 @@ struct SchemaTests {
                                                                                   "v10: listening history and undo",
                                                                                   "v11: loudness",
                                                                                   "v12: lyrics from tags",
-                                                                                  "v13: files' totals from an index"])
+                                                                                  "v13: files' totals from an index",
+                                                                                  "v14: a book's speech compressor"])
         #expect(try sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -120,7 +121,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["13"]) }
+        if let migrations = try sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["14"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

@@ -92,8 +92,8 @@ extension LibraryService {
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        for key in changes.keys where !["volume", "speed", "shuffle", "loop", "normalise"].contains(key) {
-                            throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop, normalise)")
+                        for key in changes.keys where !["volume", "speed", "shuffle", "loop", "normalise", "compress"].contains(key) {
+                            throw LibraryError.invalidArgument("unknown setting '\(key)' (volume, speed, shuffle, loop, normalise, compress)")
                         }
                         if let v = changes["volume"] { settings.volume = try Self.double(v, "volume") }
                         if let v = changes["speed"] { settings.speed = try Self.double(v, "speed") }
@@ -102,6 +102,10 @@ extension LibraryService {
                         if let v = changes["normalise"] {
                             guard let b = v.bool else { throw LibraryError.invalidArgument("normalise is a boolean") }
                             settings.normalise = b
+                        }
+                        if let v = changes["compress"] {
+                            guard let b = v.bool else { throw LibraryError.invalidArgument("compress is a boolean") }
+                            settings.compress = b
                         }
                     }
                     self.bookChanged(id)
