@@ -221,6 +221,8 @@ enum BenchCommand {
                                                                       work: work, boosted: kind.key == "lectern")
                             (result.pulseCPU, result.pulseServerCPU) = (measured.player, measured.server)
                             (result.pulseBoostedCPU, result.pulseBoostedServerCPU) = (measured.boosted?.player, measured.boosted?.server)
+                            (result.pulseCompressedCPU, result.pulseCompressedServerCPU) = (measured.compressed?.player,
+                                                                                            measured.compressed?.server)
                         } catch {
                             notes.append("\(kind.label): CPU into PulseAudio not measured: \(error)")
                         }

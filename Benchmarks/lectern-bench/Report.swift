@@ -129,6 +129,9 @@ struct Report {
         row("CPU playing into PulseAudio as above, then the book boosted (volume 2) and normalised (gain stage and "
             + "limiter at work), same process, % of one core (schedstat): player + sound server",
             cells { pulseCell($0.pulseBoostedCPU, $0.pulseBoostedServerCPU) }, "—", "—")
+        row("the same, right after, with the book's speech compressor on as well, same process, % of one core "
+            + "(schedstat): player + sound server",
+            cells { pulseCell($0.pulseCompressedCPU, $0.pulseCompressedServerCPU) }, "—", "—")
         row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
@@ -204,7 +207,9 @@ struct Report {
                         "openToPlayingMs": r.openToPlayingMs, "smapsRollup": rollup(r.playRollup)],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
             "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU),
-                                      "boostedCpu": cpu(r.pulseBoostedCPU), "boostedServerCpu": cpu(r.pulseBoostedServerCPU)],
+                                      "boostedCpu": cpu(r.pulseBoostedCPU), "boostedServerCpu": cpu(r.pulseBoostedServerCPU),
+                                      "compressedCpu": cpu(r.pulseCompressedCPU),
+                                      "compressedServerCpu": cpu(r.pulseCompressedServerCPU)],
             "roundTripsUs": ["pingBus": r.pingBus.json(unit: 1000), "pingPlayer": r.pingPlayer.json(unit: 1000),
                              "get": r.get.json(unit: 1000), "getAll": r.getAll.json(unit: 1000),
                              "echoGet": r.echoGet.json(unit: 1000),

@@ -52,6 +52,9 @@ struct PlayerResult {
     /// The same, in the same process right after, with the book at volume 2 and normalised (Lectern only).
     var pulseBoostedCPU: CPUWindow.Result?
     var pulseBoostedServerCPU: CPUWindow.Result?
+    /// The same again, right after, with the book's speech compressor on as well (Lectern only).
+    var pulseCompressedCPU: CPUWindow.Result?
+    var pulseCompressedServerCPU: CPUWindow.Result?
     var threads = 0
     var pingBus = Samples([]), pingPlayer = Samples([]), get = Samples([]), getAll = Samples([])
     /// Get answered by the minimal libdbus responder in the bench process: the two-hop floor.
@@ -343,10 +346,12 @@ func activateBook(in player: RunningPlayer, client: BusClient) throws {
 /// its own with its PulseAudio output, the file played, then the player's CPU and the server's over the same
 /// window. The server's share matters: a player that sends its audio as it is decoded (44.1 kHz mono here) leaves
 /// the conversion to the server, one that converts first does it itself. With `boosted`, Lectern's book is then
-/// boosted (volume 2) and normalised (its loudness measured first) while it plays, and a second window measured.
+/// boosted (volume 2) and normalised (its loudness measured first) while it plays, and a second window measured; then
+/// its speech compressor is turned on as well, and a third window measured.
 func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL, settings: Settings,
                             work: TemporaryDirectory, boosted: Bool = false) throws
-    -> (player: CPUWindow.Result, server: CPUWindow.Result, boosted: (player: CPUWindow.Result, server: CPUWindow.Result)?) {
+    -> (player: CPUWindow.Result, server: CPUWindow.Result, boosted: (player: CPUWindow.Result, server: CPUWindow.Result)?,
+        compressed: (player: CPUWindow.Result, server: CPUWindow.Result)?) {
     progress("\(kind.label): CPU while playing into PulseAudio, \(settings.cpuWindow)")
     let bus = try PrivateBus()
     defer { bus.stop() }
@@ -374,10 +379,14 @@ func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL,
         return (playerWindow.finish(), serverWindow.finish())
     }
     let plain = window()
-    guard boosted, kind.loading == .libraryBook else { return (plain.player, plain.server, nil) }
+    guard boosted, kind.loading == .libraryBook else { return (plain.player, plain.server, nil, nil) }
     try boostAndNormalise(in: player, client: client)
     sleepFor(settings.playSettle)
-    return (plain.player, plain.server, window())
+    let boostedWindow = window()
+    try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "SetBookSettings",
+                    [.int64(1), .vardict([("compress", .bool(true))])])
+    sleepFor(settings.playSettle)
+    return (plain.player, plain.server, boostedWindow, window())
 }
 
 /// Sets the bench's book (id 1) to volume 2 with normalisation on, and waits until its loudness is measured (the

@@ -51,8 +51,8 @@ public final class Playbin {
     /// The thread-safe handle to the same element (seeks, queries, state changes).
     public let control: PlaybinControl
 
-    /// The audio filter: scaletempo (rate changes keep the pitch), then Lectern's gain stage with its limiter
-    /// (lecterngain, gain.c), in passthrough at a gain of 1.
+    /// The audio filter: scaletempo (rate changes keep the pitch), then Lectern's gain stage with its speech
+    /// compressor and limiter (lecterngain, gain.c), in passthrough at a gain of 1 with the compressor off.
     static let audioFilter = "scaletempo ! lecterngain name=\(gainName)"
     private static let gainName = "lectern-gain"
 
@@ -221,6 +221,20 @@ public final class Playbin {
     public var gain: Double {
         get { lectern_gst_object_get_double(UnsafeMutableRawPointer(gainElement), "gain") }
         set { lectern_gst_object_set_double(UnsafeMutableRawPointer(gainElement), "gain", min(max(newValue, 0), 100)) }
+    }
+
+    /// The gain stage's speech compressor: nil (off, by default), or the level in dBFS it leaves unchanged (quieter
+    /// passages come up, louder ones down; -60 to 0).
+    public var compressor: Double? {
+        get {
+            let element = UnsafeMutableRawPointer(gainElement)
+            return lectern_gst_object_get_bool(element, "compress") ? lectern_gst_object_get_double(element, "compress-level") : nil
+        }
+        set {
+            let element = UnsafeMutableRawPointer(gainElement)
+            if let level = newValue { lectern_gst_object_set_double(element, "compress-level", min(max(level, -60), 0)) }
+            lectern_gst_object_set_bool(element, "compress", newValue != nil)
+        }
     }
 
     /// Linear volume (playbin "volume", soft-volume): 0 silent, 1 unity, up to 10.

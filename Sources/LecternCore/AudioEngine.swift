@@ -28,6 +28,8 @@ public protocol AudioEngine: AnyObject {
     func setVolume(_ volume: Double)
     /// A linear gain on top of the volume (a book's loudness normalisation); 1 leaves the sound as it is.
     func setGain(_ gain: Double)
+    /// The speech compressor: nil (off: the sound as it is), or the level in dBFS it leaves unchanged.
+    func setCompressor(_ level: Double?)
     /// Playback rate (1 = normal) with the pitch preserved.
     func setRate(_ rate: Double)
     /// The stream to continue with, without a gap, when the current one ends; nil to stop at its end.

@@ -29,6 +29,8 @@ public actor Player {
     var state = PlayerState()
     /// The loudness gain told to the engine (``PlaybackSettings/gain``).
     var loudnessGain = 1.0
+    /// The speech compressor told to the engine (``PlaybackSettings/compressor``).
+    var compressor: Double?
     /// The order the queue plays in (shuffled when `state.shuffle`), where the current item is in it, and the
     /// items that failed as the gapless next one.
     var order = PlayOrder()
@@ -176,6 +178,7 @@ public actor Player {
             engine.setRate(state.rate)
         }
         setGain(settings?.gain ?? 1)
+        setCompressor(settings?.compressor)
         if let name {
             state.queueID = name
         } else {
@@ -375,6 +378,14 @@ public actor Player {
         engine.setGain(gain)
     }
 
+    /// The speech compressor of what plays (``PlaybackSettings/compressor``): told to the engine when it changes.
+    public func setCompressor(_ level: Double?) {
+        let level = level.flatMap { $0.isFinite ? $0 : nil }
+        guard level != compressor else { return }
+        compressor = level
+        engine.setCompressor(level)
+    }
+
     public func setVolume(_ volume: Double) throws(PlayerError) {
         userCommand()
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
@@ -409,6 +420,7 @@ public actor Player {
         let rate = min(max(PlayerState.minimumRate, settings.rate), PlayerState.maximumRate)
         if volume != state.volume { state.volume = volume; setEngineVolume(volume) }
         setGain(settings.gain)
+        setCompressor(settings.compressor)
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
         if settings.skip != state.skip {

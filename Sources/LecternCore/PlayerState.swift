@@ -16,8 +16,8 @@ public enum LoopMode: Sendable, Equatable, CaseIterable {
     case queue
 }
 
-/// Volume, rate, shuffle, loop, loudness gain and the parts of files skipped together: a book's settings, applied in
-/// one step when it is opened.
+/// Volume, rate, shuffle, loop, loudness gain, compressor and the parts of files skipped together: a book's
+/// settings, applied in one step when it is opened.
 public struct PlaybackSettings: Sendable, Equatable {
     public var volume: Double
     public var rate: Double
@@ -27,14 +27,17 @@ public struct PlaybackSettings: Sendable, Equatable {
     public var gain: Double
     /// The intro and outro of every file not played.
     public var skip: SkipParts
+    /// The speech compressor: nil (off: the sound as it is), or the level in dBFS it leaves unchanged.
+    public var compressor: Double?
     public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1,
-                skip: SkipParts = SkipParts()) {
+                skip: SkipParts = SkipParts(), compressor: Double? = nil) {
         self.volume = volume
         self.rate = rate
         self.shuffle = shuffle
         self.loop = loop
         self.gain = gain
         self.skip = skip
+        self.compressor = compressor
     }
 }
 

@@ -38,8 +38,10 @@ public struct BookSettings: Codable, Sendable, Equatable {
     public var skipOutro: Double = 0
     /// The most seconds `skipIntro` and `skipOutro` may each be.
     public static let maximumSkip = 600.0
+    /// The speech compressor: quieter passages brought up and louder ones down, for uneven recordings.
+    public var compress = false
     public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false,
-                skipIntro: Double = 0, skipOutro: Double = 0) {
+                skipIntro: Double = 0, skipOutro: Double = 0, compress: Bool = false) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
@@ -47,6 +49,7 @@ public struct BookSettings: Codable, Sendable, Equatable {
         self.normalise = normalise
         self.skipIntro = skipIntro
         self.skipOutro = skipOutro
+        self.compress = compress
     }
 }
 
@@ -93,6 +96,8 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     /// Seconds not played at the start and at the end of every file (``BookSettings/skipIntro``).
     public var skipIntro: Double = 0
     public var skipOutro: Double = 0
+    /// Whether the speech compressor is on (``BookSettings/compress``).
+    public var compress = false
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -103,12 +108,13 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var settings: BookSettings {
         get {
             BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise,
-                         skipIntro: skipIntro, skipOutro: skipOutro)
+                         skipIntro: skipIntro, skipOutro: skipOutro, compress: compress)
         }
         set {
             volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop
             normalise = newValue.normalise
             skipIntro = newValue.skipIntro; skipOutro = newValue.skipOutro
+            compress = newValue.compress
         }
     }
 }
@@ -157,6 +163,7 @@ extension Book {
         loudnessProblem = try row.decode(forColumn: "loudnessProblem")
         skipIntro = try row.decode(forColumn: "skipIntro")
         skipOutro = try row.decode(forColumn: "skipOutro")
+        compress = try row.decode(forColumn: "compress")
     }
 }
 

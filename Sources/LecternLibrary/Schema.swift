@@ -412,6 +412,12 @@ enum Schema {
                 t.add(column: "skipOutro", .double).notNull().defaults(to: 0)
             }
         }
+        migrator.registerMigration("v15: a book's speech compressor") { db in
+            // The speech compressor, a book's setting (off by default).
+            try db.alter(table: "book") { t in
+                t.add(column: "compress", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 

@@ -17,6 +17,7 @@ struct Lectern: AsyncParsableCommand {
                       Seek.self, Position.self, Volume.self,
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self, LoudnessCommand.self,
                       SkipPartsCommand.self,
+                      CompressorCommand.self,
                       Say.self, PromptsCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self,
                       Undo.self, HistoryCommand.self, Stats.self])

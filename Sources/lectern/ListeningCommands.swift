@@ -3,7 +3,7 @@ import DBus
 import Foundation
 
 // `lectern skip`, `jump`, `chapter`, `speed`, `sleep`: listening to a book through org.lectern.Player1; `loudness`: a
-// book's normalisation, through org.lectern.Library1.
+// book's normalisation, and `compressor`: its speech compressor, through org.lectern.Library1.
 // Files and chapters are numbered from 1 here (the API counts from 0).
 
 extension Daemon {
@@ -151,7 +151,7 @@ struct SleepCommand: AsyncParsableCommand {
 
 struct LoudnessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "loudness",
-        abstract: "Show or set a book's loudness normalisation (to -18 LUFS; off by default), or measure its loudness again.",
+        abstract: "Show or set a book's loudness normalisation (to -18 LUFS, or lecternd's loudness-target; off by default), or measure its loudness again.",
         discussion: examples("lectern loudness", "lectern loudness on", "lectern loudness off", "lectern loudness measure",
                              "lectern loudness on --book Dune")
             + "\n\nTurning it on for a book never measured measures it first, in the background (`lectern loudness` shows "
@@ -193,7 +193,37 @@ struct LoudnessCommand: AsyncParsableCommand {
             measured = "not measured yet"
         }
         let gain = book["loudness_gain"]?.double ?? 0
+        let target = book["loudness_target"]?.double.map { String(format: " to %.0f LUFS", $0) } ?? ""
         return "normalisation \(normalise ? "on" : "off"): \(measured)"
-            + (normalise && gain != 0 ? String(format: ", %+.1f dB", gain) : "")
+            + (normalise && gain != 0 ? String(format: ", %+.1f dB", gain) + target : "")
+    }
+}
+
+struct CompressorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "compressor",
+        abstract: "Show or set a book's speech compressor (off by default): quiet passages brought up, loud ones down.",
+        discussion: examples("lectern compressor", "lectern compressor on", "lectern compressor off --book Dune")
+            + "\n\nFor uneven recordings: the level around the loudness target (-18 LUFS, or lecternd's loudness-target) "
+            + "stays, quieter speech comes up by up to 4 dB and louder speech goes down (3:1). Best with `lectern "
+            + "loudness on`, which brings the book to that level first. Off plays the book exactly as recorded.")
+    @OptionGroup var bus: BusOptions
+    @Option(help: "The book (its id, or words of its title); default: the current book.") var book: String?
+    @Argument(help: "on or off; without one, show whether it is on.") var action: String?
+
+    func validate() throws {
+        guard action.map(["on", "off"].contains) ?? true else {
+            throw ValidationError("compressor takes on or off; not \(action!)")
+        }
+    }
+
+    func run() async throws {
+        let daemon = try await Daemon.connect(bus)
+        let id = try await daemon.resolveBookOrCurrent(book)
+        if let action {
+            try await daemon.library("SetBookSettings", [.int64(id), .vardict(["compress": .boolean(action == "on")])])
+        } else {
+            let details = try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+            print("compressor \(details["compress"]?.bool == true ? "on" : "off")")
+        }
     }
 }

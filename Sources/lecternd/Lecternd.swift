@@ -70,6 +70,9 @@ struct Lecternd: ParsableCommand {
     @Option(help: "Log level: trace, debug, info (the default), notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(help: "The loudness, in LUFS from -30 to -10, books with normalisation on play at (default: -18); e.g. --loudness-target=-20.")
+    var loudnessTarget: Int?
+
     @Option(help: ArgumentHelp("The configuration file (default: $XDG_CONFIG_HOME/lectern/config.yaml).", valueName: "file"))
     var config: String?
 
@@ -100,7 +103,7 @@ struct Lecternd: ParsableCommand {
                                            (.promptVoice, promptVoice), (.logLevel, logLevel)]
         for case let (setting, text?) in texts { flags[setting] = .text(text) }
         let numbers: [(Setting, Int?)] = [(.resumeWindow, resumeWindow), (.skipStep, skipStep), (.rewindAfter, rewindAfter),
-                                          (.sleepFade, sleepFade)]
+                                          (.sleepFade, sleepFade), (.loudnessTarget, loudnessTarget)]
         for case let (setting, number?) in numbers { flags[setting] = .number(number) }
         if let unplugBookmark { flags[.unplugBookmark] = .on(unplugBookmark) }
         if let prompts { flags[.prompts] = .on(prompts) }

@@ -65,12 +65,16 @@ extension Integration {
             return book
         }
 
-        /// Activates `book`, playing, and waits until it has played to its end.
+        /// Activates `book`, playing, and waits until it has started and then played to its end (the status a book
+        /// played before ended with is no sign of this one's end).
         func playToEnd(_ book: Int64, _ d: DaemonFixture) async throws {
-            try await d.signals.barrier()
-            let mark = d.signals.mark
+            let mark = try await d.signals.barrier()
             try await d.lib("ActivateBook", [.int64(book), .boolean(true)])
-            let stopped = await d.signals.waitFor(since: mark, timeout: .seconds(20)) {
+            let playing = await d.signals.waitFor(since: mark, timeout: .seconds(20)) {
+                $0.playerChanges["PlaybackStatus"] == .string("Playing")
+            }
+            let started = try #require(playing, "the book did not start")
+            let stopped = await d.signals.waitFor(since: started.index + 1, timeout: .seconds(20)) {
                 $0.playerChanges["PlaybackStatus"] == .string("Stopped")
             }
             try #require(stopped != nil, "the book did not play to its end")

@@ -17,6 +17,7 @@ final class FakeEngine: AudioEngine, Sendable {
         case seek(Duration)
         case setVolume(Double)
         case setGain(Double)
+        case setCompressor(Double?)
         case setRate(Double)
         case setNext(URL?)
 
@@ -29,6 +30,7 @@ final class FakeEngine: AudioEngine, Sendable {
             case .seek(let position): return "seek(\(position))"
             case .setVolume(let volume): return "setVolume(\(volume))"
             case .setGain(let gain): return "setGain(\(gain))"
+            case .setCompressor(let level): return "setCompressor(\(level.map { "\($0)" } ?? "off"))"
             case .setRate(let rate): return "setRate(\(rate))"
             case .setNext(let url): return "setNext(\(url?.lastPathComponent ?? "nil"))"
             }
@@ -110,6 +112,10 @@ final class FakeEngine: AudioEngine, Sendable {
 
     func setGain(_ gain: Double) {
         state.withLock { $0.calls.append(.setGain(gain)) }
+    }
+
+    func setCompressor(_ level: Double?) {
+        state.withLock { $0.calls.append(.setCompressor(level)) }
     }
 
     func setRate(_ rate: Double) {

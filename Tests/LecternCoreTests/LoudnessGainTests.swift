@@ -27,4 +27,25 @@ import Testing
             #expect(await h.player.snapshot.volume == 1, "the volume is the listener's, not the gain")
         }
     }
+
+    @Test func theCompressorGoesWithTheBook() async throws {
+        try await withHarness { h in
+            func compressors() -> [Double?] {
+                h.engine.calls.compactMap { call -> Double?? in
+                    if case .setCompressor(let level) = call { return .some(level) } else { return nil }
+                }
+            }
+            // Off: the engine is not told anything.
+            await h.player.open(makeItems(2), settings: PlaybackSettings(volume: 1.5))
+            #expect(compressors().isEmpty)
+            // On with the book; the level follows a new target; settings applied again keep it; files opened
+            // without settings play without it.
+            await h.player.open(makeItems(2), settings: PlaybackSettings(compressor: -18))
+            await h.player.setCompressor(-23)
+            try await h.player.apply(PlaybackSettings(volume: 1, compressor: -23))
+            await h.player.open(makeItems(1))
+            await h.player.setCompressor(.nan)
+            #expect(compressors() == [-18, -23, nil])
+        }
+    }
 }

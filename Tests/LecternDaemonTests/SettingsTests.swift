@@ -52,6 +52,7 @@ import TestSupport
         #expect(settings.options.titleTemplate == TitleTemplate("{chapter}"))
         #expect(settings.options.listening.smartRewind == SmartRewind())
         #expect(settings.logLevel == .info)
+        #expect(settings.options.loudnessTarget == -18)
         #expect(settings.libraryFolders.isEmpty)
         #expect(settings.entries[.audioSink]?.value == "autoaudiosink")
     }
@@ -76,6 +77,7 @@ import TestSupport
             sleep-fade: 3
             title-template: "{chapter} · {book}"
             log-level: debug
+            loudness-target: -23
             """)
         let settings = try await load(file)
         let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
@@ -96,6 +98,7 @@ import TestSupport
         #expect(settings.options.listening.sleepFade == .seconds(3))
         #expect(settings.options.titleTemplate == TitleTemplate("{chapter} · {book}"))
         #expect(settings.logLevel == .debug)
+        #expect(settings.options.loudnessTarget == -23)
         #expect(Setting.allCases.allSatisfy { settings.entries[$0]?.source == .file(file.path) },
                 "\(settings.entries.filter { $0.value.source != .file(file.path) })")
     }
@@ -146,6 +149,9 @@ import TestSupport
         ("sleep-fade: ten", "sleep-fade", "\"ten\"", "from 0 to 600"),
         ("title-template: [a, b]", "title-template", "a list", "{chapter}, {book}"),
         ("log-level: verbose", "log-level", "\"verbose\"", "trace, debug, info, notice, warning, error, critical"),
+        ("loudness-target: -31", "loudness-target", "-31", "a whole number of LUFS from -30 to -10"),
+        ("loudness-target: 0", "loudness-target", "0", "a whole number of LUFS from -30 to -10"),
+        ("loudness-target: -18.5", "loudness-target", "\"-18.5\"", "a whole number of LUFS from -30 to -10"),
     ])
     func aBadValueNamesTheFileTheKeyAndWhatItAllows(_ line: String, key: String, value: String, allowed: String) async throws {
         let file = try ConfigFile(line + "\n")
@@ -179,6 +185,17 @@ import TestSupport
         await #expect(throws: ConfigurationError("--skip-step: 0 is not allowed; skip-step is a whole number of seconds from 1 to 600",
                                                  isFlag: true)) {
             _ = try await load(file, flags: [.skipStep: .number(0)])
+        }
+    }
+
+    @Test func theLoudnessTargetComesFromAFlagOrTheEnvironmentToo() async throws {
+        let file = try ConfigFile("loudness-target: -23\n")
+        #expect(try await load(file, environment: ["LECTERN_LOUDNESS_TARGET": "-20"]).options.loudnessTarget == -20)
+        let flagged = try await load(file, flags: [.loudnessTarget: .number(-16)], environment: ["LECTERN_LOUDNESS_TARGET": "-20"])
+        #expect(flagged.options.loudnessTarget == -16 && flagged.entries[.loudnessTarget] == .init(value: "-16", source: .flag))
+        await #expect(throws: ConfigurationError(
+            "the environment variable LECTERN_LOUDNESS_TARGET: -9 is not allowed; loudness-target is \(Setting.loudnessTarget.allowed)")) {
+            _ = try await load(file, environment: ["LECTERN_LOUDNESS_TARGET": "-9"])
         }
     }
 

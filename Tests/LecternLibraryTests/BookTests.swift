@@ -88,7 +88,7 @@ struct BookTests {
                                               cover: "/every/cover.jpg"), into: shelf)
         let file = try library.fileIds(of: id)[1]
         let settings = BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true, skipIntro: 12.5,
-                                    skipOutro: 8)
+                                    skipOutro: 8, compress: true)
         try library.setSettings(of: id, settings)
         try library.setLoudness(of: id, .success(-21.5))
         try library.setNote(of: id, "a note")
@@ -100,7 +100,7 @@ struct BookTests {
         // The table's columns: one added must be read by Book(row:) and checked here (progress, kept by triggers for
         // the listings' order, is not a Book's).
         let columns = try #require(try await sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
-        #expect(columns == ["addedAt", "albumKey", "author", "coverPath", "finished", "id", "lastPlayedAt", "loop",
+        #expect(columns == ["addedAt", "albumKey", "author", "compress", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
                             "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "skipIntro", "skipOutro",
                             "sourcePath", "speed", "title", "userOrder", "volume"])

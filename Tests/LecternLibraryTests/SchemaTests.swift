@@ -51,7 +51,8 @@ struct SchemaTests {
                                                                                   "v11: loudness",
                                                                                   "v12: lyrics from tags",
                                                                                   "v13: files' totals from an index",
-                                                                                  "v14: skipped intros and outros"])
+                                                                                  "v14: skipped intros and outros",
+                                                                                  "v15: a book's speech compressor"])
         #expect(try await sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -121,7 +122,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["14"]) }
+        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["15"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

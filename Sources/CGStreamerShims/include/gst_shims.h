@@ -90,9 +90,11 @@ long lectern_mp3_ffmpeg_gapless_tag(const uint8_t *data, size_t size);
 // `added_ns` (may be NULL) gets the last change's lengthening in nanoseconds.
 long lectern_mp4_extend_priming_edits(uint8_t *data, size_t size, uint64_t *added_ns);
 
-// lecterngain (gain.c): a gain with a peak limiter at -1 dBFS behind it, in passthrough at a gain of 1; the formats of
-// scaletempo (F32LE, F64LE, S16LE). Property "gain" (double, 0 to 100, default 1). Registers the element in this
-// process (once, after gst_init); false if it could not be.
+// lecterngain (gain.c): a gain and an optional speech compressor with a peak limiter at -1 dBFS behind them, in
+// passthrough at a gain of 1 with the compressor off; the formats of scaletempo (F32LE, F64LE, S16LE). Properties
+// "gain" (double, 0 to 100, default 1), "compress" (boolean, default false), "compress-level" (double, dBFS, the level
+// the compressor leaves unchanged, -60 to 0, default -18). Registers the element in this process (once, after
+// gst_init); false if it could not be.
 bool lectern_gst_register_gain(void);
 
 // The integrated loudness (EBU R128, gated; LUFS) and the sample peak (linear) of the files `uris` decoded one after

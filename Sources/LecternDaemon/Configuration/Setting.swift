@@ -22,6 +22,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     case promptLanguage = "prompt-language"
     case promptVoice = "prompt-voice"
     case logLevel = "log-level"
+    case loudnessTarget = "loudness-target"
 
     /// lecternd's flag: `--library-folder` is given once per folder.
     public var flag: String { self == .libraryFolders ? "--library-folder" : "--" + rawValue }
@@ -46,6 +47,9 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
         case .promptLanguage: return "an espeak-ng voice name: letters, digits and dashes, e.g. en, en-us, de, fr"
         case .promptVoice: return "an espeak-ng variant (letters and digits, e.g. f3, m2, klatt), or \"\" for the language's own"
         case .logLevel: return Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+        case .loudnessTarget:
+            return "a whole number of LUFS from \(Settings.loudnessTargets.lowerBound) to \(Settings.loudnessTargets.upperBound), "
+                + "the loudness normalised books play at, e.g. -18 (spoken word), -23 (EBU R128), -16 (louder)"
         }
     }
 

@@ -36,6 +36,9 @@ public struct Settings: Sendable {
     private let flags: [Setting: FlagValue]
     private let environment: [String: String]
 
+    /// The loudness targets `loudness-target` allows, LUFS.
+    public static let loudnessTargets = -30...(-10)
+
     /// `$XDG_CONFIG_HOME/lectern/config.yaml`.
     public static var defaultFile: String { XDG.configHome.appendingPathComponent("lectern/config.yaml").path }
 
@@ -134,6 +137,8 @@ public struct Settings: Sendable {
         let variant = try word(.promptVoice, reading, allowing: "", default: defaults.promptVoice.variant ?? "")
         options.promptVoice.variant = variant.isEmpty ? nil : variant
         logLevel = try choice(.logLevel, reading, default: .info)
+        options.loudnessTarget = Double(try number(.loudnessTarget, reading, in: Self.loudnessTargets,
+                                                   default: Int(defaults.loudnessTarget)))
     }
 
     /// Whether `text` can be (part of) an espeak-ng voice name: at most 40 ASCII letters, digits and `extra`.
@@ -163,10 +168,14 @@ public struct Settings: Sendable {
 
     private mutating func seconds(_ setting: Setting, _ reading: Reading, in range: ClosedRange<Int>,
                                   default value: Duration) throws(ConfigurationError) -> Int {
+        try number(setting, reading, in: range, default: Int(value.components.seconds))
+    }
+
+    private mutating func number(_ setting: Setting, _ reading: Reading, in range: ClosedRange<Int>,
+                                 default value: Int) throws(ConfigurationError) -> Int {
         guard let found = try reading.value(setting, { $0.int(forKey: $1) }) else {
-            let seconds = Int(value.components.seconds)
-            note(setting, String(seconds), nil)
-            return seconds
+            note(setting, String(value), nil)
+            return value
         }
         guard range.contains(found.value) else { throw .invalid(setting, String(found.value), from: found.source) }
         note(setting, String(found.value), found.source)

@@ -34,6 +34,8 @@ public struct DaemonOptions: Sendable {
     /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
     public var prompts = false
     public var promptVoice = SpeechVoice()
+    /// The loudness, LUFS, normalisation brings books to (``LoudnessMeter/defaultTarget`` unless set).
+    public var loudnessTarget = LoudnessMeter.defaultTarget
     /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
     /// lecternd itself; nil = read them in the daemon's own process.
     public var mediaReader: String?
@@ -199,6 +201,7 @@ public enum Daemon {
                 await session.addAutomaticBookmark(.unplug, title: "Output unplugged")
             }
         }
+        LoudnessMeter.target.withLock { $0 = options.loudnessTarget }
         // Loudness is measured by a media reader of its own: a long measurement never holds up opening a file.
         let meter = LoudnessMeter(library: library, writer: writer, reader: MediaReader(program: options.mediaReader, logger: logger),
                                   logger: logger) { book in
@@ -235,6 +238,10 @@ public enum Daemon {
             if changed.contains(.libraryFolders) { await libraryFolders.watch(settings.libraryFolders) }
             if changed.contains(.prompts) { await prompts.setEnabled(options.prompts, prompter: prompter) }
             if !changed.isDisjoint(with: [.promptLanguage, .promptVoice]) { await prompts.setVoice(options.promptVoice, prompter: prompter) }
+            if changed.contains(.loudnessTarget) {
+                LoudnessMeter.target.withLock { $0 = options.loudnessTarget }
+                await session.loudnessTargetChanged()
+            }
         }
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.

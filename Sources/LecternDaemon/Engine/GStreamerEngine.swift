@@ -83,6 +83,7 @@ final class GStreamerEngine: AudioEngine {
     func seek(to position: Duration) { core.apply { machine, _ in machine.seek(to: position) } }
     func setVolume(_ volume: Double) { core.apply { machine, _ in machine.setVolume(volume) } }
     func setGain(_ gain: Double) { core.apply { machine, _ in machine.setGain(gain) } }
+    func setCompressor(_ level: Double?) { core.apply { machine, _ in machine.setCompressor(level) } }
     func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
     func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
     var position: Duration? { core.position }
@@ -236,7 +237,8 @@ private final class EngineCore: PipelineHost {
             shared.control = nil
             shared.generation += 1
             shared.worker = PipelineWorker(generation: shared.generation, audioSink: audioSink,
-                                           level: .init(volume: shared.machine.volume, gain: shared.machine.gain),
+                                           level: .init(volume: shared.machine.volume, gain: shared.machine.gain,
+                                                         compressor: shared.machine.compressor),
                                            next: shared.machine.nextURL, host: self)
             logger.error("GStreamer stopped responding; its pipeline is given up and replaced",
                          metadata: ["reason": "\(inFlight.what) hung", "given up": "\(shared.abandoned.count)"])

@@ -115,16 +115,17 @@ final class PipelineWorker: @unchecked Sendable {
         case .setNext(let url):
             playbin.nextURI = url?.absoluteString
             return true
-        case .setLevel(let volume, let gain):
-            Self.set(Level(volume: volume, gain: gain), on: playbin)
+        case .setLevel(let volume, let gain, let compressor):
+            Self.set(Level(volume: volume, gain: gain, compressor: compressor), on: playbin)
             return true
         }
     }
 
-    /// The player's volume and loudness gain.
+    /// The player's volume, loudness gain and speech compressor (the level it leaves unchanged; nil: off).
     struct Level {
         var volume = 1.0
         var gain = 1.0
+        var compressor: Double?
     }
 
     /// Up to 1, the volume is the playbin's own (the sound server's stream volume behind a pulsesink), so that at
@@ -133,6 +134,7 @@ final class PipelineWorker: @unchecked Sendable {
     private static func set(_ level: Level, on playbin: Playbin) {
         playbin.volume = min(level.volume, 1)
         playbin.gain = max(level.volume, 1) * level.gain
+        playbin.compressor = level.compressor
     }
 
     /// Runs a call that may block, with the host's watchdog on it; false when the playbin was given up meanwhile.

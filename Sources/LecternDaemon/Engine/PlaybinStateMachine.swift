@@ -42,7 +42,7 @@ struct PlaybinStateMachine {
         case seek(Duration, rate: Double, purpose: SeekPurpose)
         case setNext(URL?)
         /// The player's volume and loudness gain, as the playbin's volume (up to 1) and its gain stage (the rest).
-        case setLevel(volume: Double, gain: Double)
+        case setLevel(volume: Double, gain: Double, compressor: Double?)
     }
 
     enum SeekPurpose: Equatable, Sendable {
@@ -63,9 +63,11 @@ struct PlaybinStateMachine {
     private(set) var startPosition = Duration.zero
     /// The rate the player asked for; a new stream starts at 1, so it is applied again after load and advance.
     private(set) var rate = 1.0
-    /// The last volume, loudness gain and next URL the player set, for a playbin built to replace a hung one.
+    /// The last volume, loudness gain, compressor and next URL the player set, for a playbin built to replace a hung
+    /// one.
     private(set) var volume = 1.0
     private(set) var gain = 1.0
+    private(set) var compressor: Double?
     private(set) var nextURL: URL?
     /// Whether the player asked for playback (applied when the load completes).
     private var wantsPlaying = false
@@ -157,12 +159,17 @@ struct PlaybinStateMachine {
 
     mutating func setVolume(_ volume: Double) -> Effects {
         self.volume = volume
-        return Effects(calls: [.setLevel(volume: volume, gain: gain)])
+        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
     }
 
     mutating func setGain(_ gain: Double) -> Effects {
         self.gain = gain
-        return Effects(calls: [.setLevel(volume: volume, gain: gain)])
+        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
+    }
+
+    mutating func setCompressor(_ level: Double?) -> Effects {
+        compressor = level
+        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
     }
 
     /// The position in the current stream: the start position while loading, a seek's target until it lands.

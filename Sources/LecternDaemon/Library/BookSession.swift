@@ -37,8 +37,8 @@ actor BookSession {
     }
 
     private(set) var book: Book?
-    /// The loudness normalisation brings books to (LUFS).
-    private let loudnessTarget = LoudnessMeter.defaultTarget
+    /// The loudness normalisation brings books to (LUFS), and the level the speech compressor leaves unchanged.
+    private var loudnessTarget: Double { LoudnessMeter.target.withLock { $0 } }
     /// The current book's files in the queue, by id (each of the player's items carries its file's id).
     private var files: [Int64: BookFile] = [:]
     /// The settings in the last state of this book's queue the player published.
@@ -256,11 +256,25 @@ actor BookSession {
         await player.setLoudnessGain(book.loudnessGain(target: loudnessTarget))
     }
 
-    /// `book`'s settings in the player's words, with the gain of its loudness normalisation.
+    /// The loudness target changed (a reload): the current book's gain and compressor follow at once.
+    func loudnessTargetChanged() async {
+        guard let book, let id = book.id else { return }
+        await player.setLoudnessGain(book.loudnessGain(target: loudnessTarget))
+        await player.setCompressor(compressor(book))
+        announce(.bookChanged(id))
+    }
+
+    /// `book`'s settings in the player's words, with the gain of its loudness normalisation and its compressor.
     private func playbackSettings(_ book: Book) -> PlaybackSettings {
         PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle, loop: LoopMode(book.loop),
                          gain: book.loudnessGain(target: loudnessTarget),
-                         skip: SkipParts(intro: .seconds(book.skipIntro), outro: .seconds(book.skipOutro)))
+                         skip: SkipParts(intro: .seconds(book.skipIntro), outro: .seconds(book.skipOutro)),
+                         compressor: compressor(book))
+    }
+
+    /// The level `book`'s speech compressor leaves unchanged (the loudness target, as dBFS); nil when it is off.
+    private func compressor(_ book: Book) -> Double? {
+        book.compress ? loudnessTarget : nil
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -443,7 +457,7 @@ actor BookSession {
         guard let bookId = book?.id else { return }
         let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop),
                                     normalise: book?.normalise ?? false, skipIntro: book?.skipIntro ?? 0,
-                                    skipOutro: book?.skipOutro ?? 0)
+                                    skipOutro: book?.skipOutro ?? 0, compress: book?.compress ?? false)
         defer { lastSettings = settings }
         guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {

@@ -92,7 +92,7 @@ extension LibraryService {
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        let known = ["volume", "speed", "shuffle", "loop", "normalise", "skip_intro", "skip_outro"]
+                        let known = ["volume", "speed", "shuffle", "loop", "normalise", "skip_intro", "skip_outro", "compress"]
                         for key in changes.keys where !known.contains(key) {
                             throw LibraryError.invalidArgument("unknown setting '\(key)' (\(known.joined(separator: ", ")))")
                         }
@@ -106,6 +106,10 @@ extension LibraryService {
                         }
                         if let v = changes["skip_intro"] { settings.skipIntro = try Self.double(v, "skip_intro") }
                         if let v = changes["skip_outro"] { settings.skipOutro = try Self.double(v, "skip_outro") }
+                        if let v = changes["compress"] {
+                            guard let b = v.bool else { throw LibraryError.invalidArgument("compress is a boolean") }
+                            settings.compress = b
+                        }
                     }
                     self.bookChanged(id)
                     return []

@@ -71,14 +71,16 @@ extension LibraryService {
         // In the keys' order (the optional ones where they go).
         var entries: [(key: String, value: DBusValue)] = [
             ("added", time(book.addedAt)), ("author", .string(book.author ?? "")),
-            ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
+            ("compress", .boolean(book.compress)), ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
             ("files", .uint32(UInt32(clamping: files))), ("finished", .boolean(book.finished)),
             ("id", .int64(book.id ?? 0)), ("last_played", time(book.lastPlayedAt)),
             ("loop", .string(spelling(of: book.loop))),
         ]
         if let loudness = book.loudness { entries.append(("loudness", .double(loudness))) }
-        entries.append(("loudness_gain", .double(20 * log10(book.loudnessGain(target: LoudnessMeter.defaultTarget)))))
+        let target = LoudnessMeter.target.withLock { $0 }
+        entries.append(("loudness_gain", .double(20 * log10(book.loudnessGain(target: target)))))
         if let problem = book.loudnessProblem { entries.append(("loudness_problem", .string(problem))) }
+        entries.append(("loudness_target", .double(target)))
         entries += [
             ("missing", .uint32(UInt32(clamping: missing))),
             ("modified", time(book.modifiedAt)), ("narrator", .string(book.narrator ?? "")),

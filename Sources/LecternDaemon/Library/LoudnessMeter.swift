@@ -16,7 +16,10 @@ import Synchronization
 final class LoudnessMeter: Sendable {
     /// The target of normalisation, LUFS: the level of spoken-word programmes (podcasts, audiobook platforms ask for
     /// -18 to -20), quiet enough for the limiter to leave a normalised book's peaks alone.
-    static let defaultTarget = -18.0
+    public static let defaultTarget = -18.0
+    /// The target in effect (the setting `loudness-target`), for every book's gain: one per daemon process, set at
+    /// start and on a reload.
+    static let target = Mutex(defaultTarget)
     /// The longest a book's measurement may take: a minute, and a minute for every 10 minutes of sound (decoding is
     /// 100 to 1,000 times faster than real time).
     static func timeout(forDuration duration: Duration) -> Duration {
