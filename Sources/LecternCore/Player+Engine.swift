@@ -22,10 +22,15 @@ extension Player {
             setCurrentDuration(duration)
             publish()
         case .advanced(let url):
-            guard let target = pendingNext, state.queue[order[target]].url == url else {
+            // The next one told, else one told before and changed since (the engine had taken it already): the
+            // engine plays it, and the player follows.
+            let told = pendingNext.flatMap { state.queue[order[$0]].url == url ? $0 : nil }
+                ?? offeredNext.sorted().first { state.queue[$0].url == url }.flatMap { order.position(of: $0) }
+            guard let target = told else {
                 logger.warning("engine advanced to an unexpected stream", metadata: ["url": "\(url)"])
                 return
             }
+            offeredNext = []
             let restarted = target == order.position
             order.position = target
             state.currentIndex = order[target]

@@ -60,6 +60,7 @@ extension Player {
         state.lastError = nil
         engineLoad = .loading(since: now(), retried: false)
         corkRequested = false  // a new stream: the server asks it again if the other sound still plays
+        offeredNext = []
         engine.load(state.queue[order[target]].url, at: position)
         view.set(PositionClock(anchor: position))
         updateNext()
@@ -192,6 +193,7 @@ extension Player {
         case .none: next = nextOrderPosition(wrapping: false, skippingFailed: true)
         }
         pendingNext = next
+        if let next { offeredNext.insert(order[next]) }
         engine.setNext(next.map { state.queue[order[$0]].url })
     }
 }

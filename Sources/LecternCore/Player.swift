@@ -36,6 +36,9 @@ public actor Player {
     var order = PlayOrder()
     /// The order position the engine will continue with gaplessly, as last told with `setNext`.
     var pendingNext: Int?
+    /// The queue items told to the engine as the next one while the current one plays: the engine may have taken one
+    /// (in "about-to-finish") before a later `setNext` changed or withdrew it, and then plays it.
+    var offeredNext: Set<Int> = []
     /// Where the engine is with the current item.
     var engineLoad = EngineLoad.idle
     /// Files that failed one after the other: the rest of the queue is tried, each file once.

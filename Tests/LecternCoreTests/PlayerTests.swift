@@ -694,6 +694,24 @@ import Testing
         }
     }
 
+    /// The engine takes the next file a moment before the end ("about-to-finish"); a change of the next one after
+    /// that (here loop chapter) comes too late, and the engine plays the file it took: the player follows it.
+    @Test func aNextFileTakenBeforeItWasChangedIsFollowed() async {
+        await withHarness { h in
+            await h.player.open(makeItems(3))
+            await h.ready(.seconds(100))
+            #expect(h.engine.nextURL == fileURL(1))
+            await h.player.setLoop(.chapter)
+            #expect(h.engine.nextURL == fileURL(0))
+            h.reset()
+
+            await h.send(.advanced(fileURL(1)))
+            #expect(await h.player.snapshot.currentIndex == 1)
+            #expect(h.log.lastState?.currentIndex == 1)
+            #expect(h.engine.nextURL == fileURL(1), "loop chapter: the file it now plays, again")
+        }
+    }
+
     /// Run from every start index: a shuffle that moved the current item would pass by luck 1 time in 6.
     @Test(arguments: 0..<6)
     func shuffleKeepsTheCurrentItemAndPlaysEachItemOnce(start: Int) async {
