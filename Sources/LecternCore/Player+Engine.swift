@@ -35,6 +35,7 @@ extension Player {
             order.position = target
             state.currentIndex = order[target]
             state.currentChapter = firstChapter(ofItem: order[target])
+            playsOutro = false  // a file from its start
             state.lastError = nil
             view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
             updateNext()
