@@ -31,7 +31,7 @@ private final class Harness: Sendable {
     let client: BusConnection
     let object: ExportedObject
     let log = Recorder()
-    /// What `Hold` waits for.
+    /// What `Hold` and `HeldList` wait for.
     let gate = Gate()
     let serving: Task<Void, Never>
     static let path = "/org/example/Thing"
@@ -75,6 +75,16 @@ private final class Harness: Sendable {
                         try await Task.sleep(for: .milliseconds(Int(ms)))
                         log.append("done \(tag)")
                         if tag == "fail" { throw BusError(name: "org.example.Error.Nope", message: "nope, later") }
+                        return [.string(tag)]
+                    }
+                },
+                // Deferred, its reply held until the test opens the gate: "still running" with no clock involved.
+                Method.deferred("HeldList", in: [("tag", .string)], out: [("tag", .string)]) { call in
+                    let tag: String = try call.argument(0)
+                    log.append("start \(tag)")
+                    return {
+                        try await gate.wait()
+                        log.append("done \(tag)")
                         return [.string(tag)]
                     }
                 },
@@ -369,7 +379,7 @@ extension RawClient {
         let h = try await Harness()
         let other = try BusConnection(address: h.bus.address)
         defer { other.close() }
-        let slow = Task { try await h.call("SlowList", [.string("slow"), .uint32(1_000)]) }
+        let slow = Task { try await h.call("HeldList", [.string("slow")]) }
         // The deferred call is running (not merely sent: under load the task may not have run yet).
         _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
         _ = try await other.call(h.server.uniqueName, path: Harness.path, interface: Harness.interface, member: "Record",
@@ -377,8 +387,9 @@ extension RawClient {
         let got = try await other.call(h.server.uniqueName, path: Harness.path, interface: "org.freedesktop.DBus.Properties",
                                        member: "Get", [.string(Harness.interface), .string("Name")])
         #expect(got.first?.unwrapped == .string("thing"))
-        // Handled and answered while the deferred call was still running.
+        // Handled and answered while the deferred call was still running (held until the gate opens).
         #expect(h.log.entries == ["start slow", "other"])
+        h.gate.open()
         #expect(try await slow.value == [.string("slow")])
         #expect(h.log.entries == ["start slow", "other", "done slow"])
     }
@@ -426,11 +437,12 @@ extension RawClient {
         // With nothing of its own pending, a Get is answered while another sender's call runs.
         let other = try BusConnection(address: h.bus.address)
         defer { other.close() }
-        let slowAgain = Task { try await h.call("SlowList", [.string("again"), .uint32(1_000)]) }
+        let slowAgain = Task { try await h.call("HeldList", [.string("again")]) }
         _ = try await poll({ h.log.entries }, until: { $0.contains("start again") })
         _ = try await other.call(h.server.uniqueName, path: Harness.path, interface: "org.freedesktop.DBus.Properties",
                                  member: "Get", [.string(Harness.interface), .string("Name")])
         #expect(!h.log.entries.contains("done again"))
+        h.gate.open()
         _ = try await slowAgain.value
     }
 
