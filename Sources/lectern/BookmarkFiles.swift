@@ -49,7 +49,7 @@ struct BookmarkSet {
 extension Daemon {
     /// A book's bookmarks, with its files' names and durations (µs), for an export.
     func bookmarkSet(of book: Int64) async throws -> (set: BookmarkSet, durations: [Int64]) {
-        let details = try await library("GetBook", [.int64(book)]).first?.stringKeyedDictionary ?? [:]
+        let details = try await bookDetails(book)
         let files = (details["file_list"]?.elements ?? []).compactMap(\.stringKeyedDictionary)
         let ids = files.map { $0["id"]?.int64 ?? -1 }
         var set = BookmarkSet(title: details["title"]?.string ?? "", author: details["author"]?.string.flatMap { $0.isEmpty ? nil : $0 },

@@ -37,7 +37,7 @@ struct Undo: AsyncParsableCommand {
     static func describe(_ place: [String: DBusValue], _ daemon: Daemon) async throws -> String {
         let kind = place["kind"]?.string ?? ""
         let book = place["book"]?.int64 ?? 0
-        let details = try await daemon.library("GetBook", [.int64(book)]).first?.stringKeyedDictionary ?? [:]
+        let details = try await daemon.bookDetails(book)
         let files = details["file_list"]?.elements?.compactMap(\.stringKeyedDictionary) ?? []
         let number = files.firstIndex { $0["id"]?.int64 == place["file"]?.int64 }.map { "file \($0 + 1)" } ?? "a file"
         let title = kind == "book" ? "“\(details["title"]?.string ?? "?")”, " : ""

@@ -92,7 +92,7 @@ struct Import: AsyncParsableCommand {
                 }
                 let ids = signal.arguments[1].elements?.compactMap(\.int64) ?? []
                 var books: [[String: DBusValue]] = []
-                for id in ids { books.append(try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]) }
+                for id in ids { books.append(try await daemon.bookDetails(id)) }
                 return (books, skipped)
             }
         }
@@ -212,7 +212,7 @@ struct BookCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let daemon = try await Daemon.connect(bus)
-            let details = try await daemon.library("GetBook", [.int64(try await daemon.resolveBook(book))]).first?.stringKeyedDictionary ?? [:]
+            let details = try await daemon.bookDetails(try await daemon.resolveBook(book))
             if json { print(JSON.encode(JSON.book(details))); return }
             print(Format.bookLine(details))
             for file in details["file_list"]?.elements ?? [] {
@@ -480,6 +480,16 @@ extension Daemon {
                            matches.prefix(5).map { "[\($0["id"]?.int64 ?? 0)] \($0["title"]?.string ?? "")" }.joined(separator: ", "))
         }
         return matches[0]["id"]?.int64 ?? 0
+    }
+
+    /// Book `id` as GetBook gives it: its keys and values.
+    func bookDetails(_ id: Int64) async throws -> [String: DBusValue] {
+        try await library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+    }
+
+    /// Changes some of book `id`'s settings (SetBookSettings' keys).
+    func setBookSettings(_ id: Int64, _ changes: [String: DBusValue]) async throws {
+        try await library("SetBookSettings", [.int64(id), .vardict(changes)])
     }
 
     func resolveBookOrCurrent(_ text: String?) async throws -> Int64 {

@@ -172,11 +172,11 @@ struct LoudnessCommand: AsyncParsableCommand {
         let id = try await daemon.resolveBookOrCurrent(book)
         switch action {
         case "on"?, "off"?:
-            try await daemon.library("SetBookSettings", [.int64(id), .vardict(["normalise": .boolean(action == "on")])])
+            try await daemon.setBookSettings(id, ["normalise": .boolean(action == "on")])
         case "measure"?:
             try await daemon.library("MeasureLoudness", [.int64(id)])
         default:
-            let details = try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+            let details = try await daemon.bookDetails(id)
             print(Self.describe(details))
         }
     }
@@ -220,9 +220,9 @@ struct CompressorCommand: AsyncParsableCommand {
         let daemon = try await Daemon.connect(bus)
         let id = try await daemon.resolveBookOrCurrent(book)
         if let action {
-            try await daemon.library("SetBookSettings", [.int64(id), .vardict(["compress": .boolean(action == "on")])])
+            try await daemon.setBookSettings(id, ["compress": .boolean(action == "on")])
         } else {
-            let details = try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+            let details = try await daemon.bookDetails(id)
             print("compressor \(details["compress"]?.bool == true ? "on" : "off")")
         }
     }

@@ -36,10 +36,10 @@ struct SkipPartsCommand: AsyncParsableCommand {
         if let intro { changes["skip_intro"] = .double(intro) }
         if let outro { changes["skip_outro"] = .double(outro) }
         if !changes.isEmpty {
-            try await daemon.library("SetBookSettings", [.int64(id), .vardict(changes)])
+            try await daemon.setBookSettings(id, changes)
             return
         }
-        let details = try await daemon.library("GetBook", [.int64(id)]).first?.stringKeyedDictionary ?? [:]
+        let details = try await daemon.bookDetails(id)
         print(Self.describe(details))
     }
 
