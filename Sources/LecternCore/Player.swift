@@ -106,6 +106,8 @@ public actor Player {
     /// a busy machine). One timer for both: each wake-up of a timer costs a few threads' wake-ups
     /// (docs/decisions/cpu-while-playing.md).
     public static let tickInterval: Duration = .milliseconds(500)
+    /// How late a tick may come, for the clock to group wake-ups.
+    public static let tickTolerance: Duration = .milliseconds(50)
 
     /// Handles engine events and, while playing, re-anchors the position clock, runs the watchdogs and tells
     /// the observers where it is every ``tickInterval`` (``tick()``), until cancelled. Not playing, nothing wakes:
@@ -126,7 +128,7 @@ public actor Player {
                         if await playingAgain.next() == nil { return }  // cancelled
                         continue
                     }
-                    do { try await clock.sleep(for: Self.tickInterval, tolerance: .milliseconds(50)) } catch { return }
+                    do { try await clock.sleep(for: Self.tickInterval, tolerance: Self.tickTolerance) } catch { return }
                     await self?.tick()
                 }
             }

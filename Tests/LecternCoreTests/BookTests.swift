@@ -18,6 +18,10 @@ extension Harness {
     func play(for duration: Duration, step: Duration = .milliseconds(250)) async {
         var left = duration
         while left > .zero {
+            // Playing, the tick loop sleeps from the moment it goes to sleep: a move before that would be lost to it.
+            if player.view.state.status == .playing {
+                await waitUntil("the tick asleep") { tickClock.hasSleeper(tolerance: Player.tickTolerance) }
+            }
             let now = min(step, left)
             engine.advance(by: now)
             tickClock.advance(by: now)

@@ -13,6 +13,7 @@ final class ManualClock: Clock, Sendable {
     private struct Sleeper {
         let id: UInt64
         let deadline: Instant
+        let tolerance: Duration?
         let continuation: CheckedContinuation<Void, any Error>
     }
 
@@ -20,6 +21,8 @@ final class ManualClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [Sleeper] = []
         var cancelled: Set<UInt64> = []
+        /// Sleepers resumed by ``advance(by:)`` whose task has not run on past its sleep yet.
+        var woken: Set<UInt64> = []
         var nextID: UInt64 = 0
     }
 
@@ -31,6 +34,11 @@ final class ManualClock: Clock, Sendable {
     var minimumResolution: Duration { .zero }
     /// How many tasks are sleeping on this clock now.
     var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    /// Whether a task sleeps with this tolerance (the player's tick loop sleeps with ``Player/tickTolerance``).
+    func hasSleeper(tolerance: Duration) -> Bool { state.withLock { $0.sleepers.contains { $0.tolerance == tolerance } } }
+    /// Whether every task that ``advance(by:)`` woke has run on past its sleep (to what it does next, e.g. a call to
+    /// the player, queued on the actor by then unless the thread was pre-empted in between).
+    var wokenHaveRun: Bool { state.withLock { $0.woken.isEmpty } }
 
     func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { state -> UInt64 in
@@ -42,11 +50,12 @@ final class ManualClock: Clock, Sendable {
                 let result: Result<Void, any Error>? = state.withLock { state in
                     if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
                     if deadline <= state.now { return .success(()) }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, tolerance: tolerance, continuation: continuation))
                     return nil
                 }
                 if let result { continuation.resume(with: result) }
             }
+            state.withLock { _ = $0.woken.remove(id) }
         } onCancel: {
             let sleeper = state.withLock { state -> Sleeper? in
                 if let index = state.sleepers.firstIndex(where: { $0.id == id }) {
@@ -66,6 +75,7 @@ final class ManualClock: Clock, Sendable {
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }
             state.sleepers.removeAll { $0.deadline <= now }
+            state.woken.formUnion(due.map(\.id))
             return due
         }
         for sleeper in due { sleeper.continuation.resume() }

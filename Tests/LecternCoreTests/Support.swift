@@ -63,8 +63,12 @@ struct Harness: Sendable {
         await send(.ready(url, duration: duration), sourceLocation: sourceLocation)
     }
 
-    /// Waits for whatever the actor is doing to finish.
-    func settle() async { _ = await player.snapshot }
+    /// Waits for the tasks the tick clock woke to run on (to the player), then for whatever the actor is doing.
+    func settle() async {
+        await waitUntil("the tasks the tick clock woke to run") { tickClock.wokenHaveRun }
+        await Task.yield()
+        _ = await player.snapshot
+    }
 
     /// Forgets the calls and events so far.
     func reset() {
