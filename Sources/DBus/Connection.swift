@@ -19,7 +19,7 @@ public final class BusConnection: Sendable {
     // Safe to share: libdbus connections are thread-safe after dbus_threads_init_default(); the pointer
     // is released only in deinit, when nothing else can use it.
     nonisolated(unsafe) let raw: OpaquePointer
-    private let loop: EventLoop
+    let loop: EventLoop
     /// This connection's unique name on the bus (`:1.42`).
     public let uniqueName: String
 
@@ -120,7 +120,7 @@ public final class BusConnection: Sendable {
 
     func send(_ message: OutgoingMessage) throws {
         guard isConnected else { throw BusError.disconnected("the connection is closed") }
-        guard dbus_connection_send(raw, message.raw, nil) != 0 else { throw BusError.noMemory() }
+        guard loop.withConnection({ dbus_connection_send($0, message.raw, nil) }) != 0 else { throw BusError.noMemory() }
     }
 
     /// Calls a method and waits for its reply (or `timeout`); throws the peer's error as a ``BusError``, and
@@ -143,7 +143,7 @@ public final class BusConnection: Sendable {
         }
         try message.append(arguments)
         guard isConnected else { throw BusError.disconnected("the connection is closed") }
-        let reply = try await PendingReply.send(message, on: raw, timeout: timeout, tracking: pendingCalls)
+        let reply = try await PendingReply.send(message, on: loop, timeout: timeout, tracking: pendingCalls)
         if reply.kind == .error { throw reply.busError }
         return reply.arguments
     }

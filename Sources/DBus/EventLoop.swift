@@ -13,6 +13,11 @@ import Glibc
 /// libdbus calls the watch/timeout/wake-up callbacks from whichever thread holds its connection lock:
 /// they only record the change under `state`'s lock and wake the thread. Only the loop thread calls
 /// `dbus_connection_dispatch`, `dbus_watch_handle` and `dbus_timeout_handle`.
+///
+/// Every other use of the connection goes through ``withConnection(_:)``: one thread at a time, the loop thread
+/// holding the gate except while it polls. libdbus 1.14 is not safe for two threads at once once the bus has gone
+/// with calls pending (both queue the one Disconnected message: a crash), and a watch or timeout that another
+/// thread's call frees must not be in the loop thread's hands (docs/decisions/dbus-event-loop.md).
 final class EventLoop: Sendable {
     private struct State: ~Copyable {
         var watches: [Handle] = []
@@ -35,6 +40,8 @@ final class EventLoop: Sendable {
     private let wakeWrite: Int32
     private let finished = DispatchSemaphore(value: 0)
     private let threadID = Mutex<pthread_t?>(nil)
+    /// Held by whichever thread uses the connection; see the type's comment.
+    private let gate = NSLock()
 
     init(connection: OpaquePointer) throws {
         self.connection = connection
@@ -80,6 +87,15 @@ final class EventLoop: Sendable {
         wake()
         if isLoopThread { return }  // called from a handler: the loop ends when the handler returns
         finished.wait()
+    }
+
+    /// Runs `body` with the connection, alone: from the loop thread (a handler called during dispatch, which holds
+    /// the gate) at once, from any other thread once the loop thread is in poll and no other thread uses it.
+    func withConnection<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
+        if isLoopThread { return try body(connection) }
+        gate.lock()
+        defer { gate.unlock() }
+        return try body(connection)
     }
 
     /// Whether the caller runs on the loop thread (a handler called during dispatch).
@@ -128,6 +144,7 @@ final class EventLoop: Sendable {
         var expired: [Handle] = []
         var pollfds: [pollfd] = []
         var drain = [UInt8](repeating: 0, count: 64)
+        gate.lock()
         while true {
             // A message sent from another thread while this one was in libdbus (handling a watch) is only queued:
             // libdbus could not take the connection's I/O path to write it, and wakes us instead. Nothing enables
@@ -167,8 +184,11 @@ final class EventLoop: Sendable {
                 let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
                 timeoutMs = Int32(clamping: max(0, ms + 1))
             }
+            gate.unlock()
             let ready = poll(&pollfds, nfds_t(pollfds.count), timeoutMs)
-            if ready < 0 && errno != EINTR { break }
+            let pollErrno = errno
+            gate.lock()
+            if ready < 0 && pollErrno != EINTR { break }
 
             if pollfds[0].revents != 0 {
                 while read(wakeRead, &drain, drain.count) > 0 {}
@@ -207,6 +227,7 @@ final class EventLoop: Sendable {
         dbus_connection_set_wakeup_main_function(connection, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(connection, nil, nil, nil)
         dbus_connection_close(connection)
+        gate.unlock()
         finished.signal()
     }
 }

@@ -24,7 +24,7 @@ final class PendingReply: Sendable {
 
     /// Sends `message` on `connection` and waits for its reply (or libdbus's timeout error after `timeout`), or the
     /// error of `calls` closing.
-    static func send(_ message: OutgoingMessage, on connection: OpaquePointer, timeout: Duration,
+    static func send(_ message: OutgoingMessage, on loop: EventLoop, timeout: Duration,
                      tracking calls: PendingCalls) async throws -> ReceivedMessage {
         let ms = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let box = PendingReply()
@@ -32,30 +32,35 @@ final class PendingReply: Sendable {
         defer { calls.remove(box) }
         return try await withCheckedThrowingContinuation { continuation in
             guard box.wait(continuation) else { return }  // the connection closed meanwhile: resumed with its error
-            var pending: OpaquePointer?
-            guard dbus_connection_send_with_reply(connection, message.raw, &pending, max(ms, 1)) != 0 else {
-                box.fail(BusError.noMemory())
-                return
-            }
-            // No pending call when the connection is already closed or disconnected.
-            guard let pending else {
-                box.fail(PendingCalls.closedError)
-                return
-            }
-            let data = Unmanaged.passRetained(box).toOpaque()
-            guard dbus_pending_call_set_notify(pending, pendingCallNotify, data, releasePendingReply) != 0 else {
-                Unmanaged<PendingReply>.fromOpaque(data).release()
-                dbus_pending_call_cancel(pending)
-                dbus_pending_call_unref(pending)
-                box.fail(BusError.noMemory())
-                return
-            }
-            // The reply may have been dispatched before the notify function was set.
-            if dbus_pending_call_get_completed(pending) != 0 { box.complete(pending) }
-            // Dropped by libdbus already (the connection went away since the send): this frees the call, and its
-            // release function ends the wait.
-            dbus_pending_call_unref(pending)
+            loop.withConnection { connection in box.send(message, on: connection, timeoutMs: max(ms, 1)) }
         }
+    }
+
+    /// Sends the call and arranges for its reply to end the wait; with the connection to itself.
+    private func send(_ message: OutgoingMessage, on connection: OpaquePointer, timeoutMs: Int32) {
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(connection, message.raw, &pending, timeoutMs) != 0 else {
+            fail(BusError.noMemory())
+            return
+        }
+        // No pending call when the connection is already closed or disconnected.
+        guard let pending else {
+            fail(PendingCalls.closedError)
+            return
+        }
+        let data = Unmanaged.passRetained(self).toOpaque()
+        guard dbus_pending_call_set_notify(pending, pendingCallNotify, data, releasePendingReply) != 0 else {
+            Unmanaged<PendingReply>.fromOpaque(data).release()
+            dbus_pending_call_cancel(pending)
+            dbus_pending_call_unref(pending)
+            fail(BusError.noMemory())
+            return
+        }
+        // The reply may have been dispatched before the notify function was set.
+        if dbus_pending_call_get_completed(pending) != 0 { complete(pending) }
+        // Dropped by libdbus already (the connection went away since the send): this frees the call, and its
+        // release function ends the wait.
+        dbus_pending_call_unref(pending)
     }
 
     /// Keeps `continuation`; false when the call already failed (`continuation` is resumed with that error then).

@@ -102,6 +102,33 @@ import TestSupport
         }
     }
 
+    /// Calls made from several threads at the moment the bus dies, with calls pending: each ends with the error and
+    /// the process survives (libdbus crashes when two threads at once queue its one Disconnected message). Rounds,
+    /// because one round loses the race only now and then.
+    @Test func callsRacingTheBussDeathAllEndWithTheError() async throws {
+        for round in 0..<40 {
+            let f = try await Fixture()
+            var calls = (0..<20).map { _ in f.callNever() }
+            try await f.waitForHandlers(1)
+            let racing = (0..<4).map { _ in
+                Task {
+                    var started: [StartedCall] = []
+                    for _ in 0..<20 {
+                        started.append(f.callNever())
+                        await Task.yield()
+                    }
+                    return started
+                }
+            }
+            f.bus.stop()
+            for task in racing { calls += await task.value }
+            for (index, call) in calls.enumerated() {
+                let error = try await call.error(within: .seconds(10))
+                #expect(error?.name == Self.disconnected, "round \(round), call \(index): \(String(describing: error))")
+            }
+        }
+    }
+
     /// A connection closed on its own I/O thread, while it dispatches (here by a property's getter): its calls
     /// waiting for replies end all the same.
     @Test func aCloseDuringDispatchEndsTheConnectionsCalls() async throws {
