@@ -118,9 +118,10 @@ public final class BusConnection: Sendable {
         try send(message)
     }
 
+    /// Queues `message` for sending (libdbus running out of memory for it is not reported).
     func send(_ message: OutgoingMessage) throws {
         guard isConnected else { throw BusError.disconnected("the connection is closed") }
-        guard loop.withConnection({ dbus_connection_send($0, message.raw, nil) }) != 0 else { throw BusError.noMemory() }
+        loop.perform { _ = dbus_connection_send($0, message.raw, nil) }
     }
 
     /// Calls a method and waits for its reply (or `timeout`); throws the peer's error as a ``BusError``, and

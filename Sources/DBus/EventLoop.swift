@@ -14,9 +14,9 @@ import Glibc
 /// they only record the change under `state`'s lock and wake the thread. Only the loop thread calls
 /// `dbus_connection_dispatch`, `dbus_watch_handle` and `dbus_timeout_handle`.
 ///
-/// Every other use of the connection goes through ``withConnection(_:)``: one thread at a time, the loop thread
-/// holding the gate except while it polls. libdbus 1.14 is not safe for two threads at once once the bus has gone
-/// with calls pending (both queue the one Disconnected message: a crash), and a watch or timeout that another
+/// Every other use of the connection goes through ``perform(_:)``: one thread at a time, holding the gate, which
+/// the loop thread holds except while it polls. libdbus 1.14 is not safe for two threads at once once the bus has
+/// gone with calls pending (both queue the one Disconnected message: a crash), and a watch or timeout that another
 /// thread's call frees must not be in the loop thread's hands (docs/decisions/dbus-event-loop.md).
 final class EventLoop: Sendable {
     private struct State: ~Copyable {
@@ -42,6 +42,8 @@ final class EventLoop: Sendable {
     private let threadID = Mutex<pthread_t?>(nil)
     /// Held by whichever thread uses the connection; see the type's comment.
     private let gate = NSLock()
+    /// What other threads asked of the connection while the gate was held, in their order.
+    private let queued = Mutex<[@Sendable (OpaquePointer) -> Void]>([])
 
     init(connection: OpaquePointer) throws {
         self.connection = connection
@@ -89,13 +91,39 @@ final class EventLoop: Sendable {
         finished.wait()
     }
 
-    /// Runs `body` with the connection, alone: from the loop thread (a handler called during dispatch, which holds
-    /// the gate) at once, from any other thread once the loop thread is in poll and no other thread uses it.
-    func withConnection<T>(_ body: (OpaquePointer) throws -> T) rethrows -> T {
-        if isLoopThread { return try body(connection) }
-        gate.lock()
-        defer { gate.unlock() }
-        return try body(connection)
+    /// Runs `operation` with the connection, alone, after what other threads asked before: at once when the gate is
+    /// free (the loop thread polls), otherwise on the loop thread before it polls again. Never waits for the gate: a
+    /// thread that sends while holding a lock that the loop thread's handlers take (a property's getter, the store
+    /// that orders PropertiesChanged) cannot deadlock with it.
+    func perform(_ operation: @escaping @Sendable (OpaquePointer) -> Void) {
+        if isLoopThread { return onLoopThread(operation) }
+        queued.withLock { $0.append(operation) }
+        if gate.try() {
+            runQueued()
+            gate.unlock()
+        } else {
+            wake()  // what the gate's holder may have drained before this was queued: the loop runs it
+        }
+    }
+
+    /// On the loop thread, in a handler called during dispatch: runs `body` with the connection at once, after what
+    /// other threads asked before.
+    func onLoopThread(_ body: (OpaquePointer) -> Void) {
+        precondition(isLoopThread, "onLoopThread called from another thread")
+        runQueued()
+        body(connection)
+    }
+
+    /// Runs what other threads queued, in order, until none is left; the caller holds the gate.
+    private func runQueued() {
+        while true {
+            let operations = queued.withLock { queued in
+                defer { queued.removeAll(keepingCapacity: true) }
+                return queued
+            }
+            if operations.isEmpty { return }
+            for operation in operations { operation(connection) }
+        }
     }
 
     /// Whether the caller runs on the loop thread (a handler called during dispatch).
@@ -146,6 +174,7 @@ final class EventLoop: Sendable {
         var drain = [UInt8](repeating: 0, count: 64)
         gate.lock()
         while true {
+            runQueued()
             // A message sent from another thread while this one was in libdbus (handling a watch) is only queued:
             // libdbus could not take the connection's I/O path to write it, and wakes us instead. Nothing enables
             // the write watch then, so poll would wait for a reply to a call that was never sent (seen: a daemon
@@ -221,6 +250,7 @@ final class EventLoop: Sendable {
                 }
             }
         }
+        runQueued()
         dbus_connection_flush(connection)
         dbus_connection_set_watch_functions(connection, nil, nil, nil, nil, nil)
         dbus_connection_set_timeout_functions(connection, nil, nil, nil, nil, nil)

@@ -44,7 +44,7 @@ extension BusConnection {
         guard let reply = dbus_message_new_method_return(message) else { return false }
         defer { dbus_message_unref(reply) }
         guard Marshaller.appendVariant(value, signature: property.signature, to: reply) else { return false }
-        _ = loop.withConnection { dbus_connection_send($0, reply, nil) }
+        loop.onLoopThread { _ = dbus_connection_send($0, reply, nil) }
         return true
     }
 }

@@ -55,8 +55,9 @@ public struct ReceivedMessage: Sendable {
     }
 }
 
-/// Owns one `DBusMessage` reference being built for sending; released in `deinit`.
-final class OutgoingMessage {
+/// Owns one `DBusMessage` reference being built for sending; released in `deinit`. Built on one thread, then handed to
+/// the thread that sends it (``EventLoop/perform(_:)``), which no longer changes it: hence unchecked Sendable.
+final class OutgoingMessage: @unchecked Sendable {
     let raw: OpaquePointer
 
     private init?(_ raw: OpaquePointer?) {

@@ -32,11 +32,11 @@ final class PendingReply: Sendable {
         defer { calls.remove(box) }
         return try await withCheckedThrowingContinuation { continuation in
             guard box.wait(continuation) else { return }  // the connection closed meanwhile: resumed with its error
-            loop.withConnection { connection in box.send(message, on: connection, timeoutMs: max(ms, 1)) }
+            loop.perform { connection in box.send(message, on: connection, timeoutMs: max(ms, 1)) }
         }
     }
 
-    /// Sends the call and arranges for its reply to end the wait; with the connection to itself.
+    /// Sends the call and arranges for its reply to end the wait; with the connection to itself (``EventLoop/perform(_:)``).
     private func send(_ message: OutgoingMessage, on connection: OpaquePointer, timeoutMs: Int32) {
         var pending: OpaquePointer?
         guard dbus_connection_send_with_reply(connection, message.raw, &pending, timeoutMs) != 0 else {
