@@ -327,6 +327,7 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
             gst_event_unref(event);
             return FALSE;
         }
+        GST_DEBUG_OBJECT(self, "caps %" GST_PTR_FORMAT, (void *)caps);
         self->info = info;
         self->window = MAX(1, (guint)(GST_AUDIO_INFO_RATE(&info) * LECTERN_SILENCE_WINDOW_SECONDS + 0.5));
         break;
@@ -336,6 +337,14 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         lectern_silence_drain(self);
         lectern_silence_reset_run(self);
         break;
+    case GST_EVENT_GAP: {
+        // A gap is timed like a buffer: after drops, the segment that resumes goes first.
+        lectern_silence_drain(self);
+        GstClockTime timestamp = GST_CLOCK_TIME_NONE;
+        gst_event_parse_gap(event, &timestamp, NULL);
+        if (self->dropping && GST_CLOCK_TIME_IS_VALID(timestamp)) lectern_silence_end_drop(self, timestamp, TRUE);
+        break;
+    }
     default:
         // Other serialized events keep their place among the buffers: what is pending goes first.
         if (GST_EVENT_IS_SERIALIZED(event)) lectern_silence_drain(self);

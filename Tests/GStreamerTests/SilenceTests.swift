@@ -85,6 +85,8 @@ extension PlaybackTests {
         let nextBook: URL
         /// A 0.1 s tone, 20 s of silence, a 0.1 s tone.
         let nearlySilent: URL
+        /// ``book`` in 32-bit floats, stereo.
+        let floatBook: URL
         static let nearlySilentLayout: [(tone: Bool, seconds: Double)] = [(true, 0.1), (false, 20), (true, 0.1)]
 
         init() async throws {
@@ -93,10 +95,13 @@ extension PlaybackTests {
                 try AudioFiles.wavData(Self.samples(Self.layout)).write(to: root.appendingPathComponent("book.wav"))
                 try AudioFiles.wavData(Self.samples(Self.layout, frequency: 660)).write(to: root.appendingPathComponent("next.wav"))
                 try AudioFiles.wavData(Self.samples(Self.nearlySilentLayout)).write(to: root.appendingPathComponent("nearly-silent.wav"))
+                try AudioFiles.gst("filesrc location=\(root.appendingPathComponent("book.wav").path) ! wavparse ! audioconvert"
+                                   + " ! audio/x-raw,format=F32LE,channels=2 ! wavenc", to: root.appendingPathComponent("book-f32.wav"))
             }
             book = directory.appendingPathComponent("book.wav")
             nextBook = directory.appendingPathComponent("next.wav")
             nearlySilent = directory.appendingPathComponent("nearly-silent.wav")
+            floatBook = directory.appendingPathComponent("book-f32.wav")
         }
 
         // MARK: Rendering
@@ -184,6 +189,20 @@ extension PlaybackTests {
                 #expect(zip(heard, expected).allSatisfy { abs($0 - $1) <= 0.01 }, "\(heard)")
                 expectClose(rendered.removed, .milliseconds(3_960), within: .milliseconds(10))
             }
+            if speed == 2, amount == 1 {
+                // Twice as fast: tones of 0.5 s (scaletempo's own edges move them by up to 15 ms), pauses of 0.25 s,
+                // the short one 0.15 s.
+                let heard = Self.parts(of: rendered.samples).map(\.seconds)
+                let expected = [0.5, 0.25, 0.5, 0.15, 0.5, 0.25, 0.5]
+                #expect(zip(heard, expected).allSatisfy { abs($0 - $1) <= 0.03 }, "\(heard)")
+            }
+        }
+
+        @Test("floats in stereo are shortened the same")
+        func floatStereo() async throws {
+            let reference = try await render(floatBook, speed: 1.5, skipping: nil, setEvenIfOff: false)
+            let rendered = try await render(floatBook, speed: 1.5, skipping: SilenceSkipping(threshold: .milliseconds(500), amount: 0.75))
+            expectShortened(rendered, reference: reference.samples, parts: Self.layout.count, speed: 1.5, threshold: 0.5, amount: 0.75)
         }
 
         @Test("off, not a sample changes", arguments: [1.0, 2.0])
