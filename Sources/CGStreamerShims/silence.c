@@ -19,6 +19,12 @@
 // without a gap while its stream time (what a position query answers) is still the file's. Segments forwarded from
 // upstream after drops (the gapless handover to the next file) have their base moved back by the running time removed
 // since the last flush that reset time, since upstream counts it. Negative rates pass through.
+//
+// An audio sink that renders ahead into a ring buffer (a pulsesink holds 2 s) takes a segment when it receives it, not
+// when its sound is heard: until then its position query answers the resumed point, up to the removed time ahead of
+// what is heard (measured: 3.8 s, in the middle of a word). So the element keeps the segments it pushed in this
+// stream, and lectern_gst_silence_position answers, while a later one is still ahead of the pipeline's running time,
+// from the one that holds what is heard.
 #include <gst/gst.h>
 #include <gst/audio/audio.h>
 #include <gst/base/gstadapter.h>
@@ -32,6 +38,7 @@
 #define LECTERN_SILENCE_PERIOD (200 * GST_MSECOND)        // file time: a share of each is kept beyond the threshold
 #define LECTERN_SILENCE_THRESHOLD_MIN 0.1
 #define LECTERN_SILENCE_THRESHOLD_MAX 10.0
+#define LECTERN_SILENCE_SEGMENTS 64                       // segments pushed in this stream, kept for positions
 
 GST_DEBUG_CATEGORY_STATIC(lectern_silence_debug);
 #define GST_CAT_DEFAULT lectern_silence_debug
@@ -44,6 +51,8 @@ typedef struct {
     double amount;            // 0 to 1; under the object lock
     double level;             // dBFS; under the object lock
     guint64 removed;          // ns of output time dropped since the element was made; under the object lock
+    GstSegment segments[LECTERN_SILENCE_SEGMENTS];  // the segments pushed in this stream, oldest first; object lock
+    guint segment_count;      // under the object lock
     // The rest: streaming thread only (and state changes, with the streaming thread stopped).
     GstAudioInfo info;        // from the CAPS event; its rate is 0 before one
     GstSegment upstream;      // the last segment from upstream
@@ -125,9 +134,28 @@ static GstClockTime lectern_silence_front_time(LecternSilence *self) {
     return pts + gst_util_uint64_scale_int(distance / frame_size, GST_SECOND, GST_AUDIO_INFO_RATE(&self->info));
 }
 
-// Pushes a copy of `segment` downstream with the upstream segment's seqnum, and remembers it as the one pushed.
-static gboolean lectern_silence_push_segment(LecternSilence *self, const GstSegment *segment) {
+// Notes `segment` as pushed downstream (for lectern_gst_silence_position); the oldest goes when there are too many.
+static void lectern_silence_note_segment(LecternSilence *self, const GstSegment *segment) {
     self->pushed = *segment;
+    GST_OBJECT_LOCK(self);
+    if (self->segment_count == LECTERN_SILENCE_SEGMENTS) {
+        memmove(self->segments, self->segments + 1, sizeof self->segments[0] * (LECTERN_SILENCE_SEGMENTS - 1));
+        self->segment_count--;
+    }
+    self->segments[self->segment_count++] = *segment;
+    GST_OBJECT_UNLOCK(self);
+}
+
+// Forgets the segments pushed: a new stream, or a flush.
+static void lectern_silence_forget_segments(LecternSilence *self) {
+    GST_OBJECT_LOCK(self);
+    self->segment_count = 0;
+    GST_OBJECT_UNLOCK(self);
+}
+
+// Pushes a copy of `segment` downstream with the upstream segment's seqnum, and notes it as pushed.
+static gboolean lectern_silence_push_segment(LecternSilence *self, const GstSegment *segment) {
+    lectern_silence_note_segment(self, segment);
     GstEvent *event = gst_event_new_segment(segment);
     gst_event_set_seqnum(event, self->seqnum);
     return gst_pad_push_event(self->srcpad, event);
@@ -296,6 +324,7 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         lectern_silence_reset_run(self);
         self->dropping = FALSE;
         if (reset_time) self->shift = 0;
+        lectern_silence_forget_segments(self);
         break;
     }
     case GST_EVENT_SEGMENT: {
@@ -308,7 +337,7 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         gst_event_copy_segment(event, &self->upstream);
         self->seqnum = gst_event_get_seqnum(event);
         if (self->shift == 0 || self->upstream.format != GST_FORMAT_TIME) {
-            self->pushed = self->upstream;
+            lectern_silence_note_segment(self, &self->upstream);
             return gst_pad_event_default(pad, parent, event);
         }
         GstSegment segment = self->upstream;
@@ -333,6 +362,10 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         break;
     }
     case GST_EVENT_STREAM_START:
+        lectern_silence_drain(self);
+        lectern_silence_reset_run(self);
+        lectern_silence_forget_segments(self);
+        break;
     case GST_EVENT_EOS:
         lectern_silence_drain(self);
         lectern_silence_reset_run(self);
@@ -364,6 +397,7 @@ static void lectern_silence_reset(LecternSilence *self) {
     self->window = 1;
     self->dropping = FALSE;
     self->drop_start = self->drop_end = GST_CLOCK_TIME_NONE;
+    lectern_silence_forget_segments(self);
 }
 
 static GstStateChangeReturn lectern_silence_change_state(GstElement *element, GstStateChange transition) {
@@ -429,6 +463,70 @@ static void lectern_silence_init(LecternSilence *self) {
     self->removed = 0;
     self->adapter = gst_adapter_new();
     lectern_silence_reset(self);
+}
+
+// The running time of what `pipeline` plays now: its clock against its base time while playing, else where it
+// stopped; less the latency the sinks add. GST_CLOCK_TIME_NONE without a clock.
+static GstClockTime lectern_silence_running_time(GstElement *pipeline) {
+    GstClockTime running = GST_CLOCK_TIME_NONE;
+    GST_OBJECT_LOCK(pipeline);
+    gboolean playing = GST_STATE(pipeline) == GST_STATE_PLAYING;
+    GST_OBJECT_UNLOCK(pipeline);
+    if (playing) {
+        GstClock *clock = gst_element_get_clock(pipeline);
+        if (clock == NULL) return GST_CLOCK_TIME_NONE;
+        GstClockTime now = gst_clock_get_time(clock);
+        GstClockTime base = gst_element_get_base_time(pipeline);
+        gst_object_unref(clock);
+        if (!GST_CLOCK_TIME_IS_VALID(now) || now < base) return GST_CLOCK_TIME_NONE;
+        running = now - base;
+    } else {
+        running = gst_element_get_start_time(pipeline);
+    }
+    if (!GST_CLOCK_TIME_IS_VALID(running)) return GST_CLOCK_TIME_NONE;
+    GstQuery *query = gst_query_new_latency();
+    if (gst_element_query(pipeline, query)) {
+        gboolean live = FALSE;
+        GstClockTime latency = 0;
+        gst_query_parse_latency(query, &live, &latency, NULL);
+        if (GST_CLOCK_TIME_IS_VALID(latency)) running = running > latency ? running - latency : 0;
+    }
+    gst_query_unref(query);
+    return running;
+}
+
+int64_t lectern_gst_silence_position(void *silence, void *pipeline) {
+    LecternSilence *self = (LecternSilence *)silence;
+    GST_OBJECT_LOCK(self);
+    gboolean spliced = self->segment_count >= 2;
+    GST_OBJECT_UNLOCK(self);
+    // One segment in this stream: the sink's answer holds, no need to ask the clock.
+    if (!spliced) return -1;
+    GstClockTime running = lectern_silence_running_time(GST_ELEMENT(pipeline));
+    if (!GST_CLOCK_TIME_IS_VALID(running)) return -1;
+    gint64 position = -1;
+    GST_OBJECT_LOCK(self);
+    // The segment that holds what is heard now: the last one that starts at or before it, when a later one was
+    // pushed already (otherwise the sink's own answer is right).
+    guint count = self->segment_count;
+    if (count >= 2 && self->segments[count - 1].format == GST_FORMAT_TIME) {
+        gint held = -1;
+        for (gint i = (gint)count - 1; i >= 0; i--) {
+            guint64 start = 0;
+            if (gst_segment_to_running_time_full(&self->segments[i], GST_FORMAT_TIME, self->segments[i].start, &start) == 1
+                && start <= running) {
+                held = i;
+                break;
+            }
+        }
+        if (held >= 0 && (guint)held < count - 1) {
+            const GstSegment *segment = &self->segments[held];
+            guint64 at = gst_segment_position_from_running_time(segment, GST_FORMAT_TIME, running);
+            if (GST_CLOCK_TIME_IS_VALID(at)) position = (gint64)gst_segment_to_stream_time(segment, GST_FORMAT_TIME, at);
+        }
+    }
+    GST_OBJECT_UNLOCK(self);
+    return position;
 }
 
 bool lectern_gst_register_silence(void) {

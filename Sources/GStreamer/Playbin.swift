@@ -130,7 +130,7 @@ public final class Playbin {
         // A new reference, released in deinit; the playbin holds the bin it is in for as long.
         self.gainElement = gst_bin_get_by_name(UnsafeMutablePointer<GstBin>(OpaquePointer(filter!)), Self.gainName)!
         self.silenceElement = gst_bin_get_by_name(UnsafeMutablePointer<GstBin>(OpaquePointer(filter!)), Self.silenceName)!
-        self.control = PlaybinControl(element: element)
+        self.control = PlaybinControl(element: element, silence: silenceElement)
         self.nextSlot = NextURISlot()
         self.nextSlotReference = Unmanaged.passRetained(nextSlot)
         self.aboutToFinishHandler = lectern_gst_connect_about_to_finish(

@@ -237,12 +237,12 @@ extension PlaybackTests {
 
         // MARK: Positions
 
-        /// A playbin on a clock-synced fake sink named "heard", its events recorded.
-        func makePlaybin(_ url: URL, skipping: SilenceSkipping?) throws -> (Playbin, EventLog<PlaybinEvent>) {
+        /// A playbin on a clock-synced fake sink named "heard" (or `sink`), its events recorded.
+        func makePlaybin(_ url: URL, skipping: SilenceSkipping?,
+                         sink: String = "audioconvert ! audio/x-raw,format=S16LE,channels=1 ! fakesink name=heard sync=true")
+            throws -> (Playbin, EventLog<PlaybinEvent>) {
             let log = EventLog<PlaybinEvent>()
-            let playbin = try Playbin(audioSink: "audioconvert ! audio/x-raw,format=S16LE,channels=1 ! fakesink name=heard sync=true") {
-                event, _ in log.append(event)
-            }
+            let playbin = try Playbin(audioSink: sink) { event, _ in log.append(event) }
             playbin.skipSilence = skipping
             playbin.uri = url.absoluteString
             return (playbin, log)
@@ -345,6 +345,70 @@ extension PlaybackTests {
             let fromStart = try await sample(playbin, log, after: mark) { $0 > .milliseconds(4_700) }
             expectFileTime(fromStart)
             #expect(fromStart.first { $0.heard != nil }.map { $0.position < .milliseconds(1_000) } == true)
+        }
+
+        /// The running time of what `playbin` plays now (its clock against its base time), nil before it plays.
+        static func runningTime(_ playbin: Playbin) -> Double? {
+            let element = playbin.control.element
+            guard let clock = gst_element_get_clock(element) else { return nil }
+            defer { gst_object_unref(UnsafeMutableRawPointer(clock)) }
+            let now = gst_clock_get_time(clock)
+            let base = gst_element_get_base_time(element)
+            return now >= base ? Double(now - base) / 1e9 : nil
+        }
+
+        @Test("with a sound server's 2 s buffer, positions follow what is heard, not what is buffered",
+              .enabled(if: Subprocess.findExecutable("pulseaudio") != nil, "PulseAudio is not installed"))
+        func soundServerPositions() async throws {
+            let folder = try TemporaryDirectory(prefix: "lectern-silence-pulse")
+            defer { folder.remove() }
+            let xdg = folder.appending("xdg")
+            try FileManager.default.createDirectory(at: xdg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let socket = xdg.path + "/native"
+            let server = try Subprocess(
+                "pulseaudio", ["--daemonize=no", "--exit-idle-time=-1", "-n", "--use-pid-file=no",
+                               "-L", "module-native-protocol-unix auth-anonymous=1 socket=\(socket)",
+                               "-L", "module-null-sink sink_name=speakers"],
+                environment: Subprocess.environment(adding: ["XDG_RUNTIME_DIR": xdg.path, "HOME": folder.path]),
+                stdout: .null, stderr: .null)
+            defer { server.kill() }
+            _ = try await poll({ FileManager.default.fileExists(atPath: socket) }, until: { $0 })
+            // The pulsesink gets the playbin's 2 s buffer (Playbin.soundServerBuffer), so it takes each segment up to
+            // 2 s before it is heard.
+            let (playbin, log) = try makePlaybin(book, skipping: SilenceSkipping(threshold: .milliseconds(500), amount: 1),
+                                                 sink: "pulsesink server=unix:\(socket)")
+            playbin.setState(.playing)
+            try await log.waitFor("PLAYING") { $0 == .stateChanged(old: .paused, new: .playing) }
+            // What is heard at running time r, by design: 0-1.5 s, then from 2.98 s, then from 8.28 s of the file.
+            func fileTime(_ r: Double) -> Double { r < 1.5 ? r : r < 4.32 ? 2.98 + (r - 1.5) : 8.28 + (r - 4.32) }
+            var checked = 0
+            while !log.all.contains(.endOfStream) {
+                if let before = Self.runningTime(playbin), let position = playbin.position, let after = Self.runningTime(playbin),
+                   after < 5.3 {
+                    let expected = fileTime((before + after) / 2)
+                    #expect(abs(position.seconds - expected) <= 0.1, "at \(after) s of listening: \(position), not \(expected) s")
+                    checked += 1
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(checked > 50)
+        }
+
+        @Test("turned off while playing, the rest plays whole, positions still in the file's time")
+        func turnedOffWhilePlaying() async throws {
+            let (playbin, log) = try makePlaybin(book, skipping: SilenceSkipping(threshold: .milliseconds(500), amount: 1))
+            playbin.setState(.playing)
+            // In the second tone: the 2 s pause before it was shortened.
+            let before = try await sample(playbin, log) { $0 > .milliseconds(3_300) }
+            playbin.skipSilence = nil
+            let removed = playbin.silenceRemoved
+            expectClose(removed, .milliseconds(1_480), within: .milliseconds(10))
+            let after = try await sample(playbin, log)
+            expectFileTime(before + after)
+            #expect(after.contains { $0.position > .milliseconds(6_500) && $0.position < .milliseconds(8_000) },
+                    "the 3 s pause is played whole: \(after)")
+            expectClose(after.last?.position, .milliseconds(9_300), within: .milliseconds(50))
+            #expect(playbin.silenceRemoved == removed)
         }
 
         @Test("across the gapless handover positions start at 0 and stay in the next file's time")

@@ -105,6 +105,10 @@ bool lectern_gst_register_gain(void);
 // since the element was made. Positions stay in the file's time (segments, not new timestamps). Registers the element
 // in this process (once, after gst_init); false if it could not be.
 bool lectern_gst_register_silence(void);
+// The position, in the file's time, of what `pipeline` (holding the lecternsilence `silence`) plays now, while a
+// segment the skipper pushed is still ahead of it: an audio sink that renders ahead (a pulsesink's buffer) takes a
+// segment when it receives it, and would answer the resumed point early. -1 when the sink's own answer holds.
+int64_t lectern_gst_silence_position(void *silence, void *pipeline);
 
 // The integrated loudness (EBU R128, gated; LUFS) and the sample peak (linear) of the files `uris` decoded one after
 // another as one programme (loudness.c), within `timeout_microseconds` for them all. Returns 0 (`integrated` is
