@@ -36,11 +36,7 @@ struct SkipSilenceCommand: AsyncParsableCommand {
         if let action { changes["skip_silence"] = .boolean(action == "on") }
         if let threshold { changes["silence_threshold"] = .double(threshold) }
         if let amount { changes["silence_amount"] = .double(amount) }
-        if !changes.isEmpty {
-            try await daemon.setBookSettings(id, changes)
-            return
-        }
-        print(Self.describe(try await daemon.bookDetails(id)))
+        try await daemon.setBookSettingsOrShow(id, changes, Self.describe)
     }
 
     /// "on: pauses over 0.5 s shortened by 75 % of the rest", or "off (when on: ...)".

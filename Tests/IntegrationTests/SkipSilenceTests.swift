@@ -20,13 +20,6 @@ extension Integration {
             return book
         }
 
-        func errorMessage(_ body: () async throws -> Void) async -> String? {
-            do { try await body() } catch let error as BusError { return "\(error.name): \(error.message)" } catch {
-                return "not a BusError: \(error)"
-            }
-            return nil
-        }
-
         @Test("the settings read back, bad ones are refused; a 10 s pause plays shortened, positions in the file's time")
         func shortensPauses() async throws {
             let folder = try TemporaryDirectory(prefix: "lectern-silence")
@@ -51,7 +44,7 @@ extension Integration {
                                     (["speed": .double(2), "silence_threshold": .double(11)],
                                      "silence_threshold must be between 0.1 and 10 seconds")]
                     as [([String: DBusValue], String)] {
-                    let message = await errorMessage { try await d.lib("SetBookSettings", [.int64(id), .vardict(bad)]) }
+                    let message = await busErrorMessage { try await d.lib("SetBookSettings", [.int64(id), .vardict(bad)]) }
                     #expect(message == "\(Lib.invalidArgument): \(says)", "\(bad)")
                 }
                 details = try await d.getBook(id)
