@@ -40,7 +40,8 @@ let package = Package(
         // Its headers only: libpulse is opened at run time (Sources/CPulse/shim.h), not linked.
         .systemLibrary(name: "CPulse"),
         // GLib/GStreamer macros and variadic functions Swift cannot call, and the C that runs on streaming threads.
-        // Also lecterngain (the gain stage with its limiter) and the loudness meter (libebur128).
+        // Also the playbin's audio filter stages: lecterngain (the gain stage with its limiter) and lecternsilence (skip
+        // silence); and the loudness meter (libebur128).
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"],
                 linkerSettings: [.linkedLibrary("gstbase-1.0"), .linkedLibrary("gstaudio-1.0"), .linkedLibrary("ebur128")]),
 

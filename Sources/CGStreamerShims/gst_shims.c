@@ -49,6 +49,12 @@ int32_t lectern_gst_object_get_int(void *object, const char *property) {
     return value;
 }
 
+uint64_t lectern_gst_object_get_uint64(void *object, const char *property) {
+    guint64 value = 0;
+    g_object_get(G_OBJECT(object), property, &value, NULL);
+    return value;
+}
+
 void *lectern_gst_object_get_object(void *object, const char *property) {
     gpointer value = NULL;
     g_object_get(G_OBJECT(object), property, &value, NULL);

@@ -14,6 +14,8 @@ public enum GStreamer {
         gst_init(nil, nil)
         // Lectern's gain stage (lecterngain, gain.c), which the playbin's audio filter holds.
         _ = lectern_gst_register_gain()
+        // Skip silence (lecternsilence, silence.c), last in the same filter.
+        _ = lectern_gst_register_silence()
     }()
 
     /// Initializes GStreamer (gst_init) the first time it is called; later calls return at once. Thread-safe.

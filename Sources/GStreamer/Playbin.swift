@@ -26,9 +26,9 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// from a lock-protected slot. ``control`` is the `Sendable` handle for seeks and queries from other threads.
 ///
 /// The flags are "audio+soft-volume" (embedded cover art never starts a video branch) and the audio filter is
-/// `scaletempo`, so rate changes keep the pitch, then a gain stage with a limiter (``gain``). Consecutive files follow
-/// without a gap where GStreamer 1.22 alone would leave one (FFmpeg-written MP3s) or lose sound (the last packet of
-/// MP4 audio): see gapless.c.
+/// `scaletempo`, so rate changes keep the pitch, then a gain stage with a limiter (``gain``), then the silence skipper
+/// (``skipSilence``). Consecutive files follow without a gap where GStreamer 1.22 alone would leave one (FFmpeg-written
+/// MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
 /// A `pulsesink` (named, or the one `autoaudiosink` picks) keeps ``soundServerBuffer`` of sound, not GStreamer's
 /// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred; its stream
 /// carries the properties given to `init`, by which the sound server's policies and volume controls know it.
@@ -52,12 +52,15 @@ public final class Playbin {
     public let control: PlaybinControl
 
     /// The audio filter: scaletempo (rate changes keep the pitch), then Lectern's gain stage with its speech
-    /// compressor and limiter (lecterngain, gain.c), in passthrough at a gain of 1 with the compressor off.
-    static let audioFilter = "scaletempo ! lecterngain name=\(gainName)"
+    /// compressor and limiter (lecterngain, gain.c), in passthrough at a gain of 1 with the compressor off, then the
+    /// silence skipper (lecternsilence, silence.c), in passthrough when off.
+    static let audioFilter = "scaletempo ! lecterngain name=\(gainName) ! lecternsilence name=\(silenceName)"
     private static let gainName = "lectern-gain"
+    private static let silenceName = "lectern-silence"
 
     private let element: UnsafeMutablePointer<GstElement>
     private let gainElement: UnsafeMutablePointer<GstElement>
+    private let silenceElement: UnsafeMutablePointer<GstElement>
     private let nextSlot: NextURISlot
     /// The +1 reference "about-to-finish" uses as user data; released in deinit once no callback can run.
     private let nextSlotReference: Unmanaged<NextURISlot>
@@ -126,7 +129,8 @@ public final class Playbin {
         self.element = element
         // A new reference, released in deinit; the playbin holds the bin it is in for as long.
         self.gainElement = gst_bin_get_by_name(UnsafeMutablePointer<GstBin>(OpaquePointer(filter!)), Self.gainName)!
-        self.control = PlaybinControl(element: element)
+        self.silenceElement = gst_bin_get_by_name(UnsafeMutablePointer<GstBin>(OpaquePointer(filter!)), Self.silenceName)!
+        self.control = PlaybinControl(element: element, silence: silenceElement)
         self.nextSlot = NextURISlot()
         self.nextSlotReference = Unmanaged.passRetained(nextSlot)
         self.aboutToFinishHandler = lectern_gst_connect_about_to_finish(
@@ -151,6 +155,7 @@ public final class Playbin {
         lectern_gst_signal_disconnect(UnsafeMutableRawPointer(element), aboutToFinishHandler)
         nextSlotReference.release()
         gst_object_unref(UnsafeMutableRawPointer(gainElement))
+        gst_object_unref(UnsafeMutableRawPointer(silenceElement))
         gst_object_unref(UnsafeMutableRawPointer(element))
     }
 
@@ -235,6 +240,34 @@ public final class Playbin {
             if let level = newValue { lectern_gst_object_set_double(element, "compress-level", min(max(level, -60), 0)) }
             lectern_gst_object_set_bool(element, "compress", newValue != nil)
         }
+    }
+
+    /// Skip silence: nil (off, by default) or how pauses are shortened (see ``SilenceSkipping``). The threshold is
+    /// clamped to 0.1...10 s and the amount to 0...1. Off, not a sample or event changes.
+    public var skipSilence: SilenceSkipping? {
+        get {
+            let element = UnsafeMutableRawPointer(silenceElement)
+            guard lectern_gst_object_get_bool(element, "enabled") else { return nil }
+            let threshold = lectern_gst_object_get_double(element, "threshold")
+            return SilenceSkipping(threshold: .nanoseconds(Int64((threshold * 1e9).rounded())),
+                                   amount: lectern_gst_object_get_double(element, "amount"))
+        }
+        set {
+            let element = UnsafeMutableRawPointer(silenceElement)
+            if let skipping = newValue {
+                let (seconds, attoseconds) = skipping.threshold.components
+                let threshold = Double(seconds) + Double(attoseconds) / 1e18
+                let range = SilenceSkipping.thresholdRange
+                lectern_gst_object_set_double(element, "threshold", min(max(threshold, range.lowerBound), range.upperBound))
+                lectern_gst_object_set_double(element, "amount", min(max(skipping.amount, 0), 1))
+            }
+            lectern_gst_object_set_bool(element, "enabled", newValue != nil)
+        }
+    }
+
+    /// Listening time the silence skipper removed since this playbin was built (monotonic).
+    public var silenceRemoved: Duration {
+        .nanoseconds(Int64(clamping: lectern_gst_object_get_uint64(UnsafeMutableRawPointer(silenceElement), "removed")))
     }
 
     /// Linear volume (playbin "volume", soft-volume): 0 silent, 1 unity, up to 10.

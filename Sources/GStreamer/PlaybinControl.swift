@@ -17,15 +17,20 @@ import Synchronization
 // @unchecked Sendable: `element` is immutable and only passed to MT-safe GStreamer calls; `rateState` is a Mutex.
 public final class PlaybinControl: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
+    /// The playbin's silence skipper (lecternsilence), whose segments tell positions while the sink is ahead.
+    private let silence: UnsafeMutablePointer<GstElement>?
     /// The rate of the last seek; GStreamer keeps it per segment, we keep it so plain seeks preserve it.
     private let rateState = Mutex<Double>(1)
 
-    init(element: UnsafeMutablePointer<GstElement>) {
+    init(element: UnsafeMutablePointer<GstElement>, silence: UnsafeMutablePointer<GstElement>? = nil) {
         self.element = element
+        self.silence = silence
         gst_object_ref(UnsafeMutableRawPointer(element))
+        if let silence { gst_object_ref(UnsafeMutableRawPointer(silence)) }
     }
 
     deinit {
+        if let silence { gst_object_unref(UnsafeMutableRawPointer(silence)) }
         gst_object_unref(UnsafeMutableRawPointer(element))
     }
 
@@ -85,10 +90,16 @@ public final class PlaybinControl: @unchecked Sendable {
     }
 
     /// Playback position in the current stream (gst_element_query_position), nil if unknown (e.g. not prerolled).
+    /// While a segment the silence skipper pushed is still ahead of what is heard (an audio sink takes it when it
+    /// receives it, up to its buffer early), the skipper's segments tell the position instead (silence.c).
     public var position: Duration? {
         var nanoseconds: gint64 = 0
         guard gst_element_query_position(element, GST_FORMAT_TIME, &nanoseconds) != 0, nanoseconds >= 0 else {
             return nil
+        }
+        if let silence {
+            let heard = lectern_gst_silence_position(UnsafeMutableRawPointer(silence), UnsafeMutableRawPointer(element))
+            if heard >= 0 { return .nanoseconds(heard) }
         }
         return .nanoseconds(Int64(nanoseconds))
     }

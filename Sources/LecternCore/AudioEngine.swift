@@ -30,6 +30,8 @@ public protocol AudioEngine: AnyObject {
     func setGain(_ gain: Double)
     /// The speech compressor: nil (off: the sound as it is), or the level in dBFS it leaves unchanged.
     func setCompressor(_ level: Double?)
+    /// Skip silence: nil (off: every pause as recorded), or how pauses are shortened.
+    func setSkipSilence(_ skipping: SkipSilence?)
     /// Playback rate (1 = normal) with the pitch preserved.
     func setRate(_ rate: Double)
     /// The stream to continue with, without a gap, when the current one ends; nil to stop at its end.

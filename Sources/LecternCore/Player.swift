@@ -31,6 +31,8 @@ public actor Player {
     var loudnessGain = 1.0
     /// The speech compressor told to the engine (``PlaybackSettings/compressor``).
     var compressor: Double?
+    /// Skip silence as told to the engine (``PlaybackSettings/skipSilence``).
+    var skipSilence: SkipSilence?
     /// The order the queue plays in (shuffled when `state.shuffle`), where the current item is in it, and the
     /// items that failed as the gapless next one.
     var order = PlayOrder()
@@ -184,6 +186,7 @@ public actor Player {
         }
         setGain(settings?.gain ?? 1)
         setCompressor(settings?.compressor)
+        setSkipSilence(settings?.skipSilence)
         if let name {
             state.queueID = name
         } else {
@@ -391,6 +394,13 @@ public actor Player {
         engine.setCompressor(level)
     }
 
+    /// Skip silence for what plays (``PlaybackSettings/skipSilence``): told to the engine when it changes.
+    public func setSkipSilence(_ skipping: SkipSilence?) {
+        guard skipping != skipSilence else { return }
+        skipSilence = skipping
+        engine.setSkipSilence(skipping)
+    }
+
     public func setVolume(_ volume: Double) throws(PlayerError) {
         userCommand()
         guard volume.isFinite else { throw .invalidValue("volume must be a finite number, not \(volume)") }
@@ -426,6 +436,7 @@ public actor Player {
         if volume != state.volume { state.volume = volume; setEngineVolume(volume) }
         setGain(settings.gain)
         setCompressor(settings.compressor)
+        setSkipSilence(settings.skipSilence)
         if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
         if settings.skip != state.skip {

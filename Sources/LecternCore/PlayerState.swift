@@ -29,8 +29,10 @@ public struct PlaybackSettings: Sendable, Equatable {
     public var skip: SkipParts
     /// The speech compressor: nil (off: the sound as it is), or the level in dBFS it leaves unchanged.
     public var compressor: Double?
+    /// Pauses shortened: nil (off), or how.
+    public var skipSilence: SkipSilence?
     public init(volume: Double = 1, rate: Double = 1, shuffle: Bool = false, loop: LoopMode = .none, gain: Double = 1,
-                skip: SkipParts = SkipParts(), compressor: Double? = nil) {
+                skip: SkipParts = SkipParts(), compressor: Double? = nil, skipSilence: SkipSilence? = nil) {
         self.volume = volume
         self.rate = rate
         self.shuffle = shuffle
@@ -38,6 +40,34 @@ public struct PlaybackSettings: Sendable, Equatable {
         self.gain = gain
         self.skip = skip
         self.compressor = compressor
+        self.skipSilence = skipSilence
+    }
+}
+
+/// Skip silence: a pause longer than `threshold` (in the file's own time) is shortened by `amount` of what lasts
+/// beyond it, so a 3 s pause with a threshold of 0.5 s and an amount of 0.8 lasts 1 s; a pause is never cut to
+/// nothing, and sound is never cut. Positions stay in the file's own time (docs/decisions/skip-silence.md).
+public struct SkipSilence: Sendable, Equatable {
+    public var threshold: Duration
+    public var amount: Double
+
+    /// The thresholds allowed, in seconds.
+    public static let thresholds: ClosedRange<Double> = 0.1...10
+    /// The amounts allowed: a tenth of a pause's excess removed, up to all of it.
+    public static let amounts: ClosedRange<Double> = 0.1...1
+    /// What a listener who only turns it on gets.
+    public static let standard = SkipSilence(threshold: .milliseconds(500), amount: 0.75)
+
+    /// Each clamped to its range.
+    public init(threshold: Duration, amount: Double) {
+        let seconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
+        self.threshold = .seconds(min(max(Self.thresholds.lowerBound, seconds), Self.thresholds.upperBound))
+        self.amount = amount.isFinite ? min(max(Self.amounts.lowerBound, amount), Self.amounts.upperBound) : Self.standard.amount
+    }
+
+    /// How long a pause of `pause` (the file's time) lasts played.
+    public func shortened(_ pause: Duration) -> Duration {
+        pause <= threshold ? pause : threshold + (pause - threshold) * (1 - amount)
     }
 }
 

@@ -120,6 +120,12 @@ extension Library {
         where !(seconds.isFinite && (0...BookSettings.maximumSkip).contains(seconds)) {
             throw LibraryError.invalidArgument("\(name) must be between 0 and \(Int(BookSettings.maximumSkip)) seconds")
         }
+        guard settings.silenceThreshold.isFinite, BookSettings.silenceThresholds.contains(settings.silenceThreshold) else {
+            throw LibraryError.invalidArgument("silence_threshold must be between 0.1 and 10 seconds")
+        }
+        guard settings.silenceAmount.isFinite, BookSettings.silenceAmounts.contains(settings.silenceAmount) else {
+            throw LibraryError.invalidArgument("silence_amount must be between 0.1 and 1")
+        }
         try updateBook(book, touching: false) { $0.settings = settings }
     }
 

@@ -40,8 +40,17 @@ public struct BookSettings: Codable, Sendable, Equatable {
     public static let maximumSkip = 600.0
     /// The speech compressor: quieter passages brought up and louder ones down, for uneven recordings.
     public var compress = false
+    /// Skip silence: pauses longer than `silenceThreshold` seconds (the file's time) shortened by `silenceAmount` of
+    /// what lasts beyond it. The threshold and the amount are kept while it is off.
+    public var skipSilence = false
+    public var silenceThreshold = 0.5
+    public var silenceAmount = 0.75
+    /// The thresholds (seconds) and amounts allowed.
+    public static let silenceThresholds = 0.1...10.0
+    public static let silenceAmounts = 0.1...1.0
     public init(volume: Double = 1, speed: Double = 1, shuffle: Bool = false, loop: Loop = .none, normalise: Bool = false,
-                skipIntro: Double = 0, skipOutro: Double = 0, compress: Bool = false) {
+                skipIntro: Double = 0, skipOutro: Double = 0, compress: Bool = false, skipSilence: Bool = false,
+                silenceThreshold: Double = 0.5, silenceAmount: Double = 0.75) {
         self.volume = volume
         self.speed = speed
         self.shuffle = shuffle
@@ -50,6 +59,9 @@ public struct BookSettings: Codable, Sendable, Equatable {
         self.skipIntro = skipIntro
         self.skipOutro = skipOutro
         self.compress = compress
+        self.skipSilence = skipSilence
+        self.silenceThreshold = silenceThreshold
+        self.silenceAmount = silenceAmount
     }
 }
 
@@ -98,6 +110,10 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var skipOutro: Double = 0
     /// Whether the speech compressor is on (``BookSettings/compress``).
     public var compress = false
+    /// Skip silence (``BookSettings/skipSilence``).
+    public var skipSilence = false
+    public var silenceThreshold = 0.5
+    public var silenceAmount = 0.75
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -108,13 +124,16 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var settings: BookSettings {
         get {
             BookSettings(volume: volume, speed: speed, shuffle: shuffle, loop: loop, normalise: normalise,
-                         skipIntro: skipIntro, skipOutro: skipOutro, compress: compress)
+                         skipIntro: skipIntro, skipOutro: skipOutro, compress: compress, skipSilence: skipSilence,
+                         silenceThreshold: silenceThreshold, silenceAmount: silenceAmount)
         }
         set {
             volume = newValue.volume; speed = newValue.speed; shuffle = newValue.shuffle; loop = newValue.loop
             normalise = newValue.normalise
             skipIntro = newValue.skipIntro; skipOutro = newValue.skipOutro
             compress = newValue.compress
+            skipSilence = newValue.skipSilence; silenceThreshold = newValue.silenceThreshold
+            silenceAmount = newValue.silenceAmount
         }
     }
 }
@@ -164,6 +183,9 @@ extension Book {
         skipIntro = try row.decode(forColumn: "skipIntro")
         skipOutro = try row.decode(forColumn: "skipOutro")
         compress = try row.decode(forColumn: "compress")
+        skipSilence = try row.decode(forColumn: "skipSilence")
+        silenceThreshold = try row.decode(forColumn: "silenceThreshold")
+        silenceAmount = try row.decode(forColumn: "silenceAmount")
     }
 }
 

@@ -418,6 +418,14 @@ enum Schema {
                 t.add(column: "compress", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v16: skip silence") { db in
+            // A book's setting (off by default), and how much it shortens pauses, kept while it is off.
+            try db.alter(table: "book") { t in
+                t.add(column: "skipSilence", .boolean).notNull().defaults(to: false)
+                t.add(column: "silenceThreshold", .double).notNull().defaults(to: 0.5)
+                t.add(column: "silenceAmount", .double).notNull().defaults(to: 0.75)
+            }
+        }
         return migrator
     }
 

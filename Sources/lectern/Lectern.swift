@@ -18,6 +18,7 @@ struct Lectern: AsyncParsableCommand {
                       Skip.self, Jump.self, ChapterCommand.self, Speed.self, SleepCommand.self, LyricsCommand.self, LoudnessCommand.self,
                       SkipPartsCommand.self,
                       CompressorCommand.self,
+                      SkipSilenceCommand.self,
                       Say.self, PromptsCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self,
                       Undo.self, HistoryCommand.self, Stats.self])

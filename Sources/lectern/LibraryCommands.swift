@@ -492,6 +492,16 @@ extension Daemon {
         try await library("SetBookSettings", [.int64(id), .vardict(changes)])
     }
 
+    /// Changes some of book `id`'s settings; with no `changes`, prints what `describe` says of the book instead.
+    func setBookSettingsOrShow(_ id: Int64, _ changes: [String: DBusValue],
+                               _ describe: ([String: DBusValue]) -> String) async throws {
+        if changes.isEmpty {
+            print(describe(try await bookDetails(id)))
+        } else {
+            try await setBookSettings(id, changes)
+        }
+    }
+
     func resolveBookOrCurrent(_ text: String?) async throws -> Int64 {
         if let text { return try await resolveBook(text) }
         let current = try await lecternProperty("org.lectern.Library1", "CurrentBook").int64 ?? 0

@@ -35,12 +35,7 @@ struct SkipPartsCommand: AsyncParsableCommand {
         if action == "off" { changes = ["skip_intro": .double(0), "skip_outro": .double(0)] }
         if let intro { changes["skip_intro"] = .double(intro) }
         if let outro { changes["skip_outro"] = .double(outro) }
-        if !changes.isEmpty {
-            try await daemon.setBookSettings(id, changes)
-            return
-        }
-        let details = try await daemon.bookDetails(id)
-        print(Self.describe(details))
+        try await daemon.setBookSettingsOrShow(id, changes, Self.describe)
     }
 
     /// "skipping the first 12 s and the last 8 s of every file", or "off: files play whole".

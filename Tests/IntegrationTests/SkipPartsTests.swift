@@ -17,14 +17,6 @@ extension Integration {
             return book
         }
 
-        /// The message of the D-Bus error `body` throws; nil when it succeeds.
-        func errorMessage(_ body: () async throws -> Void) async -> String? {
-            do { try await body() } catch let error as BusError { return "\(error.name): \(error.message)" } catch {
-                return "not a BusError: \(error)"
-            }
-            return nil
-        }
-
         @Test("the settings read back, bad ones are refused; the book starts after the intro and each file ends before its outro")
         func skipsIntrosAndOutros() async throws {
             let folder = try TemporaryDirectory(prefix: "lectern-skip")
@@ -46,7 +38,7 @@ extension Integration {
                                     (["skip_outro": .string("8")], "skip_outro is a number"),
                                     (["speed": .double(2), "skip_intro": .double(1_000)], "skip_intro \(bound)")]
                     as [([String: DBusValue], String)] {
-                    let message = await errorMessage { try await d.lib("SetBookSettings", [.int64(id), .vardict(bad)]) }
+                    let message = await busErrorMessage { try await d.lib("SetBookSettings", [.int64(id), .vardict(bad)]) }
                     #expect(message == "\(Lib.invalidArgument): \(says)", "\(bad)")
                 }
                 details = try await d.getBook(id)

@@ -18,6 +18,7 @@ final class FakeEngine: AudioEngine, Sendable {
         case setVolume(Double)
         case setGain(Double)
         case setCompressor(Double?)
+        case setSkipSilence(SkipSilence?)
         case setRate(Double)
         case setNext(URL?)
 
@@ -31,6 +32,8 @@ final class FakeEngine: AudioEngine, Sendable {
             case .setVolume(let volume): return "setVolume(\(volume))"
             case .setGain(let gain): return "setGain(\(gain))"
             case .setCompressor(let level): return "setCompressor(\(level.map { "\($0)" } ?? "off"))"
+            case .setSkipSilence(let skipping):
+                return "setSkipSilence(\(skipping.map { "\($0.threshold), \($0.amount)" } ?? "off"))"
             case .setRate(let rate): return "setRate(\(rate))"
             case .setNext(let url): return "setNext(\(url?.lastPathComponent ?? "nil"))"
             }
@@ -116,6 +119,10 @@ final class FakeEngine: AudioEngine, Sendable {
 
     func setCompressor(_ level: Double?) {
         state.withLock { $0.calls.append(.setCompressor(level)) }
+    }
+
+    func setSkipSilence(_ skipping: SkipSilence?) {
+        state.withLock { $0.calls.append(.setSkipSilence(skipping)) }
     }
 
     func setRate(_ rate: Double) {

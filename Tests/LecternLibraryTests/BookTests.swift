@@ -88,7 +88,7 @@ struct BookTests {
                                               cover: "/every/cover.jpg"), into: shelf)
         let file = try library.fileIds(of: id)[1]
         let settings = BookSettings(volume: 0.5, speed: 1.25, shuffle: true, loop: .book, normalise: true, skipIntro: 12.5,
-                                    skipOutro: 8, compress: true)
+                                    skipOutro: 8, compress: true, skipSilence: true, silenceThreshold: 0.8, silenceAmount: 0.6)
         try library.setSettings(of: id, settings)
         try library.setLoudness(of: id, .success(-21.5))
         try library.setNote(of: id, "a note")
@@ -102,8 +102,9 @@ struct BookTests {
         let columns = try #require(try await sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
         #expect(columns == ["addedAt", "albumKey", "author", "compress", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
-                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "skipIntro", "skipOutro",
-                            "sourcePath", "speed", "title", "userOrder", "volume"])
+                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "silenceAmount",
+                            "silenceThreshold", "skipIntro", "skipOutro", "skipSilence", "sourcePath", "speed", "title",
+                            "userOrder", "volume"])
         let book = try library.book(id)
         #expect(book.id == id && book.shelfId == shelf && book.title == "Every Column" && book.author == "An Author")
         #expect(book.narrator == "A Narrator" && book.coverPath == "/every/cover.jpg" && book.sourcePath == "/every")
@@ -211,6 +212,25 @@ struct BookTests {
         #expect(try library.book(id).settings == BookSettings(skipIntro: 12))
         try library.setSettings(of: id, BookSettings(skipIntro: 600, skipOutro: 600))
         #expect(try library.book(id).settings == BookSettings(skipIntro: 600, skipOutro: 600))
+    }
+
+    @Test("Skip silence: a threshold of 0.1 to 10 seconds, an amount of 0.1 to 1; out of range changes nothing")
+    func silenceBounds() throws {
+        let library = try Library()
+        let id = try library.add(importedBook("/b"))
+        #expect(try library.book(id).settings == BookSettings(skipSilence: false, silenceThreshold: 0.5, silenceAmount: 0.75))
+        let chosen = BookSettings(skipSilence: true, silenceThreshold: 1.5, silenceAmount: 0.5)
+        try library.setSettings(of: id, chosen)
+        for (threshold, amount) in [(0.09, 0.5), (10.01, 0.5), (Double.nan, 0.5), (1, 0.09), (1, 1.01), (1, -.infinity)] {
+            expectError(.invalidArgument, "threshold \(threshold), amount \(amount)") {
+                try library.setSettings(of: id, BookSettings(skipSilence: true, silenceThreshold: threshold, silenceAmount: amount))
+            }
+        }
+        #expect(try library.book(id).settings == chosen)
+        // Off, the values are kept for the next time it is on.
+        let off = BookSettings(skipSilence: false, silenceThreshold: 10, silenceAmount: 0.1)
+        try library.setSettings(of: id, off)
+        #expect(try library.book(id).settings == off)
     }
 
     @Test("Operations on an unknown book that report nothing")

@@ -52,7 +52,8 @@ struct SchemaTests {
                                                                                   "v12: lyrics from tags",
                                                                                   "v13: files' totals from an index",
                                                                                   "v14: skipped intros and outros",
-                                                                                  "v15: a book's speech compressor"])
+                                                                                  "v15: a book's speech compressor",
+                                                                                  "v16: skip silence"])
         #expect(try await sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -122,7 +123,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["15"]) }
+        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["16"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

@@ -23,6 +23,7 @@ char *lectern_gst_object_get_string(void *object, const char *property);
 double lectern_gst_object_get_double(void *object, const char *property);
 bool lectern_gst_object_get_bool(void *object, const char *property);
 int32_t lectern_gst_object_get_int(void *object, const char *property);
+uint64_t lectern_gst_object_get_uint64(void *object, const char *property);
 void *lectern_gst_object_get_object(void *object, const char *property);
 
 // g_free, so callers of the getters above need no GLib import to free what they got.
@@ -96,6 +97,18 @@ long lectern_mp4_extend_priming_edits(uint8_t *data, size_t size, uint64_t *adde
 // the compressor leaves unchanged, -60 to 0, default -18). Registers the element in this process (once, after
 // gst_init); false if it could not be.
 bool lectern_gst_register_gain(void);
+
+// lecternsilence (silence.c): skip silence, placed after lecterngain. Pauses longer than "threshold" (double, seconds of
+// the file's time, 0.1 to 10, default 0.5) are shortened: beyond it, the share "amount" (double, 0 to 1, default 0.75)
+// of each 200 ms is removed; a 10 ms window whose RMS is below "level" (double, dBFS, default -45) is silent. Off unless
+// "enabled" (boolean, default false): passthrough. "removed" (uint64, read-only): nanoseconds of listening time removed
+// since the element was made. Positions stay in the file's time (segments, not new timestamps). Registers the element
+// in this process (once, after gst_init); false if it could not be.
+bool lectern_gst_register_silence(void);
+// The position, in the file's time, of what `pipeline` (holding the lecternsilence `silence`) plays now, while a
+// segment the skipper pushed is still ahead of it: an audio sink that renders ahead (a pulsesink's buffer) takes a
+// segment when it receives it, and would answer the resumed point early. -1 when the sink's own answer holds.
+int64_t lectern_gst_silence_position(void *silence, void *pipeline);
 
 // The integrated loudness (EBU R128, gated; LUFS) and the sample peak (linear) of the files `uris` decoded one after
 // another as one programme (loudness.c), within `timeout_microseconds` for them all. Returns 0 (`integrated` is

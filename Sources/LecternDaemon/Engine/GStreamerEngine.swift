@@ -84,6 +84,7 @@ final class GStreamerEngine: AudioEngine {
     func setVolume(_ volume: Double) { core.apply { machine, _ in machine.setVolume(volume) } }
     func setGain(_ gain: Double) { core.apply { machine, _ in machine.setGain(gain) } }
     func setCompressor(_ level: Double?) { core.apply { machine, _ in machine.setCompressor(level) } }
+    func setSkipSilence(_ skipping: SkipSilence?) { core.apply { machine, _ in machine.setSkipSilence(skipping) } }
     func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
     func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
     var position: Duration? { core.position }
@@ -122,7 +123,7 @@ private final class EngineCore: PipelineHost {
         self.readiness = readiness
         // Made under the lock: its thread's first report (`built`) waits until the worker is current.
         shared.withLock { shared in
-            shared.worker = PipelineWorker(generation: 0, audioSink: audioSink, level: .init(), next: nil, host: self)
+            shared.worker = PipelineWorker(generation: 0, audioSink: audioSink, sound: .init(), next: nil, host: self)
         }
     }
 
@@ -237,8 +238,7 @@ private final class EngineCore: PipelineHost {
             shared.control = nil
             shared.generation += 1
             shared.worker = PipelineWorker(generation: shared.generation, audioSink: audioSink,
-                                           level: .init(volume: shared.machine.volume, gain: shared.machine.gain,
-                                                         compressor: shared.machine.compressor),
+                                           sound: shared.machine.sound,
                                            next: shared.machine.nextURL, host: self)
             logger.error("GStreamer stopped responding; its pipeline is given up and replaced",
                          metadata: ["reason": "\(inFlight.what) hung", "given up": "\(shared.abandoned.count)"])

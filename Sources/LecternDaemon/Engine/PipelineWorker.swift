@@ -9,7 +9,7 @@ import Synchronization
 /// gives the worker up and starts another with a new playbin.
 ///
 /// ```swift
-/// let worker = PipelineWorker(generation: 1, audioSink: nil, level: .init(), next: nil, host: engineCore)
+/// let worker = PipelineWorker(generation: 1, audioSink: nil, sound: .init(), next: nil, host: engineCore)
 /// worker.enqueue([.load(url, number: 1)])
 /// ```
 // @unchecked Sendable: `playbin` is touched only on the worker's own thread (built there, used there, released
@@ -30,12 +30,12 @@ final class PipelineWorker: @unchecked Sendable {
     /// Only on the worker thread.
     private var playbin: Playbin?
 
-    init(generation: Int, audioSink: String?, level: Level, next: URL?, host: any PipelineHost) {
+    init(generation: Int, audioSink: String?, sound: PlaybinStateMachine.Sound, next: URL?, host: any PipelineHost) {
         self.generation = generation
         self.host = host
         let thread = Thread { [self] in
             Thread.current.name = "lectern-gst-cmd"  // from inside, 15 bytes at most (Foundation on Linux)
-            run(audioSink: audioSink, level: level, next: next)
+            run(audioSink: audioSink, sound: sound, next: next)
         }
         thread.start()
     }
@@ -60,14 +60,14 @@ final class PipelineWorker: @unchecked Sendable {
         queue.withLock { $0 = [] }
     }
 
-    private func run(audioSink: String?, level: Level, next: URL?) {
+    private func run(audioSink: String?, sound: PlaybinStateMachine.Sound, next: URL?) {
         let generation = generation
         let host = host
         do throws(PipelineError) {
             let built = try Playbin(audioSink: audioSink, streamProperties: GStreamerEngine.streamProperties) { event, control in
                 host.handle(event, control: control, generation: generation)
             }
-            Self.set(level, on: built)
+            Self.set(sound, on: built)
             built.nextURI = next?.absoluteString
             playbin = built
             host.built(.success(built.control), generation: generation)
@@ -115,26 +115,21 @@ final class PipelineWorker: @unchecked Sendable {
         case .setNext(let url):
             playbin.nextURI = url?.absoluteString
             return true
-        case .setLevel(let volume, let gain, let compressor):
-            Self.set(Level(volume: volume, gain: gain, compressor: compressor), on: playbin)
+        case .setSound(let sound):
+            Self.set(sound, on: playbin)
             return true
         }
-    }
-
-    /// The player's volume, loudness gain and speech compressor (the level it leaves unchanged; nil: off).
-    struct Level {
-        var volume = 1.0
-        var gain = 1.0
-        var compressor: Double?
     }
 
     /// Up to 1, the volume is the playbin's own (the sound server's stream volume behind a pulsesink), so that at
     /// 100 % and below, with no loudness gain, not a sample is changed before the output; the volume above 1 and the
     /// loudness gain go to the audio filter's gain stage, whose limiter keeps every sample from clipping.
-    private static func set(_ level: Level, on playbin: Playbin) {
-        playbin.volume = min(level.volume, 1)
-        playbin.gain = max(level.volume, 1) * level.gain
-        playbin.compressor = level.compressor
+    /// Skip silence goes to the audio filter's last stage.
+    private static func set(_ sound: PlaybinStateMachine.Sound, on playbin: Playbin) {
+        playbin.volume = min(sound.volume, 1)
+        playbin.gain = max(sound.volume, 1) * sound.gain
+        playbin.compressor = sound.compressor
+        playbin.skipSilence = sound.skipSilence.map { SilenceSkipping(threshold: $0.threshold, amount: $0.amount) }
     }
 
     /// Runs a call that may block, with the host's watchdog on it; false when the playbin was given up meanwhile.

@@ -41,8 +41,18 @@ struct PlaybinStateMachine {
         /// move is marked on the bus first (``PlaybinControl/markSeek(_:)``).
         case seek(Duration, rate: Double, purpose: SeekPurpose)
         case setNext(URL?)
-        /// The player's volume and loudness gain, as the playbin's volume (up to 1) and its gain stage (the rest).
-        case setLevel(volume: Double, gain: Double, compressor: Double?)
+        /// The player's volume, loudness gain, speech compressor and skip silence, for the playbin's volume (up to 1)
+        /// and its audio filter.
+        case setSound(Sound)
+    }
+
+    /// What the player set of how the sound is shaped.
+    struct Sound: Equatable, Sendable {
+        var volume = 1.0
+        var gain = 1.0
+        /// The level in dBFS the speech compressor leaves unchanged; nil: off.
+        var compressor: Double?
+        var skipSilence: SkipSilence?
     }
 
     enum SeekPurpose: Equatable, Sendable {
@@ -63,11 +73,8 @@ struct PlaybinStateMachine {
     private(set) var startPosition = Duration.zero
     /// The rate the player asked for; a new stream starts at 1, so it is applied again after load and advance.
     private(set) var rate = 1.0
-    /// The last volume, loudness gain, compressor and next URL the player set, for a playbin built to replace a hung
-    /// one.
-    private(set) var volume = 1.0
-    private(set) var gain = 1.0
-    private(set) var compressor: Double?
+    /// The last sound and next URL the player set, for a playbin built to replace a hung one.
+    private(set) var sound = Sound()
     private(set) var nextURL: URL?
     /// Whether the player asked for playback (applied when the load completes).
     private var wantsPlaying = false
@@ -157,19 +164,14 @@ struct PlaybinStateMachine {
         return Effects(calls: [.setNext(url)])
     }
 
-    mutating func setVolume(_ volume: Double) -> Effects {
-        self.volume = volume
-        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
-    }
+    mutating func setVolume(_ volume: Double) -> Effects { setSound { $0.volume = volume } }
+    mutating func setGain(_ gain: Double) -> Effects { setSound { $0.gain = gain } }
+    mutating func setCompressor(_ level: Double?) -> Effects { setSound { $0.compressor = level } }
+    mutating func setSkipSilence(_ skipping: SkipSilence?) -> Effects { setSound { $0.skipSilence = skipping } }
 
-    mutating func setGain(_ gain: Double) -> Effects {
-        self.gain = gain
-        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
-    }
-
-    mutating func setCompressor(_ level: Double?) -> Effects {
-        compressor = level
-        return Effects(calls: [.setLevel(volume: volume, gain: gain, compressor: compressor)])
+    private mutating func setSound(_ change: (inout Sound) -> Void) -> Effects {
+        change(&sound)
+        return Effects(calls: [.setSound(sound)])
     }
 
     /// The position in the current stream: the start position while loading, a seek's target until it lands.

@@ -269,7 +269,12 @@ actor BookSession {
         PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle, loop: LoopMode(book.loop),
                          gain: book.loudnessGain(target: loudnessTarget),
                          skip: SkipParts(intro: .seconds(book.skipIntro), outro: .seconds(book.skipOutro)),
-                         compressor: compressor(book))
+                         compressor: compressor(book), skipSilence: skipSilence(book))
+    }
+
+    /// How `book` shortens its pauses; nil when it doesn't.
+    private func skipSilence(_ book: Book) -> SkipSilence? {
+        book.skipSilence ? SkipSilence(threshold: .seconds(book.silenceThreshold), amount: book.silenceAmount) : nil
     }
 
     /// The level `book`'s speech compressor leaves unchanged (the loudness target, as dBFS); nil when it is off.
@@ -457,7 +462,9 @@ actor BookSession {
         guard let bookId = book?.id else { return }
         let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop),
                                     normalise: book?.normalise ?? false, skipIntro: book?.skipIntro ?? 0,
-                                    skipOutro: book?.skipOutro ?? 0, compress: book?.compress ?? false)
+                                    skipOutro: book?.skipOutro ?? 0, compress: book?.compress ?? false,
+                                    skipSilence: book?.skipSilence ?? false, silenceThreshold: book?.silenceThreshold ?? 0.5,
+                                    silenceAmount: book?.silenceAmount ?? 0.75)
         defer { lastSettings = settings }
         guard let lastSettings, settings != lastSettings else { return }
         do { try library.setSettings(of: bookId, settings) } catch {

@@ -92,7 +92,8 @@ extension LibraryService {
                         if let nested = changes.first(where: { if case .variant = $0.value { true } else { false } }) {
                             throw LibraryError.invalidArgument("setting '\(nested.key)' is a variant inside a variant")
                         }
-                        let known = ["volume", "speed", "shuffle", "loop", "normalise", "skip_intro", "skip_outro", "compress"]
+                        let known = ["volume", "speed", "shuffle", "loop", "normalise", "skip_intro", "skip_outro", "compress",
+                                     "skip_silence", "silence_threshold", "silence_amount"]
                         for key in changes.keys where !known.contains(key) {
                             throw LibraryError.invalidArgument("unknown setting '\(key)' (\(known.joined(separator: ", ")))")
                         }
@@ -110,6 +111,12 @@ extension LibraryService {
                             guard let b = v.bool else { throw LibraryError.invalidArgument("compress is a boolean") }
                             settings.compress = b
                         }
+                        if let v = changes["skip_silence"] {
+                            guard let b = v.bool else { throw LibraryError.invalidArgument("skip_silence is a boolean") }
+                            settings.skipSilence = b
+                        }
+                        if let v = changes["silence_threshold"] { settings.silenceThreshold = try Self.double(v, "silence_threshold") }
+                        if let v = changes["silence_amount"] { settings.silenceAmount = try Self.double(v, "silence_amount") }
                     }
                     self.bookChanged(id)
                     return []
