@@ -217,12 +217,8 @@ enum BenchCommand {
                     var result = try measure(kind, audio: audio, settings: settings, work: work)
                     if let server = settings.soundServer {
                         do {
-                            let measured = try measureIntoSoundServer(kind, server: server, audio: audio, settings: settings,
-                                                                      work: work, boosted: kind.key == "lectern")
-                            (result.pulseCPU, result.pulseServerCPU) = (measured.player, measured.server)
-                            (result.pulseBoostedCPU, result.pulseBoostedServerCPU) = (measured.boosted?.player, measured.boosted?.server)
-                            (result.pulseCompressedCPU, result.pulseCompressedServerCPU) = (measured.compressed?.player,
-                                                                                            measured.compressed?.server)
+                            result.intoSoundServer = try measureIntoSoundServer(kind, server: server, audio: audio, settings: settings,
+                                                                                work: work, withSettings: kind.key == "lectern")
                         } catch {
                             notes.append("\(kind.label): CPU into PulseAudio not measured: \(error)")
                         }

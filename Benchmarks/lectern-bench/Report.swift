@@ -116,22 +116,28 @@ struct Report {
             + "(utime+stime)",
             cells { cpuCell($0.playCPU) }, gst.map { "gst-launch playbin alone: " + cpuCell($0.cpu) } ?? "—",
             "— (judged into PulseAudio: next row)")
-        func pulseCell(_ player: CPUWindow.Result?, _ server: CPUWindow.Result?) -> String {
-            guard let player, let server else { return "—" }
-            return String(format: "%.2f %% + server %.2f %% = %.2f %%", player.schedPercent, server.schedPercent,
-                          player.schedPercent + server.schedPercent)
+        func pulseCell(_ pair: CPUPair?) -> String {
+            guard let pair else { return "—" }
+            return String(format: "%.2f %% + server %.2f %% = %.2f %%", pair.player.schedPercent, pair.server.schedPercent,
+                          pair.player.schedPercent + pair.server.schedPercent)
         }
-        let cpuMet = l.flatMap { $0.pulseCPU.map { $0.schedPercent <= 0.4 } }
+        let cpuMet = l.flatMap { $0.intoSoundServer.map { $0.plain.player.schedPercent <= 0.4 } }
         row("CPU playing into PulseAudio (null sink), \(settings.cpuWindow) window, % of one core (schedstat): player + "
-            + "sound server", cells { pulseCell($0.pulseCPU, $0.pulseServerCPU) },
-            gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.pulseCPU, $0.pulseServerCPU) } ?? "—",
+            + "sound server", cells { pulseCell($0.intoSoundServer?.plain) },
+            gst.map { reference in
+                "gst-launch playbin pulsesink alone: "
+                    + pulseCell(reference.pulseCPU.flatMap { player in reference.pulseServerCPU.map { CPUPair(player: player, server: $0) } })
+            } ?? "—",
             "player ≤ 0.4 %" + verdict(cpuMet))
         row("CPU playing into PulseAudio as above, then the book boosted (volume 2) and normalised (gain stage and "
             + "limiter at work), same process, % of one core (schedstat): player + sound server",
-            cells { pulseCell($0.pulseBoostedCPU, $0.pulseBoostedServerCPU) }, "—", "—")
+            cells { pulseCell($0.intoSoundServer?.boosted) }, "—", "—")
         row("the same, right after, with the book's speech compressor on as well, same process, % of one core "
             + "(schedstat): player + sound server",
-            cells { pulseCell($0.pulseCompressedCPU, $0.pulseCompressedServerCPU) }, "—", "—")
+            cells { pulseCell($0.intoSoundServer?.compressed) }, "—", "—")
+        row("the same, right after, with the book's skip silence on as well (its defaults; the bench's tone has no pause to "
+            + "shorten: the cost of listening for them), same process, % of one core (schedstat): player + sound server",
+            cells { pulseCell($0.intoSoundServer?.skippingSilence) }, "—", "—")
         row("CPU idle, \(settings.idleCPUWindow) window, % of one core", cells { cpuCell($0.idleCPU) })
         func startupCell(_ r: PlayerResult) -> String {
             guard !r.startupMs.isEmpty else { return "—" }
@@ -206,10 +212,13 @@ struct Report {
             "playing": ["rssKB": r.playRSSKB, "hwmKB": r.playHWMKB, "childrenRSSKB": r.playChildrenRSSKB, "cpu": cpu(r.playCPU), "threads": r.threads,
                         "openToPlayingMs": r.openToPlayingMs, "smapsRollup": rollup(r.playRollup)],
             "end": ["rssKB": r.endRSSKB, "hwmKB": r.endHWMKB],
-            "playingIntoPulseAudio": ["cpu": cpu(r.pulseCPU), "serverCpu": cpu(r.pulseServerCPU),
-                                      "boostedCpu": cpu(r.pulseBoostedCPU), "boostedServerCpu": cpu(r.pulseBoostedServerCPU),
-                                      "compressedCpu": cpu(r.pulseCompressedCPU),
-                                      "compressedServerCpu": cpu(r.pulseCompressedServerCPU)],
+            "playingIntoPulseAudio": ["cpu": cpu(r.intoSoundServer?.plain.player), "serverCpu": cpu(r.intoSoundServer?.plain.server),
+                                      "boostedCpu": cpu(r.intoSoundServer?.boosted?.player),
+                                      "boostedServerCpu": cpu(r.intoSoundServer?.boosted?.server),
+                                      "compressedCpu": cpu(r.intoSoundServer?.compressed?.player),
+                                      "compressedServerCpu": cpu(r.intoSoundServer?.compressed?.server),
+                                      "skippingSilenceCpu": cpu(r.intoSoundServer?.skippingSilence?.player),
+                                      "skippingSilenceServerCpu": cpu(r.intoSoundServer?.skippingSilence?.server)],
             "roundTripsUs": ["pingBus": r.pingBus.json(unit: 1000), "pingPlayer": r.pingPlayer.json(unit: 1000),
                              "get": r.get.json(unit: 1000), "getAll": r.getAll.json(unit: 1000),
                              "echoGet": r.echoGet.json(unit: 1000),

@@ -46,15 +46,9 @@ struct PlayerResult {
     /// The VmRSS of the player's child processes at the same moment (lecternd's media reader, while it stays).
     var playChildrenRSSKB = 0
     var playCPU: CPUWindow.Result?
-    /// Playing into PulseAudio (`measureIntoSoundServer`): the player's CPU and the server's meanwhile.
-    var pulseCPU: CPUWindow.Result?
-    var pulseServerCPU: CPUWindow.Result?
-    /// The same, in the same process right after, with the book at volume 2 and normalised (Lectern only).
-    var pulseBoostedCPU: CPUWindow.Result?
-    var pulseBoostedServerCPU: CPUWindow.Result?
-    /// The same again, right after, with the book's speech compressor on as well (Lectern only).
-    var pulseCompressedCPU: CPUWindow.Result?
-    var pulseCompressedServerCPU: CPUWindow.Result?
+    /// Playing into PulseAudio (`measureIntoSoundServer`): the player's CPU and the server's meanwhile, plain and, for
+    /// Lectern, with its sound settings on one after the other.
+    var intoSoundServer: IntoSoundServer?
     var threads = 0
     var pingBus = Samples([]), pingPlayer = Samples([]), get = Samples([]), getAll = Samples([])
     /// Get answered by the minimal libdbus responder in the bench process: the two-hop floor.
@@ -342,16 +336,31 @@ func activateBook(in player: RunningPlayer, client: BusClient) throws {
                     [.int64(1), .bool(true)])
 }
 
+/// The player's CPU and the sound server's over one window.
+struct CPUPair {
+    var player: CPUWindow.Result
+    var server: CPUWindow.Result
+}
+
+/// The windows of `measureIntoSoundServer`, one after the other in the same process.
+struct IntoSoundServer {
+    var plain: CPUPair
+    /// Lectern's book at volume 2 and normalised (the gain stage and limiter at work).
+    var boosted: CPUPair?
+    /// The same with the speech compressor on as well.
+    var compressed: CPUPair?
+    /// The same with skip silence on as well (its default threshold and amount).
+    var skippingSilence: CPUPair?
+}
+
 /// CPU while playing into a sound server (`SoundServer`: PulseAudio, null sink): the player started on a bus of
 /// its own with its PulseAudio output, the file played, then the player's CPU and the server's over the same
 /// window. The server's share matters: a player that sends its audio as it is decoded (44.1 kHz mono here) leaves
-/// the conversion to the server, one that converts first does it itself. With `boosted`, Lectern's book is then
+/// the conversion to the server, one that converts first does it itself. With `withSettings`, Lectern's book is then
 /// boosted (volume 2) and normalised (its loudness measured first) while it plays, and a second window measured; then
-/// its speech compressor is turned on as well, and a third window measured.
+/// its speech compressor is turned on as well, a third; then skip silence as well, a fourth.
 func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL, settings: Settings,
-                            work: TemporaryDirectory, boosted: Bool = false) throws
-    -> (player: CPUWindow.Result, server: CPUWindow.Result, boosted: (player: CPUWindow.Result, server: CPUWindow.Result)?,
-        compressed: (player: CPUWindow.Result, server: CPUWindow.Result)?) {
+                            work: TemporaryDirectory, withSettings: Bool = false) throws -> IntoSoundServer {
     progress("\(kind.label): CPU while playing into PulseAudio, \(settings.cpuWindow)")
     let bus = try PrivateBus()
     defer { bus.stop() }
@@ -373,20 +382,25 @@ func measureIntoSoundServer(_ kind: PlayerKind, server: SoundServer, audio: URL,
         throw BenchFailure("\(kind.label) is not Playing into PulseAudio 10 s after loading:\n\(player.logTail)")
     }
     sleepFor(settings.playSettle)
-    func window() -> (player: CPUWindow.Result, server: CPUWindow.Result) {
+    func window() -> CPUPair {
         let playerWindow = CPUWindow(player.pid), serverWindow = CPUWindow(server.process.pid)
         sleepFor(settings.cpuWindow)
-        return (playerWindow.finish(), serverWindow.finish())
+        return CPUPair(player: playerWindow.finish(), server: serverWindow.finish())
     }
-    let plain = window()
-    guard boosted, kind.loading == .libraryBook else { return (plain.player, plain.server, nil, nil) }
+    func windowAfter(_ change: [(String, BusClient.Variant)]) throws -> CPUPair {
+        try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "SetBookSettings",
+                        [.int64(1), .vardict(change)])
+        sleepFor(settings.playSettle)
+        return window()
+    }
+    var result = IntoSoundServer(plain: window())
+    guard withSettings, kind.loading == .libraryBook else { return result }
     try boostAndNormalise(in: player, client: client)
     sleepFor(settings.playSettle)
-    let boostedWindow = window()
-    try callOrThrow(client, player, "/org/lectern/Lectern1", "org.lectern.Library1", "SetBookSettings",
-                    [.int64(1), .vardict([("compress", .bool(true))])])
-    sleepFor(settings.playSettle)
-    return (plain.player, plain.server, boostedWindow, window())
+    result.boosted = window()
+    result.compressed = try windowAfter([("compress", .bool(true))])
+    result.skippingSilence = try windowAfter([("skip_silence", .bool(true))])
+    return result
 }
 
 /// Sets the bench's book (id 1) to volume 2 with normalisation on, and waits until its loudness is measured (the
