@@ -266,9 +266,7 @@ public final class Playbin {
     }
 
     /// Listening time the silence skipper removed since this playbin was built (monotonic).
-    public var silenceRemoved: Duration {
-        .nanoseconds(Int64(clamping: lectern_gst_object_get_uint64(UnsafeMutableRawPointer(silenceElement), "removed")))
-    }
+    public var silenceRemoved: Duration { control.silenceRemoved }
 
     /// Linear volume (playbin "volume", soft-volume): 0 silent, 1 unity, up to 10.
     public var volume: Double {

@@ -104,6 +104,13 @@ public final class PlaybinControl: @unchecked Sendable {
         return .nanoseconds(Int64(nanoseconds))
     }
 
+    /// Listening time the silence skipper removed since the playbin was built (monotonic): its `removed` property,
+    /// read under the element's object lock; zero without a skipper.
+    public var silenceRemoved: Duration {
+        guard let silence else { return .zero }
+        return .nanoseconds(Int64(clamping: lectern_gst_object_get_uint64(UnsafeMutableRawPointer(silence), "removed")))
+    }
+
     /// Duration of the current stream (gst_element_query_duration), nil if unknown.
     public var duration: Duration? {
         var nanoseconds: gint64 = 0

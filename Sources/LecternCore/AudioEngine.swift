@@ -24,6 +24,9 @@ public protocol AudioEngine: AnyObject {
     func seek(to position: Duration)
     /// The position in the current stream, nil when nothing is loaded or it is not yet known.
     var position: Duration? { get }
+    /// Listening time skip silence removed so far (what the pauses lost): it only grows, but may start again at
+    /// zero when the engine rebuilds its pipeline. Read at each tick, from the player's executor: it must not wait.
+    var silenceRemoved: Duration { get }
     /// Linear volume, 0 = silent, 1 = unity; above 1 amplifies (without clipping).
     func setVolume(_ volume: Double)
     /// A linear gain on top of the volume (a book's loudness normalisation); 1 leaves the sound as it is.

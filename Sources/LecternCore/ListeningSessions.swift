@@ -16,6 +16,9 @@ public struct ListeningSession: Sendable, Equatable {
     /// Book time heard: at a speed above 1, more than `listened`.
     public var content: Duration
     public var rate: Double
+    /// Listening time skip silence saved: what the pauses heard lost. The speed saved the rest of `content`'s lead
+    /// on `listened`.
+    public var silence: Duration = .zero
 }
 
 /// Turns the player's events into listening sessions (``ListeningSession``): what to store, and when.
@@ -30,6 +33,9 @@ public struct ListeningSession: Sendable, Equatable {
 ///   the speed (content ÷ speed): the time spent hearing it, without the moments the stream was loading or stalled,
 ///   or the machine asleep. Between the last tick and a seek, the time since the tick (at most ``longestTick``) is
 ///   counted as heard; a move a client makes tells the place it left, which is counted exactly.
+/// - Skip silence moves the position on faster than the speed: the time it removed between two ticks (the growth of
+///   the player's total, ``PlayerView/silenceSkipped``) is `silence`, not `listened` (content ÷ speed, less it), and a
+///   tick whose move it explains is no implausible jump.
 public struct SessionTracker: Sendable {
     public static let farJump: Duration = .seconds(300)
     public static let mergeWithin: TimeInterval = 300
@@ -42,20 +48,29 @@ public struct SessionTracker: Sendable {
     private var ended: ListeningSession?
     /// The player's state as last published: the queue, for book positions.
     private var state = PlayerState()
-    /// The book position and moment of the last tick heard while playing.
-    private var last: (position: Duration, at: Date)?
+    /// The book position, moment and skipped-silence total of the last tick heard while playing.
+    private var last: (position: Duration, at: Date, silence: Duration)?
 
     public init() {}
 
     /// Hands the tracker one of the player's events; `filePosition` is the position in the current file as clients
-    /// see it at that moment (the player's view), `now` the wall-clock time. Returns the sessions to store, in order:
+    /// see it at that moment (the player's view), `silence` the listening time skip silence saved so far (a running
+    /// total, ``PlayerView/silenceSkipped``: one that goes down starts again from there), `now` the wall-clock time.
+    /// Returns the sessions to store, in order:
     /// a new one has no id yet (``assign(id:to:)``), the others replace the stored rows with their ids. A session is
     /// stored once something was heard in it (playing then pausing at once, or changing the speed, leaves none).
-    public mutating func handle(_ event: PlayerEvent, filePosition: Duration, now: Date) -> [ListeningSession] {
-        changes(event, filePosition: filePosition, now: now).filter { $0.id != nil || $0.content > .zero }
+    public mutating func handle(_ event: PlayerEvent, filePosition: Duration, silence: Duration, now: Date) -> [ListeningSession] {
+        let writes = changes(event, filePosition: filePosition, now: Moment(at: now, silence: silence))
+        return writes.filter { $0.id != nil || $0.content > .zero }
     }
 
-    private mutating func changes(_ event: PlayerEvent, filePosition: Duration, now: Date) -> [ListeningSession] {
+    /// The moment of an event: the wall-clock time and the skipped-silence total.
+    private struct Moment {
+        var at: Date
+        var silence: Duration
+    }
+
+    private mutating func changes(_ event: PlayerEvent, filePosition: Duration, now: Moment) -> [ListeningSession] {
         switch event {
         case .stateChanged(let new, _):
             let old = state
@@ -84,20 +99,20 @@ public struct SessionTracker: Sendable {
             return []
         case .seeked:
             guard var session = open, let last, let position = bookPosition(of: state.current, at: filePosition) else { return [] }
-            // It played until the seek: heard at the speed (the position reached is not known).
-            let played = min(max(0, now.timeIntervalSince(last.at)), Self.longestTick)
+            // It played until the seek: heard at the speed (the position reached is not known, nor a pause skipped).
+            let played = min(max(0, now.at.timeIntervalSince(last.at)), Self.longestTick)
             session.listened += .seconds(played)
             session.content += .seconds(played * session.rate)
             session.to = max(session.to, last.position + .seconds(played * session.rate))
-            session.ended = now
+            session.ended = now.at
             open = session
             guard Self.distance(position, last.position) > Self.farJump, case .book(let book) = state.queueID else {
-                self.last = (position, now)
+                self.last = (position, now.at, now.silence)
                 return []
             }
             return close() + [begin(book, at: position, rate: state.rate, now: now, merging: false)]
-        case .stopped, .finished, .sleepTimerFired, .itemFailed, .interruption:
-            return []
+        case .stopped, .finished, .sleepTimerFired, .itemFailed, .interruption, .silenceSkipped:
+            return []  // a skipped silence is counted at the tick that follows it
         }
     }
 
@@ -109,17 +124,17 @@ public struct SessionTracker: Sendable {
         if isIt(ended) { ended?.id = id }
     }
 
-    private mutating func begin(_ book: Int64, at position: Duration, rate: Double, now: Date, merging: Bool = true) -> ListeningSession {
-        last = (position, now)
+    private mutating func begin(_ book: Int64, at position: Duration, rate: Double, now: Moment, merging: Bool = true) -> ListeningSession {
+        last = (position, now.at, now.silence)
         if merging, var previous = ended, previous.bookID == book, previous.rate == rate,
-           now.timeIntervalSince(previous.ended) <= Self.mergeWithin, Self.distance(position, previous.to) <= Self.mergeDistance {
+           now.at.timeIntervalSince(previous.ended) <= Self.mergeWithin, Self.distance(position, previous.to) <= Self.mergeDistance {
             previous.from = min(previous.from, position)
-            previous.ended = now
+            previous.ended = now.at
             open = previous
             ended = nil
             return previous
         }
-        let session = ListeningSession(id: nil, bookID: book, started: now, ended: now, from: position, to: position,
+        let session = ListeningSession(id: nil, bookID: book, started: now.at, ended: now.at, from: position, to: position,
                                        listened: .zero, content: .zero, rate: rate)
         open = session
         return session
@@ -133,21 +148,24 @@ public struct SessionTracker: Sendable {
         return [session]
     }
 
-    /// Counts what was heard between the last tick and `position` at `now`.
-    private mutating func advance(to position: Duration, at now: Date) {
+    /// Counts what was heard between the last tick and `position` at `now`: a move further than twice what the wall
+    /// time and the skipped silence explain (and 2 s) is no playing (a seek not told, a clock gone wrong).
+    private mutating func advance(to position: Duration, at now: Moment) {
         guard var session = open, let last else { return }
-        let wall = max(0, now.timeIntervalSince(last.at))
+        let wall = Duration.seconds(max(0, now.at.timeIntervalSince(last.at)))
+        let skipped = now.silence >= last.silence ? now.silence - last.silence : .zero
         let moved = position - last.position
-        let plausible = moved >= .zero && moved <= .seconds(wall * session.rate * 2 + 2)
+        let plausible = moved >= .zero && moved <= (wall + skipped) * session.rate * 2 + .seconds(2)
         if plausible {
             session.content += moved
-            session.listened += moved / session.rate
+            session.listened += max(.zero, moved / session.rate - skipped)
+            session.silence += skipped
             session.from = min(session.from, last.position)
             session.to = max(session.to, position)
         }
-        session.ended = now
+        session.ended = now.at
         open = session
-        self.last = (position, now)
+        self.last = (position, now.at, now.silence)
     }
 
     static func distance(_ a: Duration, _ b: Duration) -> Duration { a > b ? a - b : b - a }

@@ -38,6 +38,8 @@ extension Player {
             playsOutro = false  // a file from its start
             state.lastError = nil
             view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
+            // The next file from its start: what a pause shortened in it is reckoned from there.
+            silence.reckoning = state.status == .playing ? (view.clock, now()) : nil
             updateNext()
             publish()
             // The same chapter again (loop chapter, or a one-file loop queue): the trackid doesn't change,
@@ -122,8 +124,8 @@ extension Player {
     }
 
     /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
-    /// catches a chapter change a wake-up missed, watches for a stall, and, still playing, tells the observers
-    /// where (`.playing`). Tests may call it directly.
+    /// tells of a pause skip silence shortened (Player+Silence.swift), catches a chapter change a wake-up missed,
+    /// watches for a stall, and, still playing, tells the observers where (`.playing`). Tests may call it directly.
     public func tick() {
         guard state.status == .playing, engineReady else {
             standing = nil
@@ -132,10 +134,14 @@ extension Player {
         }
         let enginePosition = engine.position
         if watchForHandover(enginePosition) { return }
+        let reckoned = reckonSilence()
         anchorClock()
+        let silenceSkipped = noteSkippedSilence(reckoned: reckoned)
         checkPosition()
         watchForStall(enginePosition)
         if state.status == .playing, engineReady, let item = state.current {
+            // After the chapter the jump may have reached is published: the position is within it.
+            if silenceSkipped { tell(.silenceSkipped(view.position() - (state.chapter?.start ?? .zero))) }
             tell(.playing(item, at: view.position()))
         }
     }

@@ -61,6 +61,7 @@ extension Player {
         engineLoad = .loading(since: now(), retried: false)
         corkRequested = false  // a new stream: the server asks it again if the other sound still plays
         offeredNext = []
+        forgetUnheardSilence()
         engine.load(state.queue[order[target]].url, at: position)
         view.set(PositionClock(anchor: position))
         updateNext()
@@ -77,6 +78,7 @@ extension Player {
         publish()
         // Before the flushing seek, which may wait for the sink.
         if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
+        forgetUnheardSilence()
         engine.seek(to: target)
     }
 
@@ -122,9 +124,11 @@ extension Player {
     }
 
     func anchorClock() {
-        let anchor = (engineReady ? engine.position : nil) ?? view.position()
+        let enginePosition = engineReady ? engine.position : nil
         let speed = state.status == .playing && engineReady ? state.rate : 0
-        view.set(PositionClock(anchor: anchor, speed: speed))
+        view.set(PositionClock(anchor: enginePosition ?? view.position(), speed: speed))
+        // Playing from the engine's own position: what the next tick reckons a skipped silence from.
+        silence.reckoning = enginePosition != nil && speed > 0 ? (view.clock, now()) : nil
     }
 
     /// Where the current file's skipped outro begins (where playing goes on to the next file); nil when none is.

@@ -74,6 +74,8 @@ public actor Player {
     /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
     /// playing, and since when (on `now`) it has stood there.
     var standing: (position: Duration?, since: Duration)?
+    /// Skip silence as the ticks see it: what the engine removed, what of it was heard (Player+Silence.swift).
+    var silence = SilenceWatch()
     /// Which moves start an undo entry (``UndoRuns``), on `now`.
     var undoRuns = UndoRuns()
     /// The current file plays on through its skipped outro (``SkipParts``): the listener put the position there
@@ -420,6 +422,7 @@ public actor Player {
         guard clamped != state.rate else { return }
         anchorClock()
         state.rate = clamped
+        forgetUnheardSilence()
         engine.setRate(clamped)
         anchorClock()
         publish()
@@ -437,7 +440,7 @@ public actor Player {
         setGain(settings.gain)
         setCompressor(settings.compressor)
         setSkipSilence(settings.skipSilence)
-        if rate != state.rate { anchorClock(); state.rate = rate; engine.setRate(rate); anchorClock() }
+        if rate != state.rate { anchorClock(); state.rate = rate; forgetUnheardSilence(); engine.setRate(rate); anchorClock() }
         state.loop = settings.loop
         if settings.skip != state.skip {
             state.skip = settings.skip

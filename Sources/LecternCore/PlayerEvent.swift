@@ -8,6 +8,9 @@ public enum PlayerEvent: Sendable, Equatable {
     /// The position jumped (not by playing): seek, set position, a load at a saved position, a smart
     /// rewind. The new position within the current chapter.
     case seeked(Duration)
+    /// Skip silence shortened a pause: the position moved on faster than the rate (not a seek). The new position
+    /// within the current chapter, as ``seeked(_:)`` carries it; the time saved is ``PlayerView/silenceSkipped``.
+    case silenceSkipped(Duration)
     /// A stop was asked for while this item was at this position (the position then reads 0): where to
     /// resume a book from.
     case stopped(MediaItem, at: Duration)

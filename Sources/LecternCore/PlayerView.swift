@@ -11,6 +11,7 @@ public final class PlayerView: Sendable {
         /// When `state` was published.
         var at = ContinuousClock.now
         var sleep: SleepCount?
+        var silenceSkipped = Duration.zero
     }
     private let published = Mutex(Published())
 
@@ -19,6 +20,9 @@ public final class PlayerView: Sendable {
     /// The last state the player published.
     public var state: PlayerState { published.withLock { $0.state } }
     public var clock: PositionClock { published.withLock { $0.clock } }
+
+    /// Listening time skip silence saved since the player was made: what the pauses heard lost (it only grows).
+    public var silenceSkipped: Duration { published.withLock { $0.silenceSkipped } }
 
     /// The position in the current file.
     public func position(at now: ContinuousClock.Instant = .now) -> Duration { clock.position(at: now) }
@@ -64,6 +68,8 @@ public final class PlayerView: Sendable {
     }
 
     func set(_ clock: PositionClock) { published.withLock { $0.clock = clock } }
+
+    func setSilenceSkipped(_ skipped: Duration) { published.withLock { $0.silenceSkipped = skipped } }
 }
 
 /// The position of the current item as a function of time: re-anchored on every play, pause, seek

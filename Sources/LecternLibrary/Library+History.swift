@@ -17,9 +17,11 @@ public struct ListenedSession: Sendable, Equatable {
     public var listened: Int64
     public var content: Int64
     public var speed: Double
+    /// Listening time skip silence saved (the pauses heard shorter); the speed saved the rest of content − listened.
+    public var silence: Int64
 
     public init(id: Int64? = nil, bookId: Int64?, title: String = "", startedAt: Date, endedAt: Date, fromPosition: Int64,
-                toPosition: Int64, listened: Int64, content: Int64, speed: Double) {
+                toPosition: Int64, listened: Int64, content: Int64, speed: Double, silence: Int64 = 0) {
         self.id = id
         self.bookId = bookId
         self.title = title
@@ -30,6 +32,7 @@ public struct ListenedSession: Sendable, Equatable {
         self.listened = listened
         self.content = content
         self.speed = speed
+        self.silence = silence
     }
 }
 
@@ -57,6 +60,12 @@ public struct ListeningStats: Sendable, Equatable {
         public var name: String
         public var listened: Int64
         public var content: Int64
+        /// Listening time skip silence saved.
+        public var silence: Int64
+
+        /// What listening faster than 1 saved: the book time heard beyond the time spent and the silence skipped
+        /// (negative when slower).
+        public var savedBySpeed: Int64 { content - listened - silence }
     }
 
     public struct Finished: Sendable, Equatable {
@@ -67,14 +76,17 @@ public struct ListeningStats: Sendable, Equatable {
 
     public var listened: Int64 = 0
     public var content: Int64 = 0
+    /// Listening time skip silence saved.
+    public var savedBySilence: Int64 = 0
     /// Per day, oldest first; per book and per shelf (a shelf counts the books of the shelves below it), most first.
     public var days: [Total] = []
     public var books: [Total] = []
     public var shelves: [Total] = []
     public var finished: [Finished] = []
 
-    /// Book time heard beyond the time spent: what listening faster than 1 saved (negative when slower).
-    public var savedBySpeed: Int64 { content - listened }
+    /// Book time heard beyond the time spent and the silence skipped: what listening faster than 1 saved (negative
+    /// when slower). With ``savedBySilence``, all that `content` exceeds `listened` by.
+    public var savedBySpeed: Int64 { content - listened - savedBySilence }
 }
 
 // The listening history, finished books and the undo stacks (v10).
@@ -88,8 +100,9 @@ extension Library {
     public func insertSession(_ session: ListenedSession) throws -> Int64 {
         try write { db in
             try db.execute(sql: """
-                INSERT INTO listeningSession(bookId, title, startedAt, endedAt, fromPosition, toPosition, listened, content, speed)
-                SELECT id, title, ?, ?, ?, ?, ?, ?, ? FROM book WHERE id = ?
+                INSERT INTO listeningSession(bookId, title, startedAt, endedAt, fromPosition, toPosition, listened, content, speed,
+                  silence)
+                SELECT id, title, ?, ?, ?, ?, ?, ?, ?, ? FROM book WHERE id = ?
                 """, arguments: StatementArguments(Self.sessionValues(session)) + [session.bookId])
             guard db.changesCount > 0 else { throw LibraryError.notFound("no book \(session.bookId ?? 0)") }
             return db.lastInsertedRowID
@@ -103,18 +116,21 @@ extension Library {
         guard let id = session.id else { return }
         try write(transaction: false) { db in
             let statement = try db.cachedStatement(sql: """
-                UPDATE listeningSession SET endedAt = max(startedAt, ?), fromPosition = ?, toPosition = ?, listened = ?, content = ?
+                UPDATE listeningSession SET endedAt = max(startedAt, ?), fromPosition = ?, toPosition = ?, listened = ?, content = ?,
+                  silence = ?
                 WHERE id = ?
                 """)
             let values = Self.sessionValues(session)
-            try statement.execute(arguments: StatementArguments(Array(values[1...5]) + [id]))
+            try statement.execute(arguments: StatementArguments(Array(values[1...5]) + [values[7], id]))
         }
     }
 
-    /// startedAt, endedAt, fromPosition, toPosition, listened, content, speed, as the schema's checks allow them.
+    /// startedAt, endedAt, fromPosition, toPosition, listened, content, speed, silence, as the schema's checks allow
+    /// them.
     private static func sessionValues(_ s: ListenedSession) -> [any DatabaseValueConvertible] {
         [StoredDate.text(s.startedAt), StoredDate.text(max(s.startedAt, s.endedAt)), max(0, s.fromPosition),
-         max(s.fromPosition, s.toPosition, 0), max(0, s.listened), max(0, s.content), min(max(s.speed, 0.5), 3)]
+         max(s.fromPosition, s.toPosition, 0), max(0, s.listened), max(0, s.content), min(max(s.speed, 0.5), 3),
+         max(0, s.silence)]
     }
 
     /// The sessions that started in `from ..< to` (nil: no bound), of one book or all, oldest first.
@@ -130,7 +146,7 @@ extension Library {
                                 startedAt: StoredDate.date(row["startedAt"]) ?? Date(timeIntervalSince1970: 0),
                                 endedAt: StoredDate.date(row["endedAt"]) ?? Date(timeIntervalSince1970: 0),
                                 fromPosition: row["fromPosition"], toPosition: row["toPosition"], listened: row["listened"],
-                                content: row["content"], speed: row["speed"])
+                                content: row["content"], speed: row["speed"], silence: row["silence"])
             }
         }
     }
@@ -150,28 +166,30 @@ extension Library {
             func totals(_ sql: String) throws -> [ListeningStats.Total] {
                 try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                     ListeningStats.Total(key: row["key"], id: row["id"], name: row["name"] ?? "", listened: row["listened"],
-                                         content: row["content"])
+                                         content: row["content"], silence: row["silence"])
                 }
             }
             var stats = ListeningStats()
             let sums = try Row.fetchOne(db, sql: """
-                SELECT total(listened) AS listened, total(content) AS content FROM listeningSession WHERE \(range)
+                SELECT total(listened) AS listened, total(content) AS content, total(silence) AS silence
+                FROM listeningSession WHERE \(range)
                 """, arguments: arguments)
             stats.listened = Int64((sums?["listened"] as Double?) ?? 0)
             stats.content = Int64((sums?["content"] as Double?) ?? 0)
+            stats.savedBySilence = Int64((sums?["silence"] as Double?) ?? 0)
             stats.days = try totals("""
                 SELECT date(startedAt, 'localtime') AS key, NULL AS id, date(startedAt, 'localtime') AS name,
-                  sum(listened) AS listened, sum(content) AS content
+                  sum(listened) AS listened, sum(content) AS content, sum(silence) AS silence
                 FROM listeningSession WHERE \(range) GROUP BY key ORDER BY key
                 """)
             stats.books = try totals("""
                 SELECT ifnull(bookId, '') || ':' || title AS key, bookId AS id, title AS name, sum(listened) AS listened,
-                  sum(content) AS content
+                  sum(content) AS content, sum(silence) AS silence
                 FROM listeningSession WHERE \(range) GROUP BY bookId, title ORDER BY listened DESC, name
                 """)
             stats.shelves = try totals("""
                 SELECT CAST(ifnull(shelfTree.top, '') AS TEXT) AS key, shelfTree.top AS id, ifnull(shelf.name, '') AS name,
-                  sum(listened) AS listened, sum(content) AS content
+                  sum(listened) AS listened, sum(content) AS content, sum(silence) AS silence
                 FROM listeningSession
                 LEFT JOIN book ON book.id = listeningSession.bookId
                 LEFT JOIN shelfTree ON shelfTree.id = book.shelfId

@@ -425,6 +425,10 @@ enum Schema {
                 t.add(column: "silenceThreshold", .double).notNull().defaults(to: 0.5)
                 t.add(column: "silenceAmount", .double).notNull().defaults(to: 0.75)
             }
+            // What skip silence saved of each listening session: listening time (µs), beside `listened`.
+            try db.alter(table: "listeningSession") { t in
+                t.add(column: "silence", .integer).notNull().defaults(to: 0).check { $0 >= 0 }
+            }
         }
         return migrator
     }

@@ -66,7 +66,8 @@ struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "history",
         abstract: "The listening sessions: when, which book, which part of it, for how long, at which speed.",
         discussion: "CSV and JSON have the same fields: book (id, 0 when deleted), title, started and ended (ISO 8601, local time), "
-            + "from and to (seconds into the book), listened (seconds spent), content (seconds of the book heard), speed.\n\n"
+            + "from and to (seconds into the book), listened (seconds spent), content (seconds of the book heard), speed, "
+            + "silence (seconds of listening skip silence saved).\n\n"
             + examples("lectern history", "lectern history --days 7", "lectern history --book Dune --csv > dune.csv",
                        "lectern history --json | jq '.[].listened'"))
     @OptionGroup var bus: BusOptions
@@ -79,7 +80,7 @@ struct HistoryCommand: AsyncParsableCommand {
         if csv && json { throw ValidationError("--csv or --json, not both") }
     }
 
-    static let fields = ["book", "title", "started", "ended", "from", "to", "listened", "content", "speed"]
+    static let fields = ["book", "title", "started", "ended", "from", "to", "listened", "content", "speed", "silence"]
 
     func run() async throws {
         let daemon = try await Daemon.connect(bus)
@@ -98,14 +99,14 @@ struct HistoryCommand: AsyncParsableCommand {
                 ["book": session["book"]?.int64 ?? 0, "title": session["title"]?.string ?? "",
                  "started": date("started", session), "ended": date("ended", session), "from": seconds("from", session),
                  "to": seconds("to", session), "listened": seconds("listened", session), "content": seconds("content", session),
-                 "speed": session["speed"]?.double ?? 1]
+                 "speed": session["speed"]?.double ?? 1, "silence": seconds("silence", session)]
             }))
         } else if csv {
             print(Self.fields.joined(separator: ","))
             for session in sessions {
                 let us = { (key: String) in BookmarkFiles.seconds(session[key]?.int64 ?? 0) }
                 print(["\(session["book"]?.int64 ?? 0)", session["title"]?.string ?? "", date("started", session), date("ended", session),
-                       us("from"), us("to"), us("listened"), us("content"), String(session["speed"]?.double ?? 1)]
+                       us("from"), us("to"), us("listened"), us("content"), String(session["speed"]?.double ?? 1), us("silence")]
                     .map(BookmarkFiles.csvField).joined(separator: ","))
             }
         } else if sessions.isEmpty {
@@ -122,8 +123,10 @@ struct HistoryCommand: AsyncParsableCommand {
 
 struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Time listened per day, per book and per shelf, books finished, and the time listening faster saved.",
-        discussion: "A session counts on the day it started (local time); a shelf counts the books of the shelves below it.\n\n"
+        abstract: "Time listened per day, per book and per shelf, books finished, and the time listening faster and skip silence saved.",
+        discussion: "A session counts on the day it started (local time); a shelf counts the books of the shelves below it. "
+            + "What skip silence saved is the listening time the pauses it shortened lost; what the speed saved is the rest of "
+            + "the book time heard beyond the time spent.\n\n"
             + examples("lectern stats", "lectern stats --days 7", "lectern stats --json"))
     @OptionGroup var bus: BusOptions
     @OptionGroup var span: DaysOption
@@ -136,14 +139,15 @@ struct Stats: AsyncParsableCommand {
         func clock(_ value: DBusValue?) -> String { Seconds.format(value?.int64 ?? 0) }
         func entries(_ key: String) -> [[String: DBusValue]] { stats[key]?.elements?.compactMap(\.stringKeyedDictionary) ?? [] }
         print("listened \(clock(stats["listened"])), heard \(clock(stats["content"])) of books; "
-              + "speed saved \(clock(stats["savedBySpeed"]))")
+              + "speed saved \(clock(stats["savedBySpeed"])), skip silence saved \(clock(stats["savedBySilence"]))")
         for (title, key, name) in [("per day", "days", "day"), ("per book", "books", "name"), ("per shelf", "shelves", "name")] {
             let list = entries(key)
             guard !list.isEmpty else { continue }
             print(title + ":")
             for entry in list {
                 let label = entry[name]?.string.flatMap { $0.isEmpty ? nil : $0 } ?? (key == "shelves" ? "(no shelf)" : "?")
-                print("  \(clock(entry["listened"]))  \(label)")
+                let silence = entry["silence"]?.int64 ?? 0
+                print("  \(clock(entry["listened"]))  \(label)" + (silence > 0 ? "  (skip silence saved \(clock(entry["silence"])))" : ""))
             }
         }
         let finished = entries("finished")

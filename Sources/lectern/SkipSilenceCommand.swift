@@ -10,7 +10,7 @@ struct SkipSilenceCommand: AsyncParsableCommand {
             + "\n\nA pause longer than the threshold (0.1 to 10 seconds of the recording, 0.5 by default) is shortened by "
             + "the amount (0.1 to 1, 0.75 by default) of what lasts beyond it: with the defaults a 2.5 s pause lasts 1 s. "
             + "Never to nothing, so the narration keeps its rhythm; sound is never cut. Saved with the book; positions, "
-            + "bookmarks and chapters stay in the recording's own time.")
+            + "bookmarks and chapters stay in the recording's own time. `lectern stats` shows the time it saved.")
     @OptionGroup var bus: BusOptions
     @Option(help: "The book (its id, or words of its title); default: the current book.") var book: String?
     @Option(help: "Seconds of a pause kept whole (0.1 to 10).") var threshold: Double?

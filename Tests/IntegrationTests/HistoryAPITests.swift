@@ -210,6 +210,7 @@ extension Integration {
                 let content = stats["content"]?.int64 ?? 0
                 #expect(near(content, heard, within: 1_000_000), "content \(content), heard \(heard)")
                 #expect(near(listened * 2, content, within: 1_000_000), "listened \(listened) at 2x, content \(content)")
+                #expect(stats["savedBySilence"]?.int64 == 0, "skip silence is off")
                 #expect(stats["savedBySpeed"]?.int64 == content - listened)
                 let books = stats["books"]?.elements?.compactMap(\.stringKeyedDictionary) ?? []
                 #expect(books.map { $0["book"]?.int64 } == [book])

@@ -26,7 +26,7 @@ extension Integration {
 
                 let csv = try await d.lectern("history", "--csv")
                 let lines = csv.stdout.components(separatedBy: "\n")
-                #expect(csv.status == 0 && lines.first == "book,title,started,ended,from,to,listened,content,speed", "\(csv)")
+                #expect(csv.status == 0 && lines.first == "book,title,started,ended,from,to,listened,content,speed,silence", "\(csv)")
                 #expect(lines.count >= 2 && lines.dropFirst().allSatisfy { $0.hasPrefix("\(book),longbook,") }, "\(csv)")
                 let json = try await d.lectern("history", "--json", "--days", "1")
                 let sessions = (try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) as? [[String: Any]]

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -20,13 +21,17 @@ extension Integration {
             return book
         }
 
-        @Test("the settings read back, bad ones are refused; a 10 s pause plays shortened, positions in the file's time")
-        func shortensPauses() async throws {
+        /// A daemon with the book imported, and its id.
+        func withBook(_ body: (DaemonFixture, Int64) async throws -> Void) async throws {
             let folder = try TemporaryDirectory(prefix: "lectern-silence")
             defer { folder.remove() }
             let source = try await offThePool { try book(in: folder) }
-            try await DaemonFixture.with { d in
-                let id = try #require(try await d.importOK(source).first)
+            try await DaemonFixture.with { d in try await body(d, try #require(try await d.importOK(source).first)) }
+        }
+
+        @Test("the settings read back, bad ones are refused; a 10 s pause plays shortened, positions in the file's time")
+        func shortensPauses() async throws {
+            try await withBook { d, id in
                 var details = try await d.getBook(id)
                 #expect(details["skip_silence"] == .boolean(false), "off by default")
                 #expect(details["silence_threshold"] == .double(0.5) && details["silence_amount"] == .double(0.75))
@@ -88,6 +93,72 @@ extension Integration {
                 try await expectShown("off (when on: pauses over 0.8 s shortened by 50 % of the rest)")
                 details = try await d.getBook(id)
                 #expect(details["skip_silence"] == .boolean(false) && details["silence_threshold"] == .double(0.8))
+            }
+        }
+
+        @Test("a shortened pause is announced with Seeked, and the history counts the time it saved, not as listened")
+        func announcesAndCountsWhatItSaved() async throws {
+            try await withBook { d, id in
+                try await d.lib("SetBookSettings", [.int64(id), .vardict(["skip_silence": .boolean(true),
+                                                                          "silence_amount": .int32(1)])])
+                // A client of its own that hears Seeked only, as a desktop's media card does.
+                let seekedSignals = try await d.client.signals(MatchRule(interface: MPRIS.player, member: "Seeked", path: MPRIS.path))
+                let heard = Mutex<[Int64]>([])
+                let listening = Task {
+                    for await signal in seekedSignals { heard.withLock { $0.append(signal.arguments.first?.int64 ?? -1) } }
+                }
+                defer { listening.cancel() }
+
+                try await d.lib("ActivateBook", [.int64(id), .boolean(false)])
+                try await d.waitForStatus("Paused")
+                let started = ContinuousClock.now
+                try await d.call("Play")
+                // Into the second file's last tone (11 s), both pauses shortened, then paused.
+                var status = try await d.listenStatus()
+                while ContinuousClock.now < started + .seconds(30) {
+                    status = try await d.listenStatus()
+                    if status["file"] == .int32(1), (status["filePosition"]?.int64 ?? 0) > 11_200_000 { break }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try await d.call("Pause")
+                try await d.waitForStatus("Paused")
+                let played = ContinuousClock.now - started
+                #expect(status["file"] == .int32(1) && played < .seconds(10), "\(played) to reach \(status)")
+
+                // Nothing but the shortened pauses moved the position other than at the Rate: Seeked came for each
+                // (one file's, then the other's), with the position past the pause's start (1 s, and its first half
+                // second kept), in the file's own time (before its 12 s end).
+                let deadline = ContinuousClock.now + .seconds(5)
+                while heard.withLock({ $0.count }) < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                let seeked = heard.withLock { $0 }
+                #expect(seeked.count >= 2 && seeked.allSatisfy { $0 > 1_500_000 && $0 <= 12 * Self.second }, "Seeked: \(seeked)")
+
+                // The history: the time skip silence saved is counted apart; listened is less than the book time heard
+                // (at 1x), and about the time it took.
+                let stats = try await d.history("GetStats", [.int64(0), .int64(0)]).first?.stringKeyedDictionary ?? [:]
+                let listened = stats["listened"]?.int64 ?? 0
+                let content = stats["content"]?.int64 ?? 0
+                let saved = stats["savedBySilence"]?.int64 ?? 0
+                #expect(content > 20 * Self.second, "\(stats)")
+                #expect(saved > 10 * Self.second, "two 10 s pauses shortened to half a second: \(stats)")
+                #expect(listened < content - 10 * Self.second, "listened \(listened), content \(content)")
+                #expect(listened < Int64(played / .microseconds(1)) + Self.second, "listened \(listened) in \(played)")
+                #expect(abs(stats["savedBySpeed"]?.int64 ?? .max) < 2 * Self.second, "at 1x the speed saved nothing: \(stats)")
+                let books = stats["books"]?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+                #expect(books.count == 1 && books.first?["book"] == .int64(id) && books.first?["silence"]?.int64 == saved, "\(books)")
+                let sessions = try await d.history("ListSessions", [.int64(id), .int64(0), .int64(0)]).first?.elements?
+                    .compactMap(\.stringKeyedDictionary) ?? []
+                #expect(sessions.compactMap { $0["silence"]?.int64 }.reduce(0, +) == saved, "\(sessions)")
+
+                let text = try await d.lectern("stats")
+                #expect(text.status == 0 && text.stdout.contains("skip silence saved 0:1"), "\(text)")
+                #expect(text.stdout.contains("Pauses  (skip silence saved 0:1"), "per book: \(text)")
+                let help = try await d.lectern("skip-silence", "--help")
+                let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")  // wrapped to the terminal
+                #expect(words.contains("`lectern stats` shows the time it saved"), "\(help)")
+                let csv = try await d.lectern("history", "--csv")
+                let row = csv.stdout.components(separatedBy: "\n").dropFirst().first ?? ""
+                #expect(Double(row.components(separatedBy: ",").last ?? "").map { $0 > 10 } == true, "\(csv)")
             }
         }
     }

@@ -48,6 +48,7 @@ final class FakeEngine: AudioEngine, Sendable {
         var playing = false
         var rate = 1.0
         var volume = 1.0
+        var silenceRemoved = Duration.zero
     }
 
     private let state = Mutex(State())
@@ -106,6 +107,11 @@ final class FakeEngine: AudioEngine, Sendable {
         state.withLock { $0.current == nil ? nil : $0.position }
     }
 
+    var silenceRemoved: Duration {
+        get { state.withLock { $0.silenceRemoved } }
+        set { state.withLock { $0.silenceRemoved = newValue } }
+    }
+
     func setVolume(_ volume: Double) {
         state.withLock {
             $0.calls.append(.setVolume(volume))
@@ -156,6 +162,24 @@ final class FakeEngine: AudioEngine, Sendable {
         state.withLock {
             if $0.playing { $0.position += elapsed * $0.rate }
         }
+    }
+
+    /// Skip silence shortens a pause as it is heard: `removed` of listening time is dropped, so the position jumps
+    /// ahead by that much of the file (at the rate), and the total removed grows.
+    func skipSilence(removing removed: Duration) {
+        removeSilence(removed)
+        hearSkippedSilence(removed)
+    }
+
+    /// Skip silence drops `removed` of listening time ahead of what is heard (a sink that renders ahead): the total
+    /// grows, the position does not move yet.
+    func removeSilence(_ removed: Duration) {
+        state.withLock { $0.silenceRemoved += removed }
+    }
+
+    /// The splice of `removed` is heard: the position jumps ahead by that much of the file (at the rate).
+    func hearSkippedSilence(_ removed: Duration) {
+        state.withLock { if $0.playing { $0.position += removed * $0.rate } }
     }
 
     /// Delivers `event` to the player (through ``events``).

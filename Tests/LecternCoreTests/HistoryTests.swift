@@ -14,6 +14,9 @@ final class SessionRecorder: PlayerObserver {
         var stored: [Int64: ListeningSession] = [:]
         var writes = 0
         var view: PlayerView?
+        /// Where the skipped silence's total comes from: the player's view (as the daemon takes it), or the engine's
+        /// own count, which a rebuilt pipeline starts again from zero.
+        var engine: FakeEngine?
     }
     let state = Mutex(State())
     let clock: ManualClock
@@ -24,8 +27,9 @@ final class SessionRecorder: PlayerObserver {
     func handle(_ event: PlayerEvent) {
         state.withLock { state in
             let position = state.view?.position() ?? .zero
+            let silence = state.engine?.silenceRemoved ?? state.view?.silenceSkipped ?? .zero
             let now = Self.epoch.addingTimeInterval(Double(clock.now.offset.microseconds) / 1e6)
-            for var session in state.tracker.handle(event, filePosition: position, now: now) {
+            for var session in state.tracker.handle(event, filePosition: position, silence: silence, now: now) {
                 state.writes += 1
                 if session.id == nil {
                     let id = Int64(state.stored.count + 1)
@@ -61,6 +65,18 @@ func withRecorder(_ body: (Harness, SessionRecorder) async throws -> Void) async
     try await body(Harness(engine: engine, player: player, log: log, tickClock: tickClock), recorder)
     run.cancel()
     await run.value
+}
+
+/// Pauses, and expects one session stored: its book time heard and time spent (``near``), and what skip silence saved.
+@discardableResult
+func pauseExpectingOneSession(_ h: Harness, _ r: SessionRecorder, content: Duration, listened: Duration, silence: Duration,
+                              sourceLocation: SourceLocation = #_sourceLocation) async throws -> ListeningSession {
+    await h.player.pause()
+    #expect(r.sessions.count == 1, "\(r.sessions)", sourceLocation: sourceLocation)
+    let session = try #require(r.sessions.last, sourceLocation: sourceLocation)
+    #expect(near(session.content, content) && near(session.listened, listened), "\(session)", sourceLocation: sourceLocation)
+    #expect(session.silence == silence, "\(session)", sourceLocation: sourceLocation)
+    return session
 }
 
 /// Within 1 s: the player's view moves on the real clock while it plays, between the manual clock's steps, and a busy
@@ -226,6 +242,47 @@ extension Harness {
             #expect(r.sessions.count == 2, "\(r.sessions)")
             #expect(r.sessions.first.map { near($0.from, .zero) && near($0.to, .seconds(40)) } == true, "\(r.sessions)")
             #expect(r.sessions.last.map { near($0.from, .seconds(1035)) && near($0.to, .seconds(1040)) } == true, "\(r.sessions)")
+        }
+    }
+
+    @Test func silenceSkippedIsSavedTimeNotListeningTime() async throws {
+        try await withRecorder { h, r in
+            await h.openBook()
+            await h.play(for: .seconds(10))
+            h.engine.skipSilence(removing: .seconds(3))
+            await h.play(for: .seconds(10))
+            // 23 s of the book heard in 20 s: the 3 s skip silence removed are saved, not listened.
+            let session = try await pauseExpectingOneSession(h, r, content: .seconds(23), listened: .seconds(20), silence: .seconds(3))
+            #expect(near(session.to, .seconds(23)), "\(session)")
+        }
+    }
+
+    @Test func aLongPauseSkippedInOneTickIsCountedNotDropped() async throws {
+        try await withRecorder { h, r in
+            await h.openBook(length: .seconds(1000))
+            try await h.player.setRate(2)
+            await h.play(for: .seconds(5))
+            // A minute-long pause shortened to its threshold within a tick: 60 s of the file in half a second, far
+            // beyond what playing at 2x could move, but explained by the 30 s of listening removed.
+            h.engine.skipSilence(removing: .seconds(30))
+            await h.play(for: .seconds(5))
+            try await pauseExpectingOneSession(h, r, content: .seconds(80), listened: .seconds(10), silence: .seconds(30))
+        }
+    }
+
+    @Test func aTotalThatStartsAgainFromZeroCountsNothingNegative() async throws {
+        try await withRecorder { h, r in
+            // The engine's own count, as a daemon that passed it on would: a rebuilt pipeline counts from zero.
+            r.state.withLock { $0.engine = h.engine }
+            await h.openBook()
+            await h.play(for: .seconds(5))
+            h.engine.skipSilence(removing: .seconds(2))
+            await h.play(for: .seconds(1))
+            h.engine.silenceRemoved = .zero
+            await h.play(for: .seconds(5))
+            h.engine.skipSilence(removing: .seconds(1))
+            await h.play(for: .seconds(1))
+            try await pauseExpectingOneSession(h, r, content: .seconds(15), listened: .seconds(12), silence: .seconds(3))
         }
     }
 

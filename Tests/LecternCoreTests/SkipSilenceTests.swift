@@ -46,3 +46,140 @@ import Testing
         }
     }
 }
+
+/// A pause skip silence shortened moves the position on faster than the Rate: clients that reckon the position from
+/// the Rate are told (``PlayerEvent/silenceSkipped(_:)``, Seeked on MPRIS) where it jumped to, once the jump is heard,
+/// and the time saved is counted.
+@Suite struct SkippedSilenceTests {
+    /// Where the player told that skip silence moved the position to (within the chapter).
+    static func skips(_ log: EventLog) -> [Duration] {
+        log.all.compactMap { if case .silenceSkipped(let position) = $0 { position } else { nil } }
+    }
+
+    @Test func aShortenedPauseIsToldWithThePositionItJumpedTo() async {
+        await withHarness { h in
+            await h.playSkippingSilence(for: .seconds(3))
+            #expect(Self.skips(h.log).isEmpty, "playing at the Rate tells nothing")
+            #expect(h.log.seeks.isEmpty)
+
+            // 2 s of a pause dropped: the file's position jumps 2 s ahead of the Rate's reckoning.
+            h.engine.skipSilence(removing: .seconds(2))
+            await h.play(for: .milliseconds(500))
+            let skips = Self.skips(h.log)
+            #expect(skips.count == 1, "\(h.log.all)")
+            #expect(skips.first.map { near($0, .milliseconds(5_500)) } == true, "told \(skips), the file at 5.5 s")
+            #expect(h.player.view.silenceSkipped == .seconds(2))
+            #expect(near(h.player.view.position(), .milliseconds(5_500)), "the view's position jumped too")
+
+            // Playing on at the Rate: nothing more.
+            await h.play(for: .seconds(2))
+            #expect(Self.skips(h.log).count == 1)
+            #expect(h.player.view.silenceSkipped == .seconds(2))
+        }
+    }
+
+    @Test func atASpeedTheFileJumpsByTheListeningTimeRemovedTimesTheSpeed() async throws {
+        try await withHarness { h in
+            await h.playSkippingSilence(rate: 2, for: .seconds(1))
+            let before = h.player.view.position()
+            // 1 s of listening removed at 2x: 2 s of the file.
+            h.engine.skipSilence(removing: .seconds(1))
+            await h.play(for: .milliseconds(500))
+            let told = try #require(Self.skips(h.log).first)
+            #expect(near(told, before + .seconds(3)), "told \(told) after \(before)")
+            #expect(h.player.view.silenceSkipped == .seconds(1), "listening time saved, not the file's")
+        }
+    }
+
+    @Test func aPauseDroppedAheadOfTheSoundIsToldWhenItIsHeard() async {
+        await withHarness { h in
+            await h.playSkippingSilence(for: .seconds(1))
+            // A sink that renders ahead: the element dropped the silence, the listener hears the splice a second later.
+            h.engine.removeSilence(.milliseconds(1_500))
+            await h.play(for: .seconds(1))
+            #expect(Self.skips(h.log).isEmpty, "nothing heard yet: \(h.log.all)")
+            #expect(h.player.view.silenceSkipped == .zero)
+            h.engine.hearSkippedSilence(.milliseconds(1_500))
+            await h.play(for: .milliseconds(500))
+            let skips = Self.skips(h.log)
+            #expect(skips.count == 1 && skips.first.map { near($0, .seconds(4)) } == true, "\(skips)")
+            #expect(h.player.view.silenceSkipped == .milliseconds(1_500))
+        }
+    }
+
+    @Test func aJumpIntoTheNextChapterIsToldWithinIt() async {
+        await withHarness { h in
+            // File 1's chapters: 0–5 s, B1 5–30 s, B2 30–60 s, B3 from 60 s.
+            await h.player.open(chapteredItems(), startAt: 1, position: .seconds(28), settings: PlaybackSettings(skipSilence: .standard))
+            await h.ready(.seconds(100))
+            await h.play(for: .seconds(1))
+            let chapter = h.player.view.state.currentChapter
+            h.log.clear()
+            // The pause at the chapter's end shortened: 29 s + 3 s skipped + 0.5 s played.
+            h.engine.skipSilence(removing: .seconds(3))
+            await h.play(for: .milliseconds(500))
+            let events = h.log.all.filter { if case .playing = $0 { false } else { true } }
+            guard events.count == 2, case .stateChanged(let state, _) = events[0], case .silenceSkipped(let position) = events[1] else {
+                Issue.record("expected the new chapter, then where in it: \(events)")
+                return
+            }
+            #expect(state.currentChapter == chapter.map { $0 + 1 })
+            #expect(near(position, .milliseconds(2_500)), "\(position) into the chapter that starts at 30 s")
+        }
+    }
+
+    @Test func aPauseAtTheStartOfTheNextFileIsTold() async {
+        await withHarness { h in
+            await h.playSkippingSilence(files: 2, for: .seconds(1))
+            // The gapless handover, and the next file's opening pause shortened before the first tick in it.
+            await h.finish()
+            h.engine.skipSilence(removing: .seconds(1))
+            await h.play(for: .milliseconds(500))
+            #expect(h.player.view.state.currentIndex == 1)
+            let skips = Self.skips(h.log)
+            #expect(skips.count == 1 && skips.first.map { near($0, .milliseconds(1_500)) } == true, "\(skips)")
+            #expect(h.player.view.silenceSkipped == .seconds(1))
+        }
+    }
+
+    @Test func silenceDroppedBeforeASeekIsNotCounted() async {
+        await withHarness { h in
+            await h.playSkippingSilence(for: .seconds(1))
+            // Dropped ahead of the sound, which the seek then flushed: never heard.
+            h.engine.removeSilence(.seconds(2))
+            await h.player.seek(by: .seconds(30))
+            await h.play(for: .seconds(2))
+            #expect(Self.skips(h.log).isEmpty, "\(h.log.all)")
+            #expect(h.player.view.silenceSkipped == .zero)
+            // And one skipped after it is told.
+            h.engine.skipSilence(removing: .seconds(1))
+            await h.play(for: .milliseconds(500))
+            #expect(Self.skips(h.log).count == 1)
+            #expect(h.player.view.silenceSkipped == .seconds(1))
+        }
+    }
+
+    @Test func aRebuiltPipelineCountsAgainFromZero() async {
+        await withHarness { h in
+            await h.playSkippingSilence(for: .seconds(1))
+            h.engine.skipSilence(removing: .seconds(2))
+            await h.play(for: .seconds(1))
+            // The engine's count starts again (a new pipeline); what it removes then still counts.
+            h.engine.silenceRemoved = .zero
+            await h.play(for: .seconds(1))
+            h.engine.skipSilence(removing: .seconds(1))
+            await h.play(for: .seconds(1))
+            #expect(h.player.view.silenceSkipped == .seconds(3))
+            #expect(Self.skips(h.log).count == 2)
+        }
+    }
+}
+
+extension Harness {
+    /// `files` files of 100 s opened with skip silence on, at `rate`, played for `duration`.
+    func playSkippingSilence(files: Int = 1, rate: Double = 1, for duration: Duration) async {
+        await player.open(makeItems(files), settings: PlaybackSettings(rate: rate, skipSilence: .standard))
+        await ready(.seconds(100))
+        await play(for: duration)
+    }
+}

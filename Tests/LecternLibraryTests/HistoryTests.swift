@@ -90,6 +90,43 @@ struct HistoryTests {
         #expect(second.finished.count == 2, "finished now, after the span's start")
     }
 
+    @Test("what skip silence saved is stored with each session and counted apart from what the speed saved")
+    func silenceSaved() throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let dune = try library.add(importedBook("/dune", title: "Dune"))
+        let hobbit = try library.add(importedBook("/hobbit", title: "The Hobbit"))
+        let minute: Int64 = 60_000_000
+        // 30 min at 2x, and 5 min of listening skip silence saved (10 of the book): 70 min of the book heard in 30.
+        var first = session(dune, at: Self.start, minutes: 30, speed: 2)
+        first.content += 5 * minute * 2
+        first.silence = 4 * minute
+        first.id = try library.insertSession(first)
+        #expect(try library.sessions(of: dune).map(\.silence) == [4 * minute], "inserted")
+        first.silence = 5 * minute
+        try library.updateSession(first)
+        #expect(try library.sessions(of: dune).map(\.silence) == [5 * minute], "updated as it grows")
+        _ = try library.insertSession(session(hobbit, at: Self.start.addingTimeInterval(3600), minutes: 20))
+        // A negative figure is stored as none (the schema refuses it).
+        var negative = session(hobbit, at: Self.start.addingTimeInterval(7200), minutes: 1)
+        negative.silence = -minute
+        _ = try library.insertSession(negative)
+        #expect(try library.sessions(of: hobbit).map(\.silence) == [0, 0])
+
+        let stats = try library.listeningStats()
+        #expect(stats.listened == 51 * minute)
+        #expect(stats.content == 91 * minute)
+        #expect(stats.savedBySilence == 5 * minute)
+        #expect(stats.savedBySpeed == 35 * minute, "content less listened less what skip silence saved")
+        #expect(stats.savedBySpeed + stats.savedBySilence == stats.content - stats.listened)
+        #expect(stats.books.map(\.name) == ["Dune", "The Hobbit"])
+        #expect(stats.books.map(\.silence) == [5 * minute, 0])
+        #expect(stats.books.first?.savedBySpeed == 35 * minute)
+        // Dune's day (the sessions may fall on two days in local time).
+        #expect(stats.days.first?.silence == 5 * minute && stats.days.dropFirst().allSatisfy { $0.silence == 0 }, "\(stats.days)")
+        #expect(stats.shelves.map(\.silence) == [5 * minute])
+    }
+
     @Test("an undo stack keeps its newest 20 places, pops the newest first, and loses a place whose file or book goes")
     func undoStacks() throws {
         let t = try TestLibrary()

@@ -248,4 +248,26 @@ struct MigrationTests {
         _ = try library.importBook(ImportedBook(sourcePath: "/old", albumKey: "", title: "Dune", author: nil, coverPath: nil, files: [file]), into: nil)
         #expect(try library.lyrics(of: book).isEmpty)
     }
+    @Test("A library of v15 gets v16: its sessions saved nothing by skip silence, and a negative figure is refused")
+    func v16FromV15() throws {
+        let (dir, path, queue) = try Self.library(migratedUpTo: "v15: a book's speech compressor")
+        defer { dir.remove() }
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO listeningSession(title, startedAt, endedAt, fromPosition, toPosition, listened, content, speed)
+                VALUES ('Dune', '2024-01-02 03:04:05.000', '2024-01-02 03:05:05.000', 0, 60000000, 60000000, 60000000, 1)
+                """)
+        }
+        try queue.close()
+
+        let library = try Library(path: path)
+        #expect(try library.sessions().map(\.silence) == [0])
+        #expect(try library.listeningStats().savedBySilence == 0)
+        try library.close()
+        let reopened = try DatabaseQueue(path: path)
+        defer { try? reopened.close() }
+        #expect(throws: DatabaseError.self) {
+            try reopened.write { db in try db.execute(sql: "UPDATE listeningSession SET silence = -1") }
+        }
+    }
 }

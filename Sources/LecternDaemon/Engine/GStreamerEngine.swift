@@ -88,6 +88,7 @@ final class GStreamerEngine: AudioEngine {
     func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
     func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
     var position: Duration? { core.position }
+    var silenceRemoved: Duration { core.silenceRemoved }
 }
 
 /// The engine's shared part: the state machine, the current worker and the watchdog, behind one lock. The player
@@ -136,6 +137,12 @@ private final class EngineCore: PipelineHost {
 
     var position: Duration? {
         shared.withLock { shared in shared.machine.position(pipeline: Queries(control: shared.control)) }
+    }
+
+    /// The current playbin's removed silence, read like the position: through its query handle, from any thread
+    /// (zero while a playbin is being built, and again from zero in one that replaced a hung one).
+    var silenceRemoved: Duration {
+        shared.withLock { $0.control }?.silenceRemoved ?? .zero
     }
 
     /// One step of the state machine: its calls are queued for the current worker, its events reported, in the

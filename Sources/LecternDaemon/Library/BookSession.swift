@@ -352,6 +352,8 @@ actor BookSession {
             if previous.status == .playing && state.status != .playing { try? library.markPlayed(id) }
         case .seeked:
             savePosition()
+        case .silenceSkipped:
+            break  // playing on, faster: the next tick saves the position and grows the session
         case .itemFailed:
             break  // the player logged it and went on; the position is saved with the next file's state
         case .interruption:
@@ -383,13 +385,13 @@ actor BookSession {
     /// UPDATE of the open session's row at each tick, beside the position's.
     private func recordHistory(_ event: PlayerEvent) {
         guard !closed else { return }
-        for session in sessions.handle(event, filePosition: player.view.position(), now: Date()) {
+        for session in sessions.handle(event, filePosition: player.view.position(), silence: player.view.silenceSkipped, now: Date()) {
             // A book deleted while it played (the session let go of it) gets no new session.
             guard session.id != nil || session.bookID == book?.id else { continue }
             let stored = ListenedSession(id: session.id, bookId: session.bookID, startedAt: session.started, endedAt: session.ended,
                                          fromPosition: session.from.microseconds, toPosition: session.to.microseconds,
                                          listened: session.listened.microseconds, content: session.content.microseconds,
-                                         speed: session.rate)
+                                         speed: session.rate, silence: session.silence.microseconds)
             do {
                 if session.id != nil {
                     try library.updateSession(stored)

@@ -50,14 +50,15 @@ extension LibraryService {
         .vardict(["id": .int64(session.id ?? 0), "book": .int64(session.bookId ?? 0), "title": .string(session.title),
                   "started": time(session.startedAt), "ended": time(session.endedAt), "from": .int64(session.fromPosition),
                   "to": .int64(session.toPosition), "listened": .int64(session.listened), "content": .int64(session.content),
-                  "speed": .double(session.speed)])
+                  "speed": .double(session.speed), "silence": .int64(session.silence)])
     }
 
     static func encode(_ stats: ListeningStats) -> DBusValue {
         let dict = DBusType.dictionary(key: .string, value: .variant)
         func totals(_ totals: [ListeningStats.Total], id: String) -> DBusValue {
             .array(dict, totals.map { total in
-                var entry: [String: DBusValue] = ["listened": .int64(total.listened), "content": .int64(total.content)]
+                var entry: [String: DBusValue] = ["listened": .int64(total.listened), "content": .int64(total.content),
+                                                  "silence": .int64(total.silence)]
                 if id == "day" {
                     entry["day"] = .string(total.key)
                 } else {
@@ -69,6 +70,7 @@ extension LibraryService {
         }
         return .vardict([
             "listened": .int64(stats.listened), "content": .int64(stats.content), "savedBySpeed": .int64(stats.savedBySpeed),
+            "savedBySilence": .int64(stats.savedBySilence),
             "days": totals(stats.days, id: "day"), "books": totals(stats.books, id: "book"),
             "shelves": totals(stats.shelves, id: "shelf"),
             "finished": .array(dict, stats.finished.map { finished in

@@ -57,7 +57,8 @@ public final class MPRISService: PlayerObserver {
         case .stateChanged(let state, let previous):
             object.update(Self.playerInterface, playerProperties(state))
             announceTrackListChanges(from: previous, to: state, on: object)
-        case .seeked(let position):
+        case .seeked(let position), .silenceSkipped(let position):
+            // Skip silence moved the position faster than the Rate: for clients that reckon it, a seek.
             try? object.emit(Self.playerInterface, "Seeked", [.int64(position.microseconds)])
         case .stopped, .finished, .sleepTimerFired, .itemFailed, .playing, .interruption, .moving:
             break
