@@ -128,6 +128,26 @@ import Testing
         }
     }
 
+    /// A moment planned at the speed (here the next chapter) is planned again from where the jump landed: it comes when
+    /// the file reaches it, not at the tick after.
+    @Test func theNextChapterAfterAShortenedPauseComesOnTime() async {
+        await withHarness { h in
+            // File 1's chapters: B1 5–30 s, B2 30–60 s.
+            await h.player.open(chapteredItems(), startAt: 1, position: .seconds(25), settings: PlaybackSettings(skipSilence: .standard))
+            await h.ready(.seconds(100))
+            await h.play(for: .seconds(1))
+            let chapter = h.player.view.state.currentChapter
+            // 2.2 s of a pause shortened: the next tick (at 1.5 s) finds the file at 28.7 s, 1.3 s before B2, which it
+            // reaches between two ticks (at 2.8 s; the ticks come at 2.5 and 3 s).
+            h.engine.skipSilence(removing: .milliseconds(2_200))
+            await h.play(for: .milliseconds(1_750), step: .milliseconds(50))
+            #expect(h.player.view.state.currentChapter == chapter, "B2 before 30 s: at \(h.engine.position.map { "\($0)" } ?? "?")")
+            await h.play(for: .milliseconds(50), step: .milliseconds(50))
+            #expect(h.player.view.state.currentChapter == chapter.map { $0 + 1 },
+                    "not B2 at \(h.engine.position.map { "\($0)" } ?? "?"): it waits for the next tick")
+        }
+    }
+
     @Test func aPauseAtTheStartOfTheNextFileIsTold() async {
         await withHarness { h in
             await h.playSkippingSilence(files: 2, for: .seconds(1))
