@@ -73,8 +73,7 @@ struct PipelineReference {
     var threads = 0
     var command = ""
     /// The same pipeline into the sound server (`pulsesink`), and the server's CPU meanwhile.
-    var pulseCPU: CPUWindow.Result?
-    var pulseServerCPU: CPUWindow.Result?
+    var intoSoundServer: CPUPair?
 }
 
 func measurePipelineReference(audio: URL, settings: Settings, log: URL) -> PipelineReference? {
@@ -111,7 +110,7 @@ func measurePipelineReference(audio: URL, settings: Settings, log: URL) -> Pipel
         if process.isRunning {
             let player = CPUWindow(process.pid), sound = CPUWindow(server.process.pid)
             sleepFor(settings.cpuWindow)
-            (reference.pulseCPU, reference.pulseServerCPU) = (player.finish(), sound.finish())
+            reference.intoSoundServer = CPUPair(player: player.finish(), server: sound.finish())
         }
         end(process)
     }

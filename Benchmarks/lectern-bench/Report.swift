@@ -124,10 +124,7 @@ struct Report {
         let cpuMet = l.flatMap { $0.intoSoundServer.map { $0.plain.player.schedPercent <= 0.4 } }
         row("CPU playing into PulseAudio (null sink), \(settings.cpuWindow) window, % of one core (schedstat): player + "
             + "sound server", cells { pulseCell($0.intoSoundServer?.plain) },
-            gst.map { reference in
-                "gst-launch playbin pulsesink alone: "
-                    + pulseCell(reference.pulseCPU.flatMap { player in reference.pulseServerCPU.map { CPUPair(player: player, server: $0) } })
-            } ?? "—",
+            gst.map { "gst-launch playbin pulsesink alone: " + pulseCell($0.intoSoundServer) } ?? "—",
             "player ≤ 0.4 %" + verdict(cpuMet))
         row("CPU playing into PulseAudio as above, then the book boosted (volume 2) and normalised (gain stage and "
             + "limiter at work), same process, % of one core (schedstat): player + sound server",
@@ -249,8 +246,8 @@ struct Report {
                                           "hwmKB": reference.hwmKB, "threads": reference.threads,
                                           "cpuPercent": reference.cpu?.percent ?? Double.nan,
                                           "schedPercent": reference.cpu?.schedPercent ?? Double.nan,
-                                          "pulseSchedPercent": reference.pulseCPU?.schedPercent ?? Double.nan,
-                                          "pulseServerSchedPercent": reference.pulseServerCPU?.schedPercent ?? Double.nan]
+                                          "pulseSchedPercent": reference.intoSoundServer?.player.schedPercent ?? Double.nan,
+                                          "pulseServerSchedPercent": reference.intoSoundServer?.server.schedPercent ?? Double.nan]
         }
         return (try? JSONSerialization.data(withJSONObject: Report.sanitized(root),
                                             options: [.prettyPrinted, .sortedKeys])) ?? Data()

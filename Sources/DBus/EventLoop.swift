@@ -97,12 +97,19 @@ final class EventLoop: Sendable {
     /// that orders PropertiesChanged) cannot deadlock with it.
     func perform(_ operation: @escaping @Sendable (OpaquePointer) -> Void) {
         if isLoopThread { return onLoopThread(operation) }
-        queued.withLock { $0.append(operation) }
         if gate.try() {
+            // The usual case, the loop thread in poll: at once, after what others queued before.
+            runQueued()
+            operation(connection)
+            gate.unlock()
+            return
+        }
+        queued.withLock { $0.append(operation) }
+        if gate.try() {  // the holder let go meanwhile, perhaps after it ran the queue
             runQueued()
             gate.unlock()
         } else {
-            wake()  // what the gate's holder may have drained before this was queued: the loop runs it
+            wake()  // the holder may have run the queue before this was in it: the loop runs it
         }
     }
 
@@ -118,7 +125,7 @@ final class EventLoop: Sendable {
     private func runQueued() {
         while true {
             let operations = queued.withLock { queued in
-                defer { queued.removeAll(keepingCapacity: true) }
+                defer { queued = [] }
                 return queued
             }
             if operations.isEmpty { return }

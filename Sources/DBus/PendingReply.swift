@@ -56,8 +56,8 @@ final class PendingReply: Sendable {
             fail(BusError.noMemory())
             return
         }
-        // The reply may have been dispatched before the notify function was set.
-        if dbus_pending_call_get_completed(pending) != 0 { complete(pending) }
+        // No reply can have been dispatched before the notify function was set: the loop thread dispatches only while
+        // it holds the gate, which this thread holds (``EventLoop/perform(_:)``).
         // Dropped by libdbus already (the connection went away since the send): this frees the call, and its
         // release function ends the wait.
         dbus_pending_call_unref(pending)

@@ -105,7 +105,7 @@ import TestSupport
     /// Calls made from several threads at the moment the bus dies, with calls pending: each ends with the error and
     /// the process survives (libdbus crashes when two threads at once queue its one Disconnected message). Rounds,
     /// because one round loses the race only now and then.
-    @Test func callsRacingTheBussDeathAllEndWithTheError() async throws {
+    @Test func callsRacingTheBusDeathAllEndWithTheError() async throws {
         for round in 0..<40 {
             let f = try await Fixture()
             var calls = (0..<20).map { _ in f.callNever() }
