@@ -58,7 +58,8 @@ let package = Package(
         // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
-        .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
+                                                        .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
             "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternLibrary",

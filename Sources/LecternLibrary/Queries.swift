@@ -126,7 +126,7 @@ extension Library {
     /// Playlists' GetPlaylists, which takes its own count.
     public func books(sortedBy order: BookSort, reversed: Bool, offset: Int, limit: Int) throws -> [Book] {
         try read { db in
-            try Book.fetchAll(db, sql: "SELECT * FROM book ORDER BY \(order.orderBy(reversed: reversed)) LIMIT ? OFFSET ?",
+            try Book.read(db, sql: "SELECT * FROM book ORDER BY \(order.orderBy(reversed: reversed)) LIMIT ? OFFSET ?",
                               arguments: [max(0, limit), max(0, offset)])
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// A full-text search as it is ranked: the FTS5 query of its text, the Find keys with it, and how many matches
 /// bm25 ranks at most.
@@ -30,12 +31,42 @@ struct SearchRankings: Sendable {
         kept.insert((key, index, ids), at: 0)
         if kept.count > Self.capacity { kept.removeLast() }
     }
+
+    /// Every book by title, read on the index it was kept with: a title, and a book added or deleted, change the index.
+    var byTitle: (index: Data, order: TitleOrder)?
+}
+
+/// Every book's id by title (as ``BookSort/title`` lists them), and each id's place in that order: what puts many
+/// matches of a search in title order without sorting them.
+struct TitleOrder: Sendable {
+    /// Every book's id, by title.
+    let ids: [Int64]
+    /// The same ids in ascending order, each with its place in `ids`.
+    private let ascending: [Int64]
+    private let places: [Int32]
+
+    init(_ ids: [Int64]) {
+        self.ids = ids
+        let order = ids.indices.sorted { ids[$0] < ids[$1] }
+        ascending = order.map { ids[$0] }
+        places = order.map { Int32($0) }
+    }
+
+    /// Calls `body` with the place of each of `sortedIds` (ascending) in ``ids``, skipping ids that are not there.
+    func forEachPlace(of sortedIds: [Int64], _ body: (Int) -> Void) {
+        var next = 0
+        for id in sortedIds {
+            while next < ascending.count, ascending[next] < id { next += 1 }
+            guard next < ascending.count else { return }
+            if ascending[next] == id { body(Int(places[next])) }
+        }
+    }
 }
 
 // The order of a full-text search: bm25 for up to `rankedMatches` matches, tiers of columns past that.
 extension Library {
     /// The most matches a search ranks by bm25; more are ranked by tiers of columns
-    /// (``rankByColumns(_:_:total:)``). bm25 costs about a microsecond a match.
+    /// (``rankByColumns(_:_:matches:byTitle:)``). bm25 costs about a microsecond a match.
     static let rankedMatches = 1_000
 
     /// The ids of every match of `key`, best first: kept from an earlier call while the index is unchanged (its
@@ -44,23 +75,26 @@ extension Library {
     func rankedSearch(_ db: Database, _ key: SearchKey) throws -> [Int64] {
         let index = try Data.fetchOne(db, sql: "SELECT block FROM bookSearch_data WHERE id = 10") ?? Data()
         if let ids = rankings.withLock({ $0.ids(of: key, on: index) }) { return ids }
-        let ids = try Self.rank(db, key)
+        let ids = try rank(db, key, on: index)
         rankings.withLock { $0.keep(ids, of: key, on: index) }
         return ids
     }
 
     /// Every match of `key`, ranked: by bm25 (a word in the title counting most: ``searchWeights``), then by title,
     /// when they are few; by tiers of columns past `key.rankingAtMost`.
-    static func rank(_ db: Database, _ key: SearchKey) throws -> [Int64] {
-        let total = try count(db, key.pattern, key.query)
-        guard total > key.rankingAtMost else {
-            let (from, condition, arguments) = matching(key.query, searched: true)
-            return try Int64.fetchAll(db, sql: """
+    func rank(_ db: Database, _ key: SearchKey, on index: Data) throws -> [Int64] {
+        let (from, condition, arguments) = Self.matching(key.query, searched: true)
+        // The index's matches alone when no key of the query needs the books.
+        let matches = key.query == LibraryQuery()
+            ? try Self.ids(db, "SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?", [key.pattern])
+            : try Self.ids(db, "SELECT b.id FROM \(from) WHERE bookSearch MATCH ? AND \(condition)", [key.pattern] + arguments)
+        guard matches.count > key.rankingAtMost else {
+            return try Self.ids(db, """
                 SELECT b.id FROM \(from) WHERE bookSearch MATCH ? AND \(condition)
-                ORDER BY bm25(bookSearch, \(searchWeights.map { "\($0)" }.joined(separator: ", "))), b.title COLLATE NOCASE, b.id
-                """, arguments: [key.pattern] + arguments)
+                ORDER BY bm25(bookSearch, \(Self.searchWeights.map { "\($0)" }.joined(separator: ", "))), b.title COLLATE NOCASE, b.id
+                """, [key.pattern] + arguments)
         }
-        return try rankByColumns(db, key, total: total)
+        return try Self.rankByColumns(db, key.pattern, matches: matches, byTitle: titleOrder(db, on: index))
     }
 
     /// Many matches ranked by the weakest of their words' best columns: first the books with every word in the title,
@@ -71,32 +105,55 @@ extension Library {
     /// ranks little past half the library: a word in more than half of the books has an IDF clamped to 1e-6 by FTS5,
     /// so when every match holds only such words (as when more than half the books match) bm25 orders them by which
     /// columns hold the words (weighted), how often and how long the book's text is. The tiers keep the first.
-    static func rankByColumns(_ db: Database, _ key: SearchKey, total: Int) throws -> [Int64] {
-        let (_, condition, arguments) = matching(key.query)
-        let tags = key.query != LibraryQuery() ? " CROSS JOIN bookTags t ON t.bookId = b.id" : ""
-        var ids: [Int64] = []
-        var above: (pattern: String, count: Int)?
-        for columns in tierColumns {
-            let pattern = columns.map { "{\($0.joined(separator: " "))} : (\(key.pattern))" } ?? key.pattern
-            let count = columns == nil ? total : try Self.count(db, pattern, key.query)
-            let size = count - (above?.count ?? 0)
-            if size > 0 {
-                let tier = above.map { $0.count > 0 ? "\(pattern) NOT \($0.pattern)" : pattern } ?? pattern
-                // A large tier read in the order of the title's index, a small one sorted.
-                let order = size > rankedMatches ? " INDEXED BY book_title" : ""
-                ids += try Int64.fetchAll(db, sql: """
-                    SELECT b.id FROM book b\(order)\(tags)
-                    WHERE b.id IN (SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?) AND \(condition)
-                    ORDER BY b.title COLLATE NOCASE, b.id
-                    """, arguments: [tier] + arguments)
+    static func rankByColumns(_ db: Database, _ pattern: String, matches: [Int64], byTitle: TitleOrder) throws -> [Int64] {
+        // Each book's tier, by its place in title order: the first whose columns hold every word; the last (every
+        // column) holds them all.
+        let none = UInt8.max, last = UInt8(tierColumns.count - 1)
+        var tiers = [UInt8](repeating: none, count: byTitle.ids.count)
+        var inLast = 0
+        byTitle.forEachPlace(of: matches.sorted()) { tiers[$0] = last; inLast += 1 }
+        for (tier, columns) in tierColumns.enumerated() {
+            guard let columns, inLast > 0 else { break }
+            let filtered = "{\(columns.joined(separator: " "))} : (\(pattern))"
+            let holding = try ids(db, "SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?", [filtered])
+            byTitle.forEachPlace(of: holding.sorted()) { place in
+                if tiers[place] == last {
+                    tiers[place] = UInt8(tier)
+                    inLast -= 1
+                }
             }
-            if count == total { break }
-            above = (pattern, count)
         }
-        return ids
+        var ranked = [[Int64]](repeating: [], count: tierColumns.count)
+        for (place, tier) in tiers.enumerated() where tier != none { ranked[Int(tier)].append(byTitle.ids[place]) }
+        return Array(ranked.joined())
     }
 
-    /// The columns of each tier of ``rankByColumns(_:_:total:)``: those of each weight of ``searchWeights`` and the
+    /// Every book by title: kept while the index is `index`.
+    func titleOrder(_ db: Database, on index: Data) throws -> TitleOrder {
+        if let kept = rankings.withLock({ $0.byTitle }), kept.index == index { return kept.order }
+        let order = TitleOrder(try Self.ids(db, "SELECT id FROM book INDEXED BY book_title ORDER BY \(BookSort.title.orderBy())"))
+        rankings.withLock { $0.byTitle = (index, order) }
+        return order
+    }
+
+    /// The first column of every row of `sql`, an integer: read with SQLite's own calls, as GRDB's generic cursor
+    /// costs more than the query itself for the 10,000 ids of a word of every book.
+    static func ids(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
+        let statement = try db.cachedStatement(sql: sql)
+        try statement.setArguments(arguments)
+        let handle = statement.sqliteStatement
+        defer { sqlite3_reset(handle) }
+        var ids: [Int64] = []
+        while true {
+            switch sqlite3_step(handle) {
+            case SQLITE_ROW: ids.append(sqlite3_column_int64(handle, 0))
+            case SQLITE_DONE: return ids
+            case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
+            }
+        }
+    }
+
+    /// The columns of each tier of ``rankByColumns(_:_:matches:byTitle:)``: those of each weight of ``searchWeights`` and the
     /// heavier ones; nil, the last, is every column.
     static let tierColumns: [[String]?] = {
         let weights = Set(searchWeights).sorted(by: >)
@@ -104,13 +161,4 @@ extension Library {
             zip(searchColumns, searchWeights).filter { $0.1 >= weight }.map(\.0)
         } + [nil]
     }()
-
-    /// The books that match the FTS5 query `pattern` and `query`.
-    static func count(_ db: Database, _ pattern: String, _ query: LibraryQuery) throws -> Int {
-        let (from, condition, arguments) = matching(query, searched: true)
-        // The index's matches alone when no predicate needs the books.
-        let counted = query != LibraryQuery() ? from : "bookSearch"
-        return try Int.fetchOne(db, sql: "SELECT count(*) FROM \(counted) WHERE bookSearch MATCH ? AND \(condition)",
-                                arguments: [pattern] + arguments) ?? 0
-    }
 }

@@ -139,53 +139,93 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
 }
 
 extension Book {
+    /// The columns a book is read from (each named as the case), in the order of the table's.
+    enum Field: Int, CaseIterable {
+        case id, shelfId, title, author, narrator, coverPath, sourcePath, albumKey, addedAt, modifiedAt, lastPlayedAt,
+             finished, note, volume, speed, shuffle, loop, positionFileId, positionOffset, userOrder, offline, mountPath,
+             normalise, loudness, loudnessProblem, skipIntro, skipOutro, compress, skipSilence, silenceThreshold,
+             silenceAmount
+    }
+
+    /// Where each ``Field`` is among a statement's `columns` (by ``Field``'s raw values), nil when one is not there.
+    static func places(in columns: [String]) -> [Int]? {
+        var found: [String: Int] = [:]
+        for (place, name) in columns.enumerated() where found[name.lowercased()] == nil { found[name.lowercased()] = place }
+        let places = Field.allCases.compactMap { found[String(describing: $0).lowercased()] }
+        return places.count == Field.allCases.count ? places : nil
+    }
+
     /// Read column by column rather than through Decodable: GRDB's decoder of a record took most of the time of reading
     /// a page of books (docs/benchmarks.md, "Library"). Written through Encodable, as the other records.
     public init(row: Row) throws {
-        func date(_ column: String) throws -> Date? {
-            let value: DatabaseValue = try row.decode(forColumn: column)
+        guard let places = Self.places(in: Array(row.columnNames)) else {
+            throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(Array(row.columnNames))")
+        }
+        try self.init(row: row, places: places)
+    }
+
+    /// The book in `row`, its columns at `places` (``places(in:)``: found once for a statement's many rows, a page's
+    /// books are read without looking their columns up by name).
+    init(row: Row, places: [Int]) throws {
+        func value<T: DatabaseValueConvertible & StatementColumnConvertible>(_ field: Field) throws -> T {
+            try row.decode(atIndex: places[field.rawValue])
+        }
+        func date(_ field: Field) throws -> Date? {
+            let value: DatabaseValue = try row.decode(atIndex: places[field.rawValue])
             guard !value.isNull else { return nil }
             guard let date = StoredDate.date(value) else {
-                throw LibraryError.unavailable("database error: book.\(column) is not a date: \(value)")
+                throw LibraryError.unavailable("database error: book.\(field) is not a date: \(value)")
             }
             return date
         }
-        func present<T>(_ value: T?, _ column: String) throws -> T {
-            guard let value else { throw LibraryError.unavailable("database error: book.\(column) is NULL") }
+        func present<T>(_ value: T?, _ field: Field) throws -> T {
+            guard let value else { throw LibraryError.unavailable("database error: book.\(field) is NULL") }
             return value
         }
-        id = try row.decode(forColumn: "id")
-        shelfId = try row.decode(forColumn: "shelfId")
-        title = try row.decode(forColumn: "title")
-        author = try row.decode(forColumn: "author")
-        narrator = try row.decode(forColumn: "narrator")
-        coverPath = try row.decode(forColumn: "coverPath")
-        sourcePath = try row.decode(forColumn: "sourcePath")
-        albumKey = try row.decode(forColumn: "albumKey")
-        addedAt = try present(try date("addedAt"), "addedAt")
-        modifiedAt = try present(try date("modifiedAt"), "modifiedAt")
-        lastPlayedAt = try date("lastPlayedAt")
-        finished = try row.decode(forColumn: "finished")
-        note = try row.decode(forColumn: "note")
-        volume = try row.decode(forColumn: "volume")
-        speed = try row.decode(forColumn: "speed")
-        shuffle = try row.decode(forColumn: "shuffle")
-        let loop: String = try row.decode(forColumn: "loop")
-        self.loop = try present(BookSettings.Loop(rawValue: loop), "loop")
-        positionFileId = try row.decode(forColumn: "positionFileId")
-        positionOffset = try row.decode(forColumn: "positionOffset")
-        userOrder = try row.decode(forColumn: "userOrder")
-        offline = try row.decode(forColumn: "offline")
-        mountPath = try row.decode(forColumn: "mountPath")
-        normalise = try row.decode(forColumn: "normalise")
-        loudness = try row.decode(forColumn: "loudness")
-        loudnessProblem = try row.decode(forColumn: "loudnessProblem")
-        skipIntro = try row.decode(forColumn: "skipIntro")
-        skipOutro = try row.decode(forColumn: "skipOutro")
-        compress = try row.decode(forColumn: "compress")
-        skipSilence = try row.decode(forColumn: "skipSilence")
-        silenceThreshold = try row.decode(forColumn: "silenceThreshold")
-        silenceAmount = try row.decode(forColumn: "silenceAmount")
+        id = try value(.id)
+        shelfId = try value(.shelfId)
+        title = try value(.title)
+        author = try value(.author)
+        narrator = try value(.narrator)
+        coverPath = try value(.coverPath)
+        sourcePath = try value(.sourcePath)
+        albumKey = try value(.albumKey)
+        addedAt = try present(try date(.addedAt), .addedAt)
+        modifiedAt = try present(try date(.modifiedAt), .modifiedAt)
+        lastPlayedAt = try date(.lastPlayedAt)
+        finished = try value(.finished)
+        note = try value(.note)
+        volume = try value(.volume)
+        speed = try value(.speed)
+        shuffle = try value(.shuffle)
+        let loop: String = try value(.loop)
+        self.loop = try present(BookSettings.Loop(rawValue: loop), .loop)
+        positionFileId = try value(.positionFileId)
+        positionOffset = try value(.positionOffset)
+        userOrder = try value(.userOrder)
+        offline = try value(.offline)
+        mountPath = try value(.mountPath)
+        normalise = try value(.normalise)
+        loudness = try value(.loudness)
+        loudnessProblem = try value(.loudnessProblem)
+        skipIntro = try value(.skipIntro)
+        skipOutro = try value(.skipOutro)
+        compress = try value(.compress)
+        skipSilence = try value(.skipSilence)
+        silenceThreshold = try value(.silenceThreshold)
+        silenceAmount = try value(.silenceAmount)
+    }
+
+    /// The books `sql` selects (every column of `book`), their columns looked up once for all the rows.
+    static func read(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Book] {
+        let statement = try db.makeStatement(sql: sql)
+        guard let places = places(in: statement.columnNames) else {
+            throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(statement.columnNames)")
+        }
+        var books: [Book] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() { books.append(try Book(row: row, places: places)) }
+        return books
     }
 }
 

@@ -86,7 +86,7 @@ extension Library {
             } else if !recursive {
                 condition = "shelfId IS NULL"
             }
-            let books = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy()) LIMIT ? OFFSET ?",
+            let books = try Book.read(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy()) LIMIT ? OFFSET ?",
                                           arguments: arguments + [limit, offset])
             return try Self.page(db, books, offset: offset, limit: limit) {
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
@@ -97,7 +97,7 @@ extension Library {
     /// A page of the books whose title, authors, narrator, shelves (series), albums, files' tags, note or
     /// bookmarks hold every word of `text`, each word as the start of a word there, case and accents folded
     /// ("bront eyr" finds "Jane Eyre" by Charlotte Brontë), and which match `query` too; the best matches first, then
-    /// by title (``rank(_:_:)``). An empty `text` leaves `query` alone, by title.
+    /// by title (``rank(_:_:on:)``). An empty `text` leaves `query` alone, by title.
     public func search(_ text: String, _ query: LibraryQuery = LibraryQuery(), offset: Int, limit: Int) throws -> BookPage {
         try search(text, query, offset: offset, limit: limit, rankingAtMost: Self.rankedMatches)
     }
@@ -115,7 +115,7 @@ extension Library {
             // No text: the matches of `query`, in the title's index.
             let (from, condition, arguments) = Self.matching(query)
             return try read { db in
-                let books = try Book.fetchAll(db, sql: """
+                let books = try Book.read(db, sql: """
                     SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
                     """, arguments: arguments + [limit, offset])
                 return try Self.page(db, books, offset: offset, limit: limit) {
@@ -133,7 +133,7 @@ extension Library {
     /// The books whose ids are `ids`, in that order.
     static func books(_ db: Database, _ ids: [Int64]) throws -> [Book] {
         guard !ids.isEmpty else { return [] }
-        let found = try Book.fetchAll(db, sql: "SELECT * FROM book WHERE id IN (\(Self.placeholders(ids.count)))",
+        let found = try Book.read(db, sql: "SELECT * FROM book WHERE id IN (\(Self.placeholders(ids.count)))",
                                       arguments: StatementArguments(ids))
         let byID = Dictionary(uniqueKeysWithValues: found.map { ($0.id ?? 0, $0) })
         return ids.compactMap { byID[$0] }

@@ -133,14 +133,21 @@ extension Integration {
                 // ListBooks, GetBook: the documented keys.
                 let listed = try await d.allBooks()
                 #expect(listed.compactMap { $0["title"]?.string } == ["book", "The CLI Book"])
+                // A listing gives what a list shows; GetBook adds the note and the settings (and Random, a book's).
                 let keys: Set<String> = ["id", "shelf", "title", "author", "narrator", "cover", "source", "added", "modified",
-                                         "last_played", "finished", "note", "volume", "speed", "shuffle", "loop",
-                                         "position_file", "position_offset", "files", "duration", "state", "missing",
-                                         "normalise", "loudness_gain", "skip_intro", "skip_outro", "loudness_target", "compress",
-                                         "skip_silence", "silence_threshold", "silence_amount"]
+                                         "last_played", "finished", "position_file", "position_offset", "files", "duration",
+                                         "state", "missing"]
+                let settings: Set<String> = ["note", "volume", "speed", "shuffle", "loop", "normalise", "loudness_gain",
+                                             "skip_intro", "skip_outro", "loudness_target", "compress", "skip_silence",
+                                             "silence_threshold", "silence_amount"]
                 for entry in listed { #expect(Set(entry.keys) == keys, "\(entry.keys.sorted())") }
+                let paged = try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(10)]).first?.elements ?? []
+                #expect(!paged.isEmpty)
+                for entry in paged { #expect(entry.stringKeyedDictionary.map { Set($0.keys) } == keys) }
                 let details = try await d.getBook(book)
-                #expect(Set(details.keys) == keys.union(["file_list"]))
+                #expect(Set(details.keys) == keys.union(settings).union(["file_list"]))
+                let picked = try await d.lib("Random", [.vardict([:]), .string("book")]).first?.stringKeyedDictionary
+                #expect(picked.map { Set($0.keys) } == keys.union(settings))
                 #expect(details["files"] == .uint32(3))
                 #expect(details["source"]?.string == d.media.book.standardizedFileURL.path)
                 #expect(near(details["duration"]?.int64, 9_000_000, within: 300_000), "\(details["duration"].map { "\($0)" } ?? "nil")")

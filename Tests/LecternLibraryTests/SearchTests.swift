@@ -399,6 +399,21 @@ struct CommonWordSearchTests {
         // And a write elsewhere keeps it: the same ranking.
         try s.library.setNote(of: s.mango, "")
         #expect(try s.search("part", ranking: 3).count == 7)
+        // A book added after the search is in the next one, in its tier by title.
+        let aardvark = try s.library.add(importedBook("/c/aardvark", title: "Aardvark", paths: ["1.mp3"],
+                                                      files: [track("/c/aardvark/1.mp3", title: "part 4")]))
+        #expect(try s.search("part", ranking: 3).suffix(4) == [aardvark, s.machineAge, s.mango, s.apple])
+    }
+
+    @Test("Ids in title order are found by id: the places of those that are books, in the order asked")
+    func titleOrderPlaces() {
+        let order = TitleOrder([5, 2, 9, 1])
+        var places: [Int] = []
+        order.forEachPlace(of: [1, 3, 5, 9, 10]) { places.append($0) }
+        #expect(places == [3, 0, 2])
+        places = []
+        order.forEachPlace(of: []) { places.append($0) }
+        #expect(places.isEmpty)
     }
 }
 

@@ -58,44 +58,50 @@ extension LibraryService {
         [encode(page.books, page.totals), .uint32(UInt32(clamping: page.total))]
     }
 
-    /// Books as ListBooks gives them (`aa{sv}`), with their totals.
+    /// Books as the listings give them (`aa{sv}`): what a list shows of each (``listed(_:_:)``).
     static func encode(_ books: [Book], _ totals: [Int64: BookTotals]) -> DBusValue {
-        .array(.dictionary(key: .string, value: .variant), books.map { encode($0, totals[$0.id ?? 0]) })
+        .array(.dictionary(key: .string, value: .variant), books.map { .vardict(ordered: listed($0, totals[$0.id ?? 0])) })
     }
 
-    /// A book as ListBooks gives it, with its files' totals (none: no files); its keys in the order ``DBusValue/vardict(_:)``
-    /// would sort them, without sorting them for each of a page's books.
+    /// A book as GetBook and Random give it: what a list shows and its settings.
     static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
+        .vardict(ordered: (listed(book, totals) + settings(of: book)).sorted { $0.key < $1.key })
+    }
+
+    /// What a listing gives of a book, with its files' totals (none: no files), in the order of its keys (as
+    /// ``DBusValue/vardict(_:)`` would sort them, without sorting them for each of a page's books). Its settings are
+    /// left to GetBook: a page of 200 books is half the size without them.
+    static func listed(_ book: Book, _ totals: BookTotals?) -> [(key: String, value: DBusValue)] {
         let files = totals?.files ?? 0
         let missing = book.offline ? 0 : files - (totals?.available ?? 0)
-        // In the keys' order (the optional ones where they go).
-        var entries: [(key: String, value: DBusValue)] = [
+        return [
             ("added", time(book.addedAt)), ("author", .string(book.author ?? "")),
-            ("compress", .boolean(book.compress)), ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
+            ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
             ("files", .uint32(UInt32(clamping: files))), ("finished", .boolean(book.finished)),
             ("id", .int64(book.id ?? 0)), ("last_played", time(book.lastPlayedAt)),
-            ("loop", .string(spelling(of: book.loop))),
-        ]
-        if let loudness = book.loudness { entries.append(("loudness", .double(loudness))) }
-        let target = LoudnessMeter.target.withLock { $0 }
-        entries.append(("loudness_gain", .double(20 * log10(book.loudnessGain(target: target)))))
-        if let problem = book.loudnessProblem { entries.append(("loudness_problem", .string(problem))) }
-        entries.append(("loudness_target", .double(target)))
-        entries += [
             ("missing", .uint32(UInt32(clamping: missing))),
             ("modified", time(book.modifiedAt)), ("narrator", .string(book.narrator ?? "")),
-            ("normalise", .boolean(book.normalise)),
-            ("note", .string(book.note)), ("position_file", .int64(book.positionFileId ?? 0)),
+            ("position_file", .int64(book.positionFileId ?? 0)),
             ("position_offset", .int64(book.positionOffset)), ("shelf", .int64(book.shelfId ?? 0)),
-            ("shuffle", .boolean(book.shuffle)), ("silence_amount", .double(book.silenceAmount)),
-            ("silence_threshold", .double(book.silenceThreshold)),
-            ("skip_intro", .double(book.skipIntro)), ("skip_outro", .double(book.skipOutro)),
-            ("skip_silence", .boolean(book.skipSilence)),
             ("source", .string(book.sourcePath ?? "")),
-            ("speed", .double(book.speed)), ("state", .string(book.offline ? "offline" : "available")),
-            ("title", .string(book.title)), ("volume", .double(book.volume)),
+            ("state", .string(book.offline ? "offline" : "available")), ("title", .string(book.title)),
         ]
-        return .vardict(ordered: entries)
+    }
+
+    /// A book's note, its settings and what is known of its loudness (GetBook's keys beyond a listing's).
+    static func settings(of book: Book) -> [(key: String, value: DBusValue)] {
+        let target = LoudnessMeter.target.withLock { $0 }
+        var entries: [(key: String, value: DBusValue)] = [
+            ("compress", .boolean(book.compress)), ("loop", .string(spelling(of: book.loop))),
+            ("loudness_gain", .double(20 * log10(book.loudnessGain(target: target)))), ("loudness_target", .double(target)),
+            ("normalise", .boolean(book.normalise)), ("note", .string(book.note)), ("shuffle", .boolean(book.shuffle)),
+            ("silence_amount", .double(book.silenceAmount)), ("silence_threshold", .double(book.silenceThreshold)),
+            ("skip_intro", .double(book.skipIntro)), ("skip_outro", .double(book.skipOutro)),
+            ("skip_silence", .boolean(book.skipSilence)), ("speed", .double(book.speed)), ("volume", .double(book.volume)),
+        ]
+        if let loudness = book.loudness { entries.append(("loudness", .double(loudness))) }
+        if let problem = book.loudnessProblem { entries.append(("loudness_problem", .string(problem))) }
+        return entries
     }
 
     static func encode(_ file: BookFile) -> DBusValue {
