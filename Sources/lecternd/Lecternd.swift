@@ -94,6 +94,9 @@ struct Lecternd: ParsableCommand {
     @Option(help: .hidden)  // seconds between scans of the folders beyond the watch limit
     var fallbackScan: Double?
 
+    @Option(help: .hidden)  // the most seconds an activation waits for an import that may find its book's files
+    var importWait: Double?
+
     /// The flags given, by setting.
     var flags: [Setting: Settings.FlagValue] {
         var flags: [Setting: Settings.FlagValue] = [:]
@@ -153,6 +156,7 @@ struct Lecternd: ParsableCommand {
         if let watchLimit { settings.options.watching.watchLimit = max(1, watchLimit) }
         if let rootCheck { settings.options.watching.rootCheck = .milliseconds(Int(max(0.05, rootCheck) * 1000)) }
         if let fallbackScan { settings.options.watching.fallbackScan = .milliseconds(Int(max(0.05, fallbackScan) * 1000)) }
+        if let importWait { settings.options.watching.importWait = .milliseconds(Int(max(0, importWait) * 1000)) }
         let level = DaemonLogLevel(settings.logLevel)
         LoggingSystem.bootstrap { label in DaemonLogHandler(label: label, level: level) }
         let logger = Logger(label: "lecternd")

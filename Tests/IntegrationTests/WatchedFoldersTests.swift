@@ -11,9 +11,9 @@ extension Integration {
     /// are written, announced as an import; a file re-tagged in place changes its book; a book whose folder is
     /// removed keeps its place in the library, its files missing; a folder added to the configuration by a reload is
     /// watched. A file removed is missing (the book plays without it) and present again when back; files renamed and
-    /// moved, with the daemon running or stopped, stay the book's; a disk unmounted makes its books offline, back
-    /// untouched when it is mounted again; folders beyond the watch limit are scanned; a burst of 1,000 files is
-    /// ten books.
+    /// moved, with the daemon running or stopped, stay the book's; a book moved while stopped and played at start
+    /// waits for the rescan to find it; a disk unmounted makes its books offline, back untouched when it is mounted
+    /// again; folders beyond the watch limit are scanned; a burst of 1,000 files is ten books.
     @Suite struct WatchedFolders {
         @Test func aBookCopiedInAppearsAndFollowsItsTags() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
@@ -293,41 +293,109 @@ extension Integration {
             }
         }
 
-        /// A book moved within the library while lecternd was stopped, activated to play as soon as lecternd is back,
-        /// before its start-up rescan found the new folder: paused at its place (not refused, not moved on), then
-        /// played from there at its new paths once the rescan finds them; the same files, place and bookmarks.
-        @Test func aBookMovedWhileStoppedAndActivatedAtOncePlaysFromItsPlace() async throws {
+        /// A book whose folder was moved and renamed within the library, and its files renamed, while lecternd was
+        /// stopped, then played at once with `lectern play`, which starts lecternd through D-Bus activation: the
+        /// activation waits for the start-up rescan to find the files (slowed here: each media reader starts 3 s late,
+        /// so the rescan is still reading when ActivateBook comes), and the book plays from its place at its new paths
+        /// as soon as `lectern play` returns; the same files, place and bookmark.
+        @Test func aBookMovedWhileStoppedPlaysFromItsPlaceWhenPlayedAtStart() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-watched")
             defer { root.remove() }
             let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 4)])
+            let slowReader = root.appending("slow-reader").path
+            try writeShellScript(at: slowReader, "sleep 3; exec '\(builtExecutable("lecternd").path)' \"$@\"")
             try await DaemonFixture.with(daemonArguments: ["--config", config]) { d in
                 let (book, files, third, place, bookmarks) = try await d.listenedToTheThirdFile(of: "Saga")
                 #expect(await d.stopDaemon() == 0)
-                let moved = library.appendingPathComponent("Series/Saga")
-                try FileManager.default.createDirectory(at: library.appendingPathComponent("Series"), withIntermediateDirectories: true)
+                let moved = library.appendingPathComponent("Series/Saga (Unabridged)")
+                try FileManager.default.createDirectory(at: moved.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try FileManager.default.moveItem(at: library.appendingPathComponent("Saga"), to: moved)
-                let mark = d.signals.mark
-                let replacement = try await d.startReplacementDaemon()
-                // At once: as a rule before the rescan found the folder (found already, the book plays at once).
-                try await d.lib("ActivateBook", [.int64(book), .boolean(true)])
-                let url = try await d.waitForURL(endingWith: "/Series/Saga/03.mp3", timeout: .seconds(30))
-                #expect(url?.hasSuffix("/Series/Saga/03.mp3") == true, "\(url ?? "no URL")\n\(d.log)")
-                #expect(try await d.waitForStatus("Playing", timeout: .seconds(10)) == "Playing", "\(d.log)")
+                for n in 1...4 {
+                    try FileManager.default.moveItem(at: moved.appendingPathComponent(String(format: "%02d.mp3", n)),
+                                                     to: moved.appendingPathComponent("Part \(n).mp3"))
+                }
+                try await d.activatable(extra: ["--media-reader-program", slowReader])
+                let play = try await d.lectern("play", "Saga")
+                #expect(play.status == 0, "lectern play: \(play)\n\(d.log)")
+                // As soon as it returns (without the wait, the rescan would still be reading for seconds more): the
+                // place's file at its new path, playing. (The book restored at start, paused, had its files told
+                // missing: the restore does not wait.)
+                let url = try await d.waitForURL(endingWith: "/Series/Saga (Unabridged)/Part 3.mp3", timeout: .seconds(1))
+                #expect(try await d.waitForStatus("Playing") == "Playing", "\(url ?? "no URL")\n\(d.log)")
                 try await d.call("Pause")
                 #expect(try await d.waitForStatus("Paused") == "Paused")
-                // Played from its place, not from the file's start (2 s of the file were left: on a slow run it may
-                // have gone on to the next one).
-                if try await d.currentURL()?.hasSuffix("/Series/Saga/03.mp3") == true {
+                // From its place, not from the file's start (2 s of the file were left: on a slow run it may have gone
+                // on to the next one).
+                if try await d.currentURL()?.hasSuffix("/Part%203.mp3") == true {
                     let position = try await d.position()
                     #expect(position >= place - 500_000, "from its place (\(place) µs): \(position)")
                 }
-                try await d.startupRescan(folders: 1, since: mark)
                 let now = try await d.files(of: book)
                 #expect(now.map { $0["id"] } == files.map { $0["id"] })
-                #expect(now.allSatisfy { $0["state"]?.string == "present" && $0["path"]?.string?.hasPrefix(moved.path + "/") == true }, "\(now)")
+                #expect(now.compactMap { $0["path"]?.string } == (1...4).map { moved.appendingPathComponent("Part \($0).mp3").path }, "\(now)")
+                #expect(now.allSatisfy { $0["state"]?.string == "present" }, "\(now)")
                 #expect(try await d.getBook(book)["position_file"]?.int64 == third)
                 #expect(try await d.bookmarks(of: book) == bookmarks)
-                #expect(await d.stopReplacement(replacement) == 0)
+                try await d.stopActivated()
+            }
+        }
+
+        /// While the start-up rescan reads (its media reader starts 12 s late: the rescan waits 10 s for it, then
+        /// leaves the new file out), ActivateBook of a book whose files are on disk answers at once; of a book whose
+        /// files went for good while lecternd was stopped, it waits for the rescan only as long as the bound
+        /// (`--import-wait`, 4 s here), another client's call answered meanwhile, then does what it does for files
+        /// not on disk (opens the book paused at its place). Once the rescan has marked them missing, it fails at once.
+        @Test func anActivationWaitsForTheRescanOnlyForFilesNotOnDiskAndNoLongerThanTheBound() async throws {
+            let root = try TemporaryDirectory(prefix: "lectern-watched")
+            defer { root.remove() }
+            let (library, config) = try await Self.library(in: root, [("Saga", "Saga", 2), ("Emma", "Emma", 1)])
+            let later = root.appending("Later")
+            try FileManager.default.createDirectory(at: later, withIntermediateDirectories: true)
+            try await offThePool { try AudioFiles.mp3(later.appendingPathComponent("01.mp3"), seconds: 1, frequency: 900, tags: .init(album: "Later")) }
+            let slowReader = root.appending("slow-reader").path
+            try writeShellScript(at: slowReader, "sleep 12; exec '\(builtExecutable("lecternd").path)' \"$@\"")
+            try await DaemonFixture.with(daemonArguments: ["--config", config, "--import-wait", "4"]) { d in
+                try await d.startupRescan(folders: 1)
+                let (saga, emma) = (try await d.bookID(titled: "Saga"), try await d.bookID(titled: "Emma"))
+                #expect(await d.stopDaemon() == 0)
+                // Emma gone for good; a new book for the rescan to read, slowly.
+                try FileManager.default.removeItem(at: library.appendingPathComponent("Emma"))
+                try FileManager.default.moveItem(at: later, to: library.appendingPathComponent("Later"))
+                try await d.activatable(extra: ["--media-reader-program", slowReader])
+                let mark = d.signals.mark
+                let rescanDone = { d.signals.since(mark).contains { $0.isLibrary("ImportFinished") } }
+                // Started by this first call (answered once the rescan is queued).
+                _ = try await d.libProperty("CurrentBook")
+
+                let clock = ContinuousClock()
+                let present = try await clock.measure { try await d.lib("ActivateBook", [.int64(saga), .boolean(false)]) }
+                #expect(!rescanDone() && present < .seconds(4), "answered at once: \(present)\n\(d.log)")
+                #expect(try await d.libProperty("CurrentBook") == .int64(saga))
+
+                let started = clock.now
+                let waiting = Task {
+                    try await d.lib("ActivateBook", [.int64(emma), .boolean(true)])
+                    return clock.now
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                let other = try BusConnection(address: d.bus.address)
+                defer { other.close() }
+                _ = try await other.call(Lib.busName, path: Lib.path, interface: Lib.library, member: "GetBook", [.int64(saga)])
+                let otherAnswered = clock.now
+                let answered = try await waiting.value
+                #expect(otherAnswered < answered, "another client's call waited for the activation")
+                #expect(answered - started >= .seconds(3.9) && !rescanDone(), "waited \(answered - started), not for the rescan (10 s)\n\(d.log)")
+                #expect(try await d.libProperty("CurrentBook") == .int64(emma))
+                #expect(try await d.status() == "Paused", "opened paused at its place, its file not on disk")
+
+                try await d.startupRescan(folders: 1, since: mark)
+                #expect(try await d.files(of: emma).allSatisfy { $0["state"]?.string == "missing" })
+                let failed = await clock.measure {
+                    let error = await d.errorName { try await d.lib("ActivateBook", [.int64(emma), .boolean(true)]) }
+                    #expect(error == Lib.invalidArgument, "\(error ?? "no error")")
+                }
+                #expect(failed < .seconds(4), "no import underway: no wait (\(failed))")
+                try await d.stopActivated()
             }
         }
 
@@ -571,6 +639,25 @@ extension DaemonFixture {
             throw FixtureError("no FileFailed(-1, \(left)): \(String(describing: failed))")
         }
         return arguments[2].string ?? ""
+    }
+
+    /// Makes the bus start lecternd when a client first calls org.lectern.Lectern1 (D-Bus activation, as `make
+    /// install` sets it up): this build's, with the fixture's arguments and `extra`, its output in the fixture's log,
+    /// with the fixture's folders. The fixture's own daemon must be stopped first.
+    func activatable(extra: [String] = []) async throws {
+        let script = directory.appending("lecternd-activated").path
+        let command = ([lecterndPath] + daemonArguments + extra).map { "'\($0)'" }.joined(separator: " ")
+        try writeShellScript(at: script, "exec \(command) >>'\(daemonLog.path)' 2>&1")
+        try "[D-BUS Service]\nName=\(Lib.busName)\nExec=\(script)\n"
+            .write(to: bus.servicesDirectory.appendingPathComponent("\(Lib.busName).service"), atomically: true, encoding: .utf8)
+        try await setActivationEnvironment(environment.filter { $0.key.hasPrefix("XDG_") || $0.key == "GST_REGISTRY" }, on: client)
+    }
+
+    /// SIGTERM to the lecternd the bus started, and waits for its names to go.
+    func stopActivated() async throws {
+        kill(try await ownerPID(of: Lib.busName, on: client), SIGTERM)
+        let owned = try await poll(timeout: .seconds(15), { try await nameHasOwner(MPRIS.busName) }, until: { !$0 })
+        #expect(!owned, "lecternd stops on SIGTERM:\n\(log)")
     }
 
     /// The ImportFinished of the start-up rescan of `folders` library folders, since `mark` (the daemon's start);

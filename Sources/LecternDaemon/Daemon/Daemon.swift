@@ -173,7 +173,8 @@ public enum Daemon {
                                      booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } },
                                      bookmarkAdded: promptFeed.bookmarkAdded)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
-                                  logger: logger) { news in
+                                  logger: logger, underway: service.imports.underway,
+                                  importWait: options.watching.importWait) { news in
             switch news {
             case .currentBook(let book):
                 service.currentBookChanged(book)

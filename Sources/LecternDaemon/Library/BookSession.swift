@@ -23,6 +23,9 @@ actor BookSession {
     let library: Library
     let player: Player
     let logger: Logger
+    /// The imports an activation waits for when they may find its book's files, and for how long at most.
+    let underway: ImportsUnderway
+    let importWait: Duration
     /// Told what clients should hear of: the current book (the MPRIS Playlists face follows it), a book
     /// finished, an automatic bookmark.
     let announce: @Sendable (News) -> Void
@@ -61,10 +64,12 @@ actor BookSession {
 
     /// `events`: the player's events, yielded by its observer (which must not wait).
     init(library: Library, player: Player, executor: ThreadExecutor, events: AsyncStream<PlayerEvent>, logger: Logger,
-         announce: @escaping @Sendable (News) -> Void) {
+         underway: ImportsUnderway, importWait: Duration, announce: @escaping @Sendable (News) -> Void) {
         self.executor = executor
         self.library = library
         self.player = player
+        self.underway = underway
+        self.importWait = importWait
         self.events = events
         self.logger = logger
         self.announce = announce
@@ -77,6 +82,39 @@ actor BookSession {
     }
 
     // MARK: - Activating
+
+    /// What is left of an activation that waits for an import (``activation(of:play:)``).
+    typealias PendingActivation = @Sendable () async throws -> Void
+
+    /// Activates `bookId` (``activate(_:play:undoable:)``) at once, and returns nil, when its files are on disk, or
+    /// when no import underway may find those that are not. Otherwise returns the activation, to run off the D-Bus
+    /// call queue: it waits for those imports, at most ``importWait``, then activates the book with the files they
+    /// found (a book moved while lecternd was stopped, activated before the start-up rescan finds it at its new
+    /// paths: its place and bookmarks follow its files), unless another book was made current meanwhile.
+    nonisolated func activation(of bookId: Int64, play: Bool) async throws -> PendingActivation? {
+        let notOnDisk = try library.files(of: bookId).filter { !$0.available || !FileManager.default.fileExists(atPath: $0.path) }
+            .map(\.path)
+        guard underway.mayFind(any: notOnDisk) else {
+            try await activate(bookId, play: play)
+            return nil
+        }
+        return { try await self.activate(bookId, play: play, onceFound: notOnDisk) }
+    }
+
+    /// Waits for the imports underway that may find `paths` (``activation(of:play:)``), then activates `bookId`.
+    private func activate(_ bookId: Int64, play: Bool, onceFound paths: [String]) async throws {
+        let current = book?.id
+        logger.info("the book's files are not on disk: waiting for the import that may find them",
+                    metadata: ["book": "\(bookId)", "files": "\(paths.count)"])
+        if await !underway.wait(for: paths, atMost: importWait) {
+            logger.warning("the import that may find the book's files is not done: activating it with those there are",
+                           metadata: ["book": "\(bookId)", "waited": "\(importWait)"])
+        }
+        // Another book made current meanwhile is the listener's later choice: it stays. (This one opened again by
+        // the import that found its files is not.)
+        guard book?.id == current || book?.id == bookId, !closed else { return }
+        try await activate(bookId, play: play)
+    }
 
     /// Makes `bookId` current: its files that can be played (missing ones are left out, each told as a
     /// FileFailed), at its saved position (from the start when it was finished), with its settings; playing or

@@ -19,6 +19,8 @@ final class ImportJobs: Sendable {
     private let library: Library
     private let importer: Importer
     private let logger: Logger
+    /// The folders being imported: these jobs', and those ``LibraryFolders`` queued.
+    let underway = ImportsUnderway()
     /// The number of the next job (wrapping at 2³²).
     private let nextJob = Atomic<UInt32>(1)
 
@@ -47,16 +49,19 @@ final class ImportJobs: Sendable {
         await run(job, folder, shelfPath: shelfPath, emptyIsFine: emptyIsFine, events: events)
     }
 
+    /// Checks `path`, and makes it underway until ``run(_:_:shelfPath:emptyIsFine:events:)`` ends.
     private func prepare(_ path: String) throws -> (job: UInt32, folder: URL) {
         guard path.hasPrefix("/") else { throw LibraryError.invalidArgument("the path to import must be absolute, not '\(path)'") }
         try library.checkWritable()
         let folder = URL(fileURLWithPath: path).standardizedFileURL
         guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
+        underway.begin([folder.path])
         return (nextJob.wrappingAdd(1, ordering: .relaxed).oldValue, folder)
     }
 
     private func run(_ job: UInt32, _ folder: URL, shelfPath: String, emptyIsFine: Bool = false,
                      events: @escaping @Sendable (Event) -> Void) async {
+        defer { underway.end([folder.path]) }
         var lastReport = ContinuousClock.now - .seconds(1)
         var skipped = SkippedFiles()
         let result: Result<[Int64], any Error>

@@ -11,6 +11,9 @@ public struct WatchOptions: Sendable {
     public var rootCheck: Duration = .seconds(30)
     /// How often the folders beyond the watch limit are scanned, and the mounts of offline books looked at.
     public var fallbackScan: Duration = .seconds(300)
+    /// The longest an activation waits for an import underway that may find its book's files (less than the 10 s
+    /// `lectern` waits for a reply).
+    public var importWait: Duration = .seconds(8)
 
     public init() {}
 }
@@ -30,6 +33,8 @@ public struct WatchOptions: Sendable {
 ///   again).
 /// - Folders beyond the watch limit are imported again every ``WatchOptions/fallbackScan``, and the mounts of the
 ///   offline books looked at then too (no timer while there are neither).
+/// - A folder is underway (``ImportJobs/underway``) from when its import is queued until it is done: a book with
+///   files not on disk activated meanwhile waits for it (``BookSession/activation(of:play:)``).
 actor LibraryFolders {
     private let service: LibraryService
     private let options: WatchOptions
@@ -55,8 +60,9 @@ actor LibraryFolders {
         case fallbackScan
     }
 
-    /// What ``run()`` does, in turn: the watcher's changes, rescans, the fallback scan.
-    private let work = AsyncStream.makeStream(of: Work.self)
+    /// What ``run()`` does, in turn: the watcher's changes, rescans, the fallback scan; each with the folders it may
+    /// import, underway (``ImportJobs/underway``) from when it is queued until it is done (``queue(_:roots:)``).
+    private let work = AsyncStream.makeStream(of: (work: Work, folders: [String]).self)
 
     init(service: LibraryService, options: WatchOptions, logger: Logger) {
         self.service = service
@@ -78,20 +84,34 @@ actor LibraryFolders {
         if !folders.isEmpty && watcher == nil {
             logger.warning("the library folders cannot be watched: no inotify instance left", metadata: ["folders": "\(folders)"])
         }
-        if !added.isEmpty || !started { work.continuation.yield(.rescan(added, because: "it may have changed since it was last read")) }
+        if !added.isEmpty || !started { queue(.rescan(added, because: "it may have changed since it was last read"), roots: folders) }
         started = true
         if let watcher {
-            forwarding = Task { [work] in
-                for await change in watcher.changes { work.continuation.yield(.change(change)) }
+            forwarding = Task { [self, folders] in
+                for await change in watcher.changes { queue(.change(change), roots: folders) }
             }
         }
     }
 
+    /// Queues `item` for ``run()``: the folders it may import (every library folder, `roots`, for an overflow or a
+    /// fallback scan) are underway until it is done, and an activation of a book in them waits for it.
+    private nonisolated func queue(_ item: Work, roots: [String]) {
+        let folders: [String] = switch item {
+        case .rescan(let folders, _), .change(.settled(let folders)): folders
+        case .change(.back(let folder)): [folder]
+        case .change(.overflowed), .fallbackScan: roots
+        case .change(.gone), .change(.unwatched): []
+        }
+        service.imports.underway.begin(folders)
+        work.continuation.yield((item, folders))
+    }
+
     /// Handles the changes of the folders watched, the rescans and the fallback scans, until cancelled.
     func run() async {
-        for await item in work.stream {
+        for await (item, folders) in work.stream {
             if Task.isCancelled { break }
             await handle(item)
+            service.imports.underway.end(folders)
             updateFallbackTicks()
         }
         fallbackTicks?.cancel()
@@ -100,10 +120,10 @@ actor LibraryFolders {
     private func updateFallbackTicks() {
         let needed = !unwatched.isEmpty || someOffline
         if needed && fallbackTicks == nil {
-            fallbackTicks = Task { [work, options] in
+            fallbackTicks = Task { [self, options, folders] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: options.fallbackScan)
-                    work.continuation.yield(.fallbackScan)
+                    queue(.fallbackScan, roots: folders)
                 }
             }
         } else if !needed {

@@ -52,15 +52,25 @@ struct LibraryRules: Sendable {
         return try await writer.write { try $0.addBookmark(to: bookId, file: file, offset: offset, title: title, note: note) }
     }
 
-    /// Plays from a bookmark, activating its book first when it isn't the current one. One undo returns to where the
-    /// listener was: in this book, or in the book left for it.
-    func jump(toBookmark id: Int64) async throws {
+    /// Plays from a bookmark, activating its book first when it isn't the current one; what is left when that
+    /// activation waits for an import to find the book's files (``BookSession/activation(of:play:)``). One undo
+    /// returns to where the listener was: in this book, or in the book left for it.
+    func jump(toBookmark id: Int64) async throws -> BookSession.PendingActivation? {
         let bookmark = try library.bookmark(id)
-        let otherBook = await session.book?.id != bookmark.bookId
-        if otherBook {
-            try await session.activate(bookmark.bookId, play: true)
+        let session = session
+        let jump = { @Sendable (kind: MoveKind?) in try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset, as: kind) }
+        if await session.book?.id == bookmark.bookId {
+            try await jump(.bookmark)
+            return nil
         }
-        try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset, as: otherBook ? nil : .bookmark)
+        guard let activation = try await session.activation(of: bookmark.bookId, play: true) else {
+            try await jump(nil)
+            return nil
+        }
+        return {
+            try await activation()
+            try await jump(nil)
+        }
     }
 
     /// `id`, or the current book for 0.

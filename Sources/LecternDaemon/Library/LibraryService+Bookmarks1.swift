@@ -48,9 +48,8 @@ extension LibraryService {
                     if result.added > 0 { self.bookmarksChanged(bookId) }
                     return [.uint32(UInt32(result.added)), .uint32(UInt32(result.skipped))]
                 },
-                method("JumpToBookmark", in: [("id", .int64)]) { call in
+                Self.activating("JumpToBookmark", in: [("id", .int64)]) { call in
                     try await rules.jump(toBookmark: call.argument(0))
-                    return []
                 },
             ],
             signals: [SignalDecl("BookmarksChanged", [("book", .int64)])])

@@ -139,10 +139,9 @@ extension LibraryService {
                     self.bookChanged(id)
                     return []
                 },
-                method("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { call in
+                Self.activating("ActivateBook", in: [("id", .int64), ("play", .boolean)]) { call in
                     let (id, play) = try call.arguments(Int64.self, Bool.self)
-                    try await rules.session.activate(id, play: play)
-                    return []
+                    return try await rules.session.activation(of: id, play: play)
                 },
                 method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { call in
                     let (path, shelfPath) = try call.arguments(String.self, String.self)

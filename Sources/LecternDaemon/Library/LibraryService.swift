@@ -156,12 +156,31 @@ final class LibraryService: Sendable {
     /// A method whose library errors become org.lectern.Error.* replies.
     func method(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                 _ body: @escaping @Sendable (MethodCall) async throws -> [DBusValue]) -> Method {
-        Method(name, in: inputs, out: outputs) { call in
-            do {
-                return try await body(call)
-            } catch let error as LibraryError {
-                throw Self.busError(error)
+        Method(name, in: inputs, out: outputs) { call in try await Self.busErrors { try await body(call) } }
+    }
+
+    /// A method that activates a book (ActivateBook, JumpToBookmark, MPRIS ActivatePlaylist): `body` decodes the call
+    /// and begins the activation in its turn on the call queue (``BookSession/activation(of:play:)``). What it
+    /// leaves, an activation waiting for an import to find the book's files, runs off the queue, other clients'
+    /// calls answered meanwhile, and the reply waits for it (Method.deferred). Library errors become
+    /// org.lectern.Error.* replies.
+    static func activating(_ name: String, in inputs: [(String, DBusType)],
+                           _ body: @escaping @Sendable (MethodCall) async throws -> BookSession.PendingActivation?) -> Method {
+        Method.deferred(name, in: inputs) { call in
+            let pending = try await busErrors { try await body(call) }
+            return {
+                try await busErrors { try await pending?() }
+                return []
             }
+        }
+    }
+
+    /// `body`, its library errors thrown as org.lectern.Error.* replies.
+    static func busErrors<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as LibraryError {
+            throw busError(error)
         }
     }
 

@@ -13,17 +13,12 @@ enum MPRISPlaylists {
     static func interface(session: Eventually<BookSession>) -> Interface {
         Interface(name,
             methods: [
-                Method("ActivatePlaylist", in: [("PlaylistId", .objectPath)]) { call in
+                LibraryService.activating("ActivatePlaylist", in: [("PlaylistId", .objectPath)]) { call in
                     let path: ObjectPath = try call.argument(0)
                     guard let id = bookID(path) else {
                         throw BusError.invalidArgs("\(path) is not one of Lectern's playlists")
                     }
-                    do {
-                        try await session.value.activate(id, play: true)
-                    } catch let error as LibraryError {
-                        throw LibraryService.busError(error)
-                    }
-                    return []
+                    return try await session.value.activation(of: id, play: true)
                 },
                 Method("GetPlaylists", in: [("Index", .uint32), ("MaxCount", .uint32), ("Order", .string), ("ReverseOrder", .boolean)],
                        out: [("Playlists", .array(playlistType))]) { call in
