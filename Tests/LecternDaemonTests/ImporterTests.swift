@@ -36,8 +36,8 @@ import TestSupport
     @Test func anImportInBatchesMakesTheBooksOfOneBatch() async throws {
         let directory = try TemporaryDirectory(prefix: "lectern-importer")
         let root = directory.appending("library")
-        // An album over two disc folders; untagged files of one folder on both sides of a folder inside it (the walk
-        // gives "Plain/a", "Plain/b", "Plain/sub/c", "Plain/z"); a folder of its own. Each file its own sound: the
+        // An album over two disc folders (a batch each); untagged files of a folder with a folder inside it (the walk
+        // gives "Plain" with a, b and z, then "Plain/sub" with c); a folder of its own. Each file its own sound: the
         // same bytes in two folders would be one file and its copy. Made off the cooperative pool (ffmpeg).
         let files: [(path: String, album: String?, track: Int?)] =
             (1...2).flatMap { disc in (1...3).map { ("Big/CD\(disc)/\($0).mp3", "Big Book", disc * 10 + $0) } }
@@ -52,7 +52,7 @@ import TestSupport
 
         let whole = try Rig(directory, name: "whole", batchSize: 1_000)
         let batched = try Rig(directory, name: "batched", batchSize: 2)
-        #expect(Importer.batches(try FolderWalk.audioFiles(in: root.path).files, size: 2).count > 3)
+        #expect(Importer.batches(try FolderWalk.audioFolders(in: root.path).folders, size: 2).count > 3)
         var skipped = SkippedFiles()
         let wholeIDs = try await whole.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
         let batchedIDs = try await batched.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
@@ -72,11 +72,27 @@ import TestSupport
     }
 
     @Test func batchesAreWholeFoldersOfAtLeastTheirSize() {
-        let paths = ["/l/A/1", "/l/A/2", "/l/A/3", "/l/B/1", "/l/C/1", "/l/C/2", "/l/D/1"]
-        #expect(Importer.batches(paths, size: 2).map(Array.init) == [
-            ["/l/A/1", "/l/A/2", "/l/A/3"], ["/l/B/1", "/l/C/1", "/l/C/2"], ["/l/D/1"],
-        ])
-        #expect(Importer.batches(paths, size: 100).map(Array.init) == [paths])
+        let folders = [("/l/A", 3), ("/l/B", 1), ("/l/C", 2), ("/l/D", 1)].map { FolderWalk.AudioFolder(path: $0, files: $1) }
+        #expect(Importer.batches(folders, size: 2).map { $0.map(\.path) } == [["/l/A"], ["/l/B", "/l/C"], ["/l/D"]])
+        #expect(Importer.batches(folders, size: 100).map(Array.init) == [folders])
         #expect(Importer.batches([], size: 2).isEmpty)
+    }
+
+    /// A walk for an import counts each folder's audio files without keeping their paths; a batch lists them.
+    @Test func aWalkCountsFoldersAndAFolderListsItsOwnFiles() throws {
+        let root = try TemporaryDirectory(prefix: "lectern-importer")
+        defer { root.remove() }
+        for path in ["Plain/b.mp3", "Plain/a.mp3", "Plain/sub/c.mp3", "Plain/z.mp3", "Plain/cover.jpg", "Solo/x.mp3"] {
+            let url = URL(fileURLWithPath: root.path + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data([1]).write(to: url)
+        }
+        let walked = try FolderWalk.audioFolders(in: root.path)
+        #expect(walked.folders == [("Plain", 3), ("Plain/sub", 1), ("Solo", 1)].map {
+            FolderWalk.AudioFolder(path: root.path + "/" + $0, files: $1)
+        })
+        #expect(walked.skipped[.notAudio]?.count == 1)
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Plain") == ["a", "b", "z"].map { root.path + "/Plain/\($0).mp3" })
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Gone").isEmpty)
     }
 }

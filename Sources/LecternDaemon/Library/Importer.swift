@@ -58,18 +58,21 @@ struct Importer: Sendable {
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
             throw LibraryError.notFound("no such file or folder: \(folder.path)")
         }
-        let paths: [String]
+        // The folders holding audio files, counted: each batch lists its folders' files when it comes to them, so
+        // that an import holds a batch's paths, not the whole walk's (docs/decisions/import-walk.md).
+        let folders: [FolderWalk.AudioFolder]
         if isDirectory.boolValue {
-            let walked = try FolderWalk.audioFiles(in: folder.path, limits: Self.folderLimits)
+            let walked = try FolderWalk.audioFolders(in: folder.path, limits: Self.folderLimits)
             skipped.merge(walked.skipped)
-            paths = walked.files
+            folders = walked.folders
         } else if let reason = FolderWalk.reasonToSkip(file: folder.path) {
             skipped.add(reason, folder.path)
             throw LibraryError.invalidArgument("not an audio file to import (\(reason.rawValue)): \(folder.path)")
         } else {
-            paths = [folder.path]
+            folders = [FolderWalk.AudioFolder(path: folder.deletingLastPathComponent().path, files: 1)]
         }
-        guard !paths.isEmpty else { throw NoAudioFiles(folder: folder.path) }
+        let total = folders.reduce(0) { $0 + $1.files }
+        guard total > 0 else { throw NoAudioFiles(folder: folder.path) }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
         let mounts = Mounts.current()
@@ -77,23 +80,27 @@ struct Importer: Sendable {
         var unchangedCount = 0
         var readAny = false
         // The books written by earlier batches, by group: a later batch's files of the same album (or untagged, of
-        // the same folder) join the files of the earlier batches.
+        // the same folder) join the files of the earlier batches, the folders of which are kept.
         var written: [String: Int64] = [:]
-        for batch in Self.batches(paths, size: batchSize) {
-            let files = batch.map { URL(fileURLWithPath: $0, isDirectory: false) }
+        var earlierFolders: Set<String> = []
+        var done = 0
+        for batch in Self.batches(folders, size: batchSize) {
+            let paths = isDirectory.boolValue ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
+            let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
             let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
             let unchanged = try library.unchangedFiles(stamps)
             unchangedCount += unchanged.count
             var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
             let unread = files.filter { unchanged[$0.path] == nil }
-            found += try await read(unread, done: batch.startIndex + files.count - unread.count, of: paths.count,
+            found += try await read(unread, done: done + files.count - unread.count, of: total,
                                     skipped: &skipped, progress: progress)
+            done += batch.reduce(0) { $0 + $1.files }
             readAny = readAny || !found.isEmpty
-            var earlierPaths: Set<String>?
             for var group in Self.group(found) {
                 if let earlier = written[group.key] {
-                    if earlierPaths == nil { earlierPaths = Set(paths[..<batch.startIndex]) }
-                    let before = try library.importedFiles(ofBook: earlier).filter { earlierPaths!.contains($0.path) }
+                    let before = try library.importedFiles(ofBook: earlier).filter {
+                        earlierFolders.contains(String($0.path[..<($0.path.lastIndex(of: "/") ?? $0.path.startIndex)]))
+                    }
                     group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
                 }
                 let imported = book(from: group, mounts: mounts)
@@ -108,6 +115,7 @@ struct Importer: Sendable {
                 written[group.key] = outcome.id
                 if !books.contains(where: { $0.id == outcome.id }) { books.append((imported.title, outcome.id)) }
             }
+            earlierFolders.formUnion(batch.map(\.path))
         }
         if unchangedCount > 0 {
             logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchangedCount)"])
@@ -117,23 +125,24 @@ struct Importer: Sendable {
     }
 
     /// The fewest files an import reads before it writes their books: about what it holds at once, whatever the
-    /// folder's size.
-    static let batchFiles = 5_000
+    /// folder's size (a folder of more is one batch). What a batch held is freed in small pieces among those that stay,
+    /// so a batch's size is also about what lecternd keeps after the import: 100,000 files (2,000 a folder) in batches
+    /// of 5,000 left it 14 MB above where it was, in batches of 1,000 11 MB (docs/decisions/import-walk.md).
+    static let batchFiles = 1_000
 
-    /// `paths` (in the walk's order) cut into runs of at least `size` files but the last, each cut where the walk
-    /// goes from one folder to another. (A folder's files after one of its subfolders' may still land in a later
-    /// batch: `run` joins them to their book.)
-    static func batches(_ paths: [String], size: Int = batchFiles) -> [ArraySlice<String>] {
-        var batches: [ArraySlice<String>] = []
-        var start = paths.startIndex
-        for index in paths.indices.dropFirst() where index - start >= size {
-            let folder = { (path: String) in path[..<(path.lastIndex(of: "/") ?? path.startIndex)] }
-            if folder(paths[index]) != folder(paths[index - 1]) {
-                batches.append(paths[start..<index])
-                start = index
+    /// `folders` (in the walk's order) cut into runs of whole folders of at least `size` files but the last.
+    static func batches(_ folders: [FolderWalk.AudioFolder], size: Int = batchFiles) -> [ArraySlice<FolderWalk.AudioFolder>] {
+        var batches: [ArraySlice<FolderWalk.AudioFolder>] = []
+        var start = folders.startIndex
+        var files = 0
+        for index in folders.indices {
+            files += folders[index].files
+            if files >= size {
+                batches.append(folders[start...index])
+                (start, files) = (index + 1, 0)
             }
         }
-        if start < paths.endIndex { batches.append(paths[start...]) }
+        if start < folders.endIndex { batches.append(folders[start...]) }
         return batches
     }
 

@@ -97,18 +97,47 @@ enum FolderWalk {
     /// left out. Hidden names (a leading dot: `.DS_Store`, AppleDouble `._01.mp3`) are passed over without a word.
     /// Throws when `folder` itself can't be read, or holds more than `limits` allow.
     static func audioFiles(in folder: String, limits: Limits = Limits()) throws -> (files: [String], skipped: SkippedFiles) {
+        let walk = try walked(folder, limits: limits, keepingFiles: true)
+        let files = walk.files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path)
+        return (files, walk.skipped)
+    }
+
+    /// A folder that holds audio files (directly, not in its subfolders), and how many.
+    struct AudioFolder: Equatable {
+        var path: String
+        var files: Int
+    }
+
+    /// The folders below `folder` (itself included) that hold audio files, in natural order of their relative paths,
+    /// and what was left out, walked as ``audioFiles(in:limits:)`` walks: the files are counted, their paths not
+    /// kept (an import of 100,000 files would hold 100,000 paths). ``audioFiles(directlyIn:)`` lists a folder's when
+    /// they are wanted.
+    static func audioFolders(in folder: String, limits: Limits = Limits()) throws -> (folders: [AudioFolder], skipped: SkippedFiles) {
+        let walk = try walked(folder, limits: limits, keepingFiles: false)
+        let folders = walk.folders.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }
+        return (folders.map { AudioFolder(path: $0.path, files: $0.files) }, walk.skipped)
+    }
+
+    /// The audio files in `folder` itself (not its subfolders), in natural order: those a walk takes of it. Empty
+    /// when it can't be read (any more).
+    static func audioFiles(directlyIn folder: String) -> [String] {
+        let limits = Limits(depth: 0, entries: .max, files: .max)
+        return (try? walked(folder, limits: limits, keepingFiles: true, followingLink: false))?.files
+            .sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path) ?? []
+    }
+
+    /// The walk of `folder`, done. With `followingLink` the folder is opened even through a link (a user chose it).
+    private static func walked(_ folder: String, limits: Limits, keepingFiles: Bool, followingLink: Bool = true) throws -> Walk {
         let base = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
-        // The folder named is opened even through a link: the user chose it.
-        let fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingLink ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
             throw BusError.failed("Cannot read the folder \(base): \(String(cString: strerror(errno)))")
         }
-        var walk = Walk(limits: limits, base: base)
+        var walk = Walk(limits: limits, base: base, keepsFiles: keepingFiles)
         var info = stat()
         walk.device = fstat(fd, &info) == 0 ? info.st_dev : 0
         try walk.read(fd, path: base, relative: "", depth: 0)
-        let files = walk.files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path)
-        return (files, walk.skipped)
+        return walk
     }
 
     /// Why a file named by a user (OpenUri, Import of one file) is not one to read: nil for an audio file this
@@ -136,14 +165,20 @@ enum FolderWalk {
     private struct Walk {
         let limits: Limits
         let base: String
+        /// Whether ``files`` keeps each file's paths, or only ``folders`` their count.
+        let keepsFiles: Bool
         var device: dev_t = 0
         var seen = 0
+        var fileCount = 0
         var files: [(relative: String, path: String)] = []
+        /// Each folder that holds audio files, with how many.
+        var folders: [(relative: String, path: String, files: Int)] = []
         var skipped = SkippedFiles()
 
-        init(limits: Limits, base: String) {
+        init(limits: Limits, base: String, keepsFiles: Bool) {
             self.limits = limits
             self.base = base
+            self.keepsFiles = keepsFiles
         }
 
         /// Reads the folder open as `fd` (closed here), `depth` below the base, and the folders in it.
@@ -155,11 +190,12 @@ enum FolderWalk {
             }
             defer { closedir(directory) }
             var folders: [(name: String, path: String, relative: String)] = []
+            var found = 0
             while let entry = readdir(directory) {
                 let (bytes, type) = Self.name(of: entry)
                 if bytes.first == UInt8(ascii: ".") { continue }  // ".", "..", and hidden names
                 seen += 1
-                guard seen <= limits.entries, files.count <= limits.files else {
+                guard seen <= limits.entries, fileCount <= limits.files else {
                     throw BusError.invalidArgs("\(base) holds too much to read as one (more than \(limits.entries) "
                         + "entries or \(limits.files) audio files): choose a book's own folder, or a shelf's")
                 }
@@ -196,12 +232,15 @@ enum FolderWalk {
                     } else if faccessat(dirfd(directory), name, R_OK, AT_EACCESS) != 0 {
                         skipped.add(.unreadable, child)
                     } else {
-                        files.append((relative + name, child))
+                        if keepsFiles { files.append((relative + name, child)) }
+                        found += 1
+                        fileCount += 1
                     }
                 default:
                     skipped.add(.special, child)
                 }
             }
+            if found > 0 { self.folders.append((relative, path, found)) }
             for folder in folders {
                 guard depth < limits.depth else {
                     skipped.add(.tooDeep, folder.path + "/")
