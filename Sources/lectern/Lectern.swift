@@ -257,7 +257,9 @@ struct Daemon {
                                unreachable: true)
             }
             // Lectern's own object answers once the daemon has restored its book: what follows reads that book.
-            _ = try await daemon.lecternProperty("org.lectern.Library1", "CurrentBook")
+            // Opening it can take long on a machine busy starting a session: as long as the start itself may.
+            _ = try await daemon.call(busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
+                                      [.string("org.lectern.Library1"), .string("CurrentBook")], timeout: .seconds(30))
         }
         return daemon
     }
@@ -295,10 +297,10 @@ struct Daemon {
 
     @discardableResult
     func call(_ destination: String, _ path: String, _ interface: String, _ member: String,
-                      _ arguments: [DBusValue]) async throws -> [DBusValue] {
+                      _ arguments: [DBusValue], timeout: Duration = .seconds(10)) async throws -> [DBusValue] {
         do {
             return try await connection.call(destination, path: path, interface: interface, member: member, arguments,
-                                             timeout: .seconds(10))
+                                             timeout: timeout)
         } catch let error as BusError {
             if error.name == "org.freedesktop.DBus.Error.ServiceUnknown" || error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
                 throw CLIError("lecternd is not running on this bus (start it with `make run` or `lecternd`)", unreachable: true)
