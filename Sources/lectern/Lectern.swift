@@ -258,8 +258,7 @@ struct Daemon {
             }
             // Lectern's own object answers once the daemon has restored its book: what follows reads that book.
             // Opening it can take long on a machine busy starting a session: as long as the start itself may.
-            _ = try await daemon.call(busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                                      [.string("org.lectern.Library1"), .string("CurrentBook")], timeout: .seconds(30))
+            _ = try await daemon.lecternProperty("org.lectern.Library1", "CurrentBook", timeout: .seconds(30))
         }
         return daemon
     }
@@ -275,9 +274,9 @@ struct Daemon {
     }
 
     /// A property of Lectern's own object (/org/lectern/Lectern1), unwrapped.
-    func lecternProperty(_ interface: String, _ name: String) async throws -> DBusValue {
+    func lecternProperty(_ interface: String, _ name: String, timeout: Duration = .seconds(10)) async throws -> DBusValue {
         try await call(Self.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Get",
-                       [.string(interface), .string(name)]).first?.unwrapped ?? .emptyVardict
+                       [.string(interface), .string(name)], timeout: timeout).first?.unwrapped ?? .emptyVardict
     }
 
     func playerProperties() async throws -> [String: DBusValue] {

@@ -56,6 +56,15 @@ import Testing
         log.all.compactMap { if case .silenceSkipped(let position) = $0 { position } else { nil } }
     }
 
+    /// File 1 of ``chapteredItems()`` (chapters B1 5–30 s, B2 30–60 s, B3 from 60 s) played for a second from
+    /// `position` with skip silence on; its chapter then.
+    static func playChaptered(from position: Duration, _ h: Harness) async -> Int? {
+        await h.player.open(chapteredItems(), startAt: 1, position: position, settings: PlaybackSettings(skipSilence: .standard))
+        await h.ready(.seconds(100))
+        await h.play(for: .seconds(1))
+        return h.player.view.state.currentChapter
+    }
+
     @Test func aShortenedPauseIsToldWithThePositionItJumpedTo() async {
         await withHarness { h in
             await h.playSkippingSilence(for: .seconds(3))
@@ -109,11 +118,7 @@ import Testing
 
     @Test func aJumpIntoTheNextChapterIsToldWithinIt() async {
         await withHarness { h in
-            // File 1's chapters: 0–5 s, B1 5–30 s, B2 30–60 s, B3 from 60 s.
-            await h.player.open(chapteredItems(), startAt: 1, position: .seconds(28), settings: PlaybackSettings(skipSilence: .standard))
-            await h.ready(.seconds(100))
-            await h.play(for: .seconds(1))
-            let chapter = h.player.view.state.currentChapter
+            let chapter = await Self.playChaptered(from: .seconds(28), h)
             h.log.clear()
             // The pause at the chapter's end shortened: 29 s + 3 s skipped + 0.5 s played.
             h.engine.skipSilence(removing: .seconds(3))
@@ -132,11 +137,7 @@ import Testing
     /// the file reaches it, not at the tick after.
     @Test func theNextChapterAfterAShortenedPauseComesOnTime() async {
         await withHarness { h in
-            // File 1's chapters: B1 5–30 s, B2 30–60 s.
-            await h.player.open(chapteredItems(), startAt: 1, position: .seconds(25), settings: PlaybackSettings(skipSilence: .standard))
-            await h.ready(.seconds(100))
-            await h.play(for: .seconds(1))
-            let chapter = h.player.view.state.currentChapter
+            let chapter = await Self.playChaptered(from: .seconds(25), h)
             // 2.2 s of a pause shortened: the next tick (at 1.5 s) finds the file at 28.7 s, 1.3 s before B2, which it
             // reaches between two ticks (at 2.8 s; the ticks come at 2.5 and 3 s).
             h.engine.skipSilence(removing: .milliseconds(2_200))

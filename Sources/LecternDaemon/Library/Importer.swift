@@ -98,9 +98,7 @@ struct Importer: Sendable {
             readAny = readAny || !found.isEmpty
             for var group in Self.group(found) {
                 if let earlier = written[group.key] {
-                    let before = try library.importedFiles(ofBook: earlier).filter {
-                        earlierFolders.contains(String($0.path[..<($0.path.lastIndex(of: "/") ?? $0.path.startIndex)]))
-                    }
+                    let before = try library.importedFiles(ofBook: earlier).filter { earlierFolders.contains(Self.folder(of: $0.path)) }
                     group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
                 }
                 let imported = book(from: group, mounts: mounts)
@@ -129,6 +127,11 @@ struct Importer: Sendable {
     /// so a batch's size is also about what lecternd keeps after the import: 100,000 files (2,000 a folder) in batches
     /// of 5,000 left it 14 MB above where it was, in batches of 1,000 11 MB (docs/decisions/import-walk.md).
     static let batchFiles = 1_000
+
+    /// The folder `path` is in, as the walk names it.
+    static func folder(of path: String) -> String {
+        String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+    }
 
     /// `folders` (in the walk's order) cut into runs of whole folders of at least `size` files but the last.
     static func batches(_ folders: [FolderWalk.AudioFolder], size: Int = batchFiles) -> [ArraySlice<FolderWalk.AudioFolder>] {
