@@ -1,4 +1,7 @@
 import CDBus
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why a value can't be sent. Checked in Swift before libdbus sees the value: libdbus aborts the
 /// process on invalid input, and the bus disconnects a peer that sends an invalid message.
@@ -9,6 +12,7 @@ public enum MarshallingError: Error, Equatable, Sendable, CustomStringConvertibl
     case emptyStructure
     case nestedTooDeeply
     case invalidSignature(String)
+    case recordLengthMismatch(keys: Int, values: Int)
     case outOfMemory
 
     public var description: String {
@@ -19,6 +23,7 @@ public enum MarshallingError: Error, Equatable, Sendable, CustomStringConvertibl
         case .emptyStructure: return "a struct has no fields"
         case .nestedTooDeeply: return "values are nested deeper than D-Bus allows"
         case .invalidSignature(let s): return "'\(s)' is not a valid signature"
+        case .recordLengthMismatch(let keys, let values): return "a record of \(keys) keys has \(values) values"
         case .outOfMemory: return "out of memory"
         }
     }
@@ -35,12 +40,9 @@ extension DBusValue {
     func validate(depth: Int, typeChecked: Bool = false) throws(MarshallingError) {
         switch self {
         case .string(let s):
-            if s.utf8.contains(0) { throw .stringContainsNUL }
+            if Self.containsNUL(s) { throw .stringContainsNUL }
         case .variant(let inner):
-            guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-            let type = inner.type
-            if !type.isBasic { try Self.checkSignature(type) }
-            try inner.validate(depth: depth + 1, typeChecked: true)
+            try inner.validateInVariant(depth: depth)
         case .array(let elementType, let elements):
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             if !typeChecked { try Self.checkSignature(.array(elementType)) }
@@ -68,9 +70,31 @@ extension DBusValue {
             guard !fields.isEmpty else { throw .emptyStructure }
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             for field in fields { try field.validate(depth: depth + 1, typeChecked: typeChecked) }
+        case .records(let keys, let rows):
+            // The array, its dictionaries, their entries, and the variants of the values: as `.array` of `a{sv}`.
+            guard depth + 3 < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            if keys.contains(where: Self.containsNUL) { throw .stringContainsNUL }
+            for row in rows {
+                guard row.count == keys.count else { throw .recordLengthMismatch(keys: keys.count, values: row.count) }
+                for value in row { try value.validateInVariant(depth: depth + 3) }
+            }
         default:
             break
         }
+    }
+
+    /// Checks the value as the content of a variant that is `depth` containers deep.
+    private func validateInVariant(depth: Int) throws(MarshallingError) {
+        guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+        let type = type
+        if !type.isBasic { try Self.checkSignature(type) }
+        try validate(depth: depth + 1, typeChecked: true)
+    }
+
+    /// Whether `s` holds a NUL, which a C string would end at: looked for by `memchr` in a native string.
+    private static func containsNUL(_ s: String) -> Bool {
+        s.utf8.withContiguousStorageIfAvailable { $0.isEmpty ? false : memchr($0.baseAddress!, 0, $0.count) != nil }
+            ?? s.utf8.contains(0)
     }
 
     private static func checkSignature(_ type: DBusType) throws(MarshallingError) {
@@ -112,19 +136,29 @@ enum Marshaller {
 
     private static func container(_ code: Int32, _ signature: String?, _ iter: inout DBusMessageIter,
                                   _ body: (inout DBusMessageIter) -> Bool) -> Bool {
+        guard let signature else { return container(code, nil as UnsafePointer<CChar>?, &iter, body) }
+        return signature.withCString { container(code, $0, &iter, body) }
+    }
+
+    private static func container(_ code: Int32, _ signature: UnsafePointer<CChar>?, _ iter: inout DBusMessageIter,
+                                  _ body: (inout DBusMessageIter) -> Bool) -> Bool {
         var sub = DBusMessageIter()
-        let opened: Bool
-        if let signature {
-            opened = signature.withCString { dbus_message_iter_open_container(&iter, code, $0, &sub) != 0 }
-        } else {
-            opened = dbus_message_iter_open_container(&iter, code, nil, &sub) != 0
-        }
-        guard opened else { return false }
+        guard dbus_message_iter_open_container(&iter, code, signature, &sub) != 0 else { return false }
         guard body(&sub) else {
             dbus_message_iter_abandon_container(&iter, &sub)
             return false
         }
         return dbus_message_iter_close_container(&iter, &sub) != 0
+    }
+
+    /// `value` in a variant: the signature of a basic type is its code, made without building a String.
+    private static func appendVariant(_ value: DBusValue, _ iter: inout DBusMessageIter) -> Bool {
+        let type = value.type
+        guard type.isBasic else { return container(typeCode("v"), type.signature, &iter) { append(value, to: &$0) } }
+        let signature: (CChar, CChar) = (CChar(truncatingIfNeeded: type.code), 0)
+        return withUnsafePointer(to: signature) { pair in
+            pair.withMemoryRebound(to: CChar.self, capacity: 2) { container(typeCode("v"), $0, &iter) { append(value, to: &$0) } }
+        }
     }
 
     static func append(_ value: DBusValue, to iter: inout DBusMessageIter) -> Bool {
@@ -144,7 +178,7 @@ enum Marshaller {
         case .objectPath(let v): return appendString(v.rawValue, code, &iter)
         case .signature(let v): return appendString(v.rawValue, code, &iter)
         case .variant(let inner):
-            return container(code, inner.type.signature, &iter) { append(inner, to: &$0) }
+            return appendVariant(inner, &iter)
         case .array(let elementType, let elements):
             return container(code, elementType.signature, &iter) { sub in
                 elements.allSatisfy { append($0, to: &sub) }
@@ -153,14 +187,33 @@ enum Marshaller {
             let entrySignature = "{" + keyType.signature + valueType.signature + "}"
             return container(code, entrySignature, &iter) { sub in
                 entries.allSatisfy { entry in
-                    container(typeCode("e"), nil, &sub) { e in
+                    container(typeCode("e"), nil as String?, &sub) { e in
                         append(entry.key, to: &e) && append(entry.value, to: &e)
                     }
                 }
             }
         case .structure(let fields):
-            return container(code, nil, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
+            return container(code, nil as String?, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
+        case .records(let keys, let rows):
+            let keyStrings = keys.map { Array($0.utf8CString) }
+            return container(code, "a{sv}", &iter) { array in
+                rows.allSatisfy { row in
+                    container(typeCode("a"), "{sv}", &array) { dictionary in
+                        zip(keyStrings, row).allSatisfy { key, value in
+                            container(typeCode("e"), nil as String?, &dictionary) { entry in
+                                key.withUnsafeBufferPointer { appendCString($0.baseAddress!, &entry) }
+                                    && appendVariant(value, &entry)
+                            }
+                        }
+                    }
+                }
+            }
         }
+    }
+
+    private static func appendCString(_ cString: UnsafePointer<CChar>, _ iter: inout DBusMessageIter) -> Bool {
+        var pointer: UnsafePointer<CChar>? = cString
+        return dbus_message_iter_append_basic(&iter, typeCode("s"), &pointer) != 0
     }
 }
 

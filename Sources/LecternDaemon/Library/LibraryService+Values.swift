@@ -58,33 +58,35 @@ extension LibraryService {
         [encode(page.books, page.totals), .uint32(UInt32(clamping: page.total))]
     }
 
-    /// Books as the listings give them (`aa{sv}`): what a list shows of each (``listed(_:_:)``).
+    /// Books as the listings give them (`aa{sv}`): what a list shows of each (``listedKeys``, ``listedValues(_:_:)``).
     static func encode(_ books: [Book], _ totals: [Int64: BookTotals]) -> DBusValue {
-        .array(.dictionary(key: .string, value: .variant), books.map { .vardict(ordered: listed($0, totals[$0.id ?? 0])) })
+        .records(keys: listedKeys, rows: books.map { listedValues($0, totals[$0.id ?? 0]) })
     }
 
     /// A book as GetBook and Random give it: what a list shows and its settings.
     static func encode(_ book: Book, _ totals: BookTotals?) -> DBusValue {
-        .vardict(ordered: (listed(book, totals) + settings(of: book)).sorted { $0.key < $1.key })
+        let listed = zip(listedKeys, listedValues(book, totals)).map { (key: $0, value: $1) }
+        return .vardict(ordered: (listed + settings(of: book)).sorted { $0.key < $1.key })
     }
 
-    /// What a listing gives of a book, with its files' totals (none: no files), in the order of its keys (as
-    /// ``DBusValue/vardict(_:)`` would sort them, without sorting them for each of a page's books). Its settings are
-    /// left to GetBook: a page of 200 books is half the size without them.
-    static func listed(_ book: Book, _ totals: BookTotals?) -> [(key: String, value: DBusValue)] {
+    /// What a listing gives of a book (``listedValues(_:_:)``), in sorted order (as ``DBusValue/vardict(_:)`` would
+    /// sort them, without sorting them for each of a page's books). Its settings are left to GetBook: a page of 200
+    /// books is half the size without them.
+    static let listedKeys = [
+        "added", "author", "cover", "duration", "files", "finished", "id", "last_played", "missing", "modified",
+        "narrator", "position_file", "position_offset", "shelf", "source", "state", "title",
+    ]
+
+    /// The values of ``listedKeys`` for `book`, with its files' totals (none: no files).
+    static func listedValues(_ book: Book, _ totals: BookTotals?) -> [DBusValue] {
         let files = totals?.files ?? 0
         let missing = book.offline ? 0 : files - (totals?.available ?? 0)
         return [
-            ("added", time(book.addedAt)), ("author", .string(book.author ?? "")),
-            ("cover", .string(book.coverPath ?? "")), ("duration", .int64(totals?.duration ?? 0)),
-            ("files", .uint32(UInt32(clamping: files))), ("finished", .boolean(book.finished)),
-            ("id", .int64(book.id ?? 0)), ("last_played", time(book.lastPlayedAt)),
-            ("missing", .uint32(UInt32(clamping: missing))),
-            ("modified", time(book.modifiedAt)), ("narrator", .string(book.narrator ?? "")),
-            ("position_file", .int64(book.positionFileId ?? 0)),
-            ("position_offset", .int64(book.positionOffset)), ("shelf", .int64(book.shelfId ?? 0)),
-            ("source", .string(book.sourcePath ?? "")),
-            ("state", .string(book.offline ? "offline" : "available")), ("title", .string(book.title)),
+            time(book.addedAt), .string(book.author ?? ""), .string(book.coverPath ?? ""), .int64(totals?.duration ?? 0),
+            .uint32(UInt32(clamping: files)), .boolean(book.finished), .int64(book.id ?? 0), time(book.lastPlayedAt),
+            .uint32(UInt32(clamping: missing)), time(book.modifiedAt), .string(book.narrator ?? ""),
+            .int64(book.positionFileId ?? 0), .int64(book.positionOffset), .int64(book.shelfId ?? 0),
+            .string(book.sourcePath ?? ""), .string(book.offline ? "offline" : "available"), .string(book.title),
         ]
     }
 
