@@ -1,5 +1,6 @@
 import CDBus
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -319,5 +320,65 @@ struct MessageReader {
             guard dbus_message_iter_next(&entries) != 0 else { break }
         }
         return nil
+    }
+}
+
+/// A client that owns `name` and answers every method call with a copy of one reply it fetched from another peer:
+/// the floor of a reply's transport (dbus-daemon relaying it, the caller's libdbus reading it), without the work of
+/// making it. Its own thread and connection; the fetched message never leaves that thread.
+final class EchoPeer {
+    private final class State: Sendable {
+        let value = Mutex<(ready: Bool, failure: String?, stop: Bool)>((false, nil, false))
+    }
+    private let state = State()
+    private let thread: Thread
+
+    /// Starts the peer: it calls `fetch` (its reply is what it echoes) and takes `name`; returns once it answers.
+    init(address: String, name: String, fetch: @escaping @Sendable () -> OpaquePointer) throws {
+        let state = self.state
+        thread = Thread {
+            let peer: BusClient, reply: OpaquePointer
+            do {
+                peer = try BusClient(address: address)
+                reply = try peer.call(fetch(), timeoutMs: 60_000)
+                var error = DBusError()
+                dbus_error_init(&error)
+                guard dbus_bus_request_name(peer.connection, name, 0, &error) == 1 else {
+                    defer { dbus_error_free(&error) }
+                    throw BusClient.Failure("RequestName \(name): \(BusClient.text(error))")
+                }
+            } catch {
+                state.value.withLock { $0.failure = "\(error)" }
+                return
+            }
+            defer { dbus_message_unref(reply) }
+            state.value.withLock { $0.ready = true }
+            while !state.value.withLock({ $0.stop }) {
+                _ = dbus_connection_read_write(peer.connection, 100)
+                while let call = dbus_connection_pop_message(peer.connection) {
+                    if dbus_message_get_type(call) == 1, let echo = dbus_message_copy(reply) {  // a method call
+                        _ = dbus_message_set_reply_serial(echo, dbus_message_get_serial(call))
+                        _ = dbus_message_set_destination(echo, dbus_message_get_sender(call))
+                        _ = dbus_message_set_sender(echo, nil)
+                        _ = dbus_connection_send(peer.connection, echo, nil)
+                        dbus_message_unref(echo)
+                    }
+                    dbus_message_unref(call)
+                }
+                dbus_connection_flush(peer.connection)
+            }
+        }
+        thread.start()
+        while true {
+            let (ready, failure) = state.value.withLock { ($0.ready, $0.failure) }
+            if let failure { throw BusClient.Failure("echo peer: \(failure)") }
+            if ready { return }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    func stop() {
+        state.value.withLock { $0.stop = true }
+        while !thread.isFinished { Thread.sleep(forTimeInterval: 0.01) }
     }
 }

@@ -540,6 +540,21 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         }))
     }
 
+    // The floor of the largest search page: the same reply, echoed by a peer that does nothing else with it.
+    let echoName = "org.lectern.BenchEcho"
+    let echo = try EchoPeer(address: bus.address, name: echoName) {
+        searchCall("part", byAuthor: false, 0, Library.maximumPageSize)
+    }
+    var echoed = CallSeries(name: "the reply of Search(\"part\", {}, 0, \(Library.maximumPageSize)) from a peer that echoes it "
+                            + "(floor: the bus's transport of the reply)")
+    let echoCall = { BusClient.methodCall(echoName, "/", "org.lectern.BenchEcho", "Echo") }
+    let echoReply = try client.call(echoCall(), timeoutMs: 60_000)
+    (echoed.replyBytes, echoed.items) = (MessageReader(echoReply).wireSize, MessageReader(echoReply).firstArrayCount() ?? 0)
+    dbus_message_unref(echoReply)
+    echoed.dbus = timeSeries { _ = client.timedCall(echoCall()) }
+    echo.stop()
+    result.series.append(echoed)
+
     // A word of every book, another at each call: more than lecternd keeps the rankings of (4), so that each call
     // ranks its matches again, as the first page of a new search does.
     let common = ["part", "author", "audiobook", "parent", "shelf", "pa"]
