@@ -74,7 +74,7 @@ extension Library {
     /// structure record, `bookSearch_data` row 10, changes with every write to the index, and a book's title, its
     /// tags of `bookTags` and its existence change the index with it).
     func rankedSearch(_ db: Database, _ key: SearchKey) throws -> [Int64] {
-        let index = try Data.fetchOne(db, sql: "SELECT block FROM bookSearch_data WHERE id = 10") ?? Data()
+        let index = try Data.fetchOne(db.cachedStatement(sql: "SELECT block FROM bookSearch_data WHERE id = 10")) ?? Data()
         if let ids = rankings.withLock({ $0.ids(of: key, on: index) }) { return ids }
         let ids = try rank(db, key, on: index)
         rankings.withLock { $0.keep(ids, of: key, on: index) }
@@ -133,7 +133,12 @@ extension Library {
     /// more than the query itself for the 10,000 ids of a word of every book), the statement kept for the next call.
     static func rows<T>(_ db: Database, _ sql: String, _ arguments: StatementArguments = [],
                         _ row: (SQLiteStatement) throws -> T) throws -> [T] {
-        let statement = try db.cachedStatement(sql: sql)
+        try rows(db, try db.cachedStatement(sql: sql), arguments, row)
+    }
+
+    /// Every row of `statement` with `arguments`, each read by `row` with SQLite's own calls on the statement.
+    static func rows<T>(_ db: Database, _ statement: Statement, _ arguments: StatementArguments,
+                        _ row: (SQLiteStatement) throws -> T) throws -> [T] {
         try statement.setArguments(arguments)
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
@@ -142,7 +147,8 @@ extension Library {
             switch sqlite3_step(handle) {
             case SQLITE_ROW: rows.append(try row(handle))
             case SQLITE_DONE: return rows
-            case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
+            case let code:
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
             }
         }
     }
@@ -193,11 +199,12 @@ extension Library {
                 let code = api.xPhraseFirstColumn!(fts, phrase, &iterator, &column)
                 guard code == SQLITE_OK else { return sqlite3_result_error_code(context, code) }
                 var best = last
-                while column >= 0 {
+                while column >= 0, best > worst {
                     if Int(column) < Library.columnTiers.count { best = min(best, Library.columnTiers[Int(column)]) }
                     api.xPhraseNextColumn!(fts, &iterator, &column)
                 }
                 worst = max(worst, best)
+                if worst == last { break }
             }
             sqlite3_result_int(context, worst)
         }, nil)

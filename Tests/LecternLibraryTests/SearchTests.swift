@@ -488,6 +488,53 @@ struct CommonWordSearchTests {
 
 @Suite("What a page reads")
 struct PageReadTests {
+    @Test("A page's books are read as GRDB reads their rows: every column, NULL or not, dates to the millisecond")
+    func booksAsGRDBReadsThem() throws {
+        let s = try CommonWordLibrary()
+        try s.library.markPlayed(s.mango, at: Date(timeIntervalSince1970: 977_578_383.3585689))
+        try s.library.setNote(of: s.apple, "an apple a day")
+        let writer = try DatabaseQueue(path: s.t.path)
+        try writer.write { db in
+            try db.execute(sql: """
+                UPDATE book SET narrator = 'Nigel Planer', mountPath = '/', loudness = -18.25, loudnessProblem = NULL,
+                  lastPlayedAt = '2000-12-23 13:33:03.359', addedAt = '1969-12-31 23:59:59.999', volume = 1.5, shuffle = 1,
+                  offline = 1, normalise = 1, compress = 1, skipSilence = 1, skipIntro = 2.5, finished = 1
+                WHERE id = ?
+                """, arguments: [s.zebra])
+            try db.execute(sql: "UPDATE book SET modifiedAt = '2024-02-29T13:45:07.250', loudnessProblem = 'silence' WHERE id = ?",
+                           arguments: [s.party])
+            try db.execute(sql: "UPDATE book SET lastPlayedAt = '2024-02-29 13:45:07.250+02:00' WHERE id = ?", arguments: [s.machine])
+        }
+        try writer.close()
+        try s.library.read { db in
+            for sql in ["SELECT * FROM book ORDER BY id", "SELECT title AS x, note, * FROM book ORDER BY title"] {
+                let read = try Book.read(db, sql: sql)
+                #expect(read.count == 8)
+                #expect(read == (try Book.fetchAll(db, sql: sql)), "\(sql)")
+            }
+        }
+        let page = try s.library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 8)
+        #expect(page.books.first { $0.id == s.zebra }?.narrator == "Nigel Planer")
+        #expect(page.totals[s.zebra] == BookTotals(files: 1, available: 1, duration: 1_000_000))
+    }
+
+    @Test("Totals and books by id, a page of them or more: those of the books that exist, in the order asked")
+    func manyIds() throws {
+        let s = try CommonWordLibrary()
+        let books = [s.mango, s.machine, s.apple]
+        // An id again in another page of ids.
+        let ids = [s.apple] + (1_000...1_450).map(Int64.init) + books
+        let totals = try s.library.totals(of: ids)
+        #expect(totals.count == 3)
+        #expect(totals[s.apple] == BookTotals(files: 1, available: 1, duration: 1_000_000))
+        #expect(try s.library.totals(of: []).isEmpty)
+        let (found, reversed) = try s.library.read { db in
+            (try Library.books(db, ids).map(\.id!), try Library.books(db, Array(books.reversed())).map(\.id!))
+        }
+        #expect(found == [s.apple] + books)
+        #expect(reversed == books.reversed())
+    }
+
     @Test("A page's totals come from the index of the files' totals alone, not from the files' rows")
     func totalsFromTheIndex() throws {
         let t = try TestLibrary()
