@@ -49,7 +49,10 @@ extension Library {
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(5)
         config.readonly = readOnly
-        config.prepareDatabase { db in db.add(function: Folding.function) }
+        config.prepareDatabase { db in
+            db.add(function: Folding.function)
+            try Library.addTierFunction(db)
+        }
         return config
     }
 

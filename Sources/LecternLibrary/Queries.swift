@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Predicates on the library, combined with AND; each a case-insensitive substring.
 public struct LibraryQuery: Sendable, Hashable {
@@ -146,9 +147,13 @@ extension Library {
 
     static func totals(_ db: Database, of books: [Int64]) throws -> [Int64: BookTotals] {
         guard !books.isEmpty else { return [:] }
-        let rows = try Row.fetchAll(db, sql: totalsSQL(books.count), arguments: StatementArguments(books))
-        return Dictionary(uniqueKeysWithValues: rows.map {
-            ($0[0] as Int64, BookTotals(files: $0[1], available: $0[2], duration: $0[3]))
-        })
+        let totals = try pages(of: books, db, totalsSQL) { statement, arguments in
+            try rows(db, statement, arguments) { row in
+                (sqlite3_column_int64(row, 0), BookTotals(files: Int(sqlite3_column_int64(row, 1)),
+                                                          available: Int(sqlite3_column_int64(row, 2)),
+                                                          duration: sqlite3_column_int64(row, 3)))
+            }
+        }
+        return Dictionary(totals) { first, _ in first }
     }
 }

@@ -52,13 +52,14 @@ struct TitleOrder: Sendable {
         places = order.map { Int32($0) }
     }
 
-    /// Calls `body` with the place of each of `sortedIds` (ascending) in ``ids``, skipping ids that are not there.
-    func forEachPlace(of sortedIds: [Int64], _ body: (Int) -> Void) {
+    /// Calls `body` with the place in ``ids`` of each of `sortedIds` (ascending) and its index in `sortedIds`,
+    /// skipping ids that are not there.
+    func forEachPlace(of sortedIds: [Int64], _ body: (_ place: Int, _ index: Int) -> Void) {
         var next = 0
-        for id in sortedIds {
+        for (index, id) in sortedIds.enumerated() {
             while next < ascending.count, ascending[next] < id { next += 1 }
             guard next < ascending.count else { return }
-            if ascending[next] == id { body(Int(places[next])) }
+            if ascending[next] == id { body(Int(places[next]), index) }
         }
     }
 }
@@ -66,14 +67,14 @@ struct TitleOrder: Sendable {
 // The order of a full-text search: bm25 for up to `rankedMatches` matches, tiers of columns past that.
 extension Library {
     /// The most matches a search ranks by bm25; more are ranked by tiers of columns
-    /// (``rankByColumns(_:_:matches:byTitle:)``). bm25 costs about a microsecond a match.
+    /// (``rankByColumns(_:byTitle:)``). bm25 costs about a microsecond a match.
     static let rankedMatches = 1_000
 
     /// The ids of every match of `key`, best first: kept from an earlier call while the index is unchanged (its
     /// structure record, `bookSearch_data` row 10, changes with every write to the index, and a book's title, its
     /// tags of `bookTags` and its existence change the index with it).
     func rankedSearch(_ db: Database, _ key: SearchKey) throws -> [Int64] {
-        let index = try Data.fetchOne(db, sql: "SELECT block FROM bookSearch_data WHERE id = 10") ?? Data()
+        let index = try Data.fetchOne(db.cachedStatement(sql: "SELECT block FROM bookSearch_data WHERE id = 10")) ?? Data()
         if let ids = rankings.withLock({ $0.ids(of: key, on: index) }) { return ids }
         let ids = try rank(db, key, on: index)
         rankings.withLock { $0.keep(ids, of: key, on: index) }
@@ -84,45 +85,37 @@ extension Library {
     /// when they are few; by tiers of columns past `key.rankingAtMost`.
     func rank(_ db: Database, _ key: SearchKey, on index: Data) throws -> [Int64] {
         let (from, condition, arguments) = Self.matching(key.query, searched: true)
-        // The index's matches alone when no key of the query needs the books.
+        // The index's matches alone when no key of the query needs the books; each with its tier, read with it.
         let matches = key.query == LibraryQuery()
-            ? try Self.ids(db, "SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?", [key.pattern])
-            : try Self.ids(db, "SELECT b.id FROM \(from) WHERE bookSearch MATCH ? AND \(condition)", [key.pattern] + arguments)
+            ? try Self.tieredMatches(db, "SELECT rowid, \(Self.tierFunction)(bookSearch) FROM bookSearch WHERE bookSearch MATCH ?",
+                                     [key.pattern])
+            : try Self.tieredMatches(db, """
+                SELECT b.id, \(Self.tierFunction)(bookSearch) FROM \(from) WHERE bookSearch MATCH ? AND \(condition)
+                """, [key.pattern] + arguments)
         guard matches.count > key.rankingAtMost else {
             return try Self.ids(db, """
                 SELECT b.id FROM \(from) WHERE bookSearch MATCH ? AND \(condition)
                 ORDER BY bm25(bookSearch, \(Self.searchWeights.map { "\($0)" }.joined(separator: ", "))), b.title COLLATE NOCASE, b.id
                 """, [key.pattern] + arguments)
         }
-        return try Self.rankByColumns(db, key.pattern, matches: matches, byTitle: titleOrder(db, on: index))
+        return Self.rankByColumns(matches, byTitle: try titleOrder(db, on: index))
     }
 
     /// Many matches ranked by the weakest of their words' best columns: first the books with every word in the title,
     /// then with every word in the title or the people's names, then adding the series, the album, the composers,
-    /// then the rest (``searchWeights``' columns, heaviest first); each tier by title.
+    /// then the rest (``searchWeights``' columns, heaviest first); each tier by title. Each match's tier is the one
+    /// ``tierFunction`` gave it.
     ///
     /// bm25 for every match would cost about a microsecond each (12 ms for a word of every book at 10,000 books). And
     /// ranks little past half the library: a word in more than half of the books has an IDF clamped to 1e-6 by FTS5,
     /// so when every match holds only such words (as when more than half the books match) bm25 orders them by which
     /// columns hold the words (weighted), how often and how long the book's text is. The tiers keep the first.
-    static func rankByColumns(_ db: Database, _ pattern: String, matches: [Int64], byTitle: TitleOrder) throws -> [Int64] {
-        // Each book's tier, by its place in title order: the first whose columns hold every word; the last (every
-        // column) holds them all.
-        let none = UInt8.max, last = UInt8(tierColumns.count - 1)
+    static func rankByColumns(_ matches: [(id: Int64, tier: UInt8)], byTitle: TitleOrder) -> [Int64] {
+        // Each book's tier, by its place in title order.
+        let none = UInt8.max
         var tiers = [UInt8](repeating: none, count: byTitle.ids.count)
-        var inLast = 0
-        byTitle.forEachPlace(of: matches.sorted()) { tiers[$0] = last; inLast += 1 }
-        for (tier, columns) in tierColumns.enumerated() {
-            guard let columns, inLast > 0 else { break }
-            let filtered = "{\(columns.joined(separator: " "))} : (\(pattern))"
-            let holding = try ids(db, "SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?", [filtered])
-            byTitle.forEachPlace(of: holding.sorted()) { place in
-                if tiers[place] == last {
-                    tiers[place] = UInt8(tier)
-                    inLast -= 1
-                }
-            }
-        }
+        let sorted = matches.sorted { $0.id < $1.id }
+        byTitle.forEachPlace(of: sorted.map(\.id)) { place, match in tiers[place] = sorted[match].tier }
         var ranked = [[Int64]](repeating: [], count: tierColumns.count)
         for (place, tier) in tiers.enumerated() where tier != none { ranked[Int(tier)].append(byTitle.ids[place]) }
         return Array(ranked.joined())
@@ -136,24 +129,41 @@ extension Library {
         return order
     }
 
-    /// The first column of every row of `sql`, an integer: read with SQLite's own calls, as GRDB's generic cursor
-    /// costs more than the query itself for the 10,000 ids of a word of every book.
-    static func ids(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
-        let statement = try db.cachedStatement(sql: sql)
+    /// Every row of `sql`, each read by `row` with SQLite's own calls on the statement (GRDB's generic cursor costs
+    /// more than the query itself for the 10,000 ids of a word of every book), the statement kept for the next call.
+    static func rows<T>(_ db: Database, _ sql: String, _ arguments: StatementArguments = [],
+                        _ row: (SQLiteStatement) throws -> T) throws -> [T] {
+        try rows(db, try db.cachedStatement(sql: sql), arguments, row)
+    }
+
+    /// Every row of `statement` with `arguments`, each read by `row` with SQLite's own calls on the statement.
+    static func rows<T>(_ db: Database, _ statement: Statement, _ arguments: StatementArguments,
+                        _ row: (SQLiteStatement) throws -> T) throws -> [T] {
         try statement.setArguments(arguments)
         let handle = statement.sqliteStatement
         defer { sqlite3_reset(handle) }
-        var ids: [Int64] = []
+        var rows: [T] = []
         while true {
             switch sqlite3_step(handle) {
-            case SQLITE_ROW: ids.append(sqlite3_column_int64(handle, 0))
-            case SQLITE_DONE: return ids
-            case let code: throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: sql)
+            case SQLITE_ROW: rows.append(try row(handle))
+            case SQLITE_DONE: return rows
+            case let code:
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
             }
         }
     }
 
-    /// The columns of each tier of ``rankByColumns(_:_:matches:byTitle:)``: those of each weight of ``searchWeights`` and the
+    /// The first column of every row of `sql`, an integer.
+    static func ids(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
+        try rows(db, sql, arguments) { sqlite3_column_int64($0, 0) }
+    }
+
+    /// The id and the tier (``tierFunction``) of every row of `sql`.
+    static func tieredMatches(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(id: Int64, tier: UInt8)] {
+        try rows(db, sql, arguments) { (sqlite3_column_int64($0, 0), UInt8(clamping: sqlite3_column_int($0, 1))) }
+    }
+
+    /// The columns of each tier of ``rankByColumns(_:byTitle:)``: those of each weight of ``searchWeights`` and the
     /// heavier ones; nil, the last, is every column.
     static let tierColumns: [[String]?] = {
         let weights = Set(searchWeights).sorted(by: >)
@@ -161,4 +171,45 @@ extension Library {
             zip(searchColumns, searchWeights).filter { $0.1 >= weight }.map(\.0)
         } + [nil]
     }()
+}
+
+// The tier of a match, computed by FTS5 as it reads the match: the doclists of the search's words are read once.
+extension Library {
+    /// The SQL function `lectern_search_tier(bookSearch)`: the tier of the current match of a full-text search, the
+    /// first of ``tierColumns`` whose columns hold every word of it (each word, a phrase of the query, in one of them):
+    /// the weakest of its words' best columns. What `{columns} : (pattern)` would find, tier after tier.
+    static let tierFunction = "lectern_search_tier"
+
+    /// The tier of each column of `bookSearch` (in the order of ``searchColumns``): the first of ``tierColumns``
+    /// holding it.
+    static let columnTiers: [Int32] = searchColumns.map { column in
+        Int32(tierColumns.firstIndex { $0?.contains(column) ?? true }!)
+    }
+
+    /// Registers ``tierFunction`` with FTS5 on `db` (each connection of the library).
+    static func addTierFunction(_ db: Database) throws {
+        let api = FTS5.api(db)
+        let code = api.pointee.xCreateFunction!(UnsafeMutablePointer(mutating: api), tierFunction, nil, { api, fts, context, _, _ in
+            guard let api = api?.pointee else { return }
+            let last = Int32(Library.tierColumns.count - 1)
+            var worst: Int32 = 0
+            for phrase in 0..<api.xPhraseCount!(fts) {
+                var iterator = Fts5PhraseIter()
+                var column: Int32 = -1
+                let code = api.xPhraseFirstColumn!(fts, phrase, &iterator, &column)
+                guard code == SQLITE_OK else { return sqlite3_result_error_code(context, code) }
+                var best = last
+                while column >= 0, best > worst {
+                    if Int(column) < Library.columnTiers.count { best = min(best, Library.columnTiers[Int(column)]) }
+                    api.xPhraseNextColumn!(fts, &iterator, &column)
+                }
+                worst = max(worst, best)
+                if worst == last { break }
+            }
+            sqlite3_result_int(context, worst)
+        }, nil)
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "can't add the FTS5 function \(tierFunction)")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// A shelf holds books and other shelves, nested to any depth. `parentId` nil = top level.
 public struct Shelf: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
@@ -161,71 +162,116 @@ extension Book {
         guard let places = Self.places(in: Array(row.columnNames)) else {
             throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(Array(row.columnNames))")
         }
-        try self.init(row: row, places: places)
+        try self.init(columns: RowColumns(row: row, places: places))
     }
 
-    /// The book in `row`, its columns at `places` (``places(in:)``: found once for a statement's many rows, a page's
-    /// books are read without looking their columns up by name).
-    init(row: Row, places: [Int]) throws {
-        func value<T: DatabaseValueConvertible & StatementColumnConvertible>(_ field: Field) throws -> T {
-            try row.decode(atIndex: places[field.rawValue])
-        }
-        func date(_ field: Field) throws -> Date? {
-            let value: DatabaseValue = try row.decode(atIndex: places[field.rawValue])
-            guard !value.isNull else { return nil }
-            guard let date = StoredDate.date(value) else {
-                throw LibraryError.unavailable("database error: book.\(field) is not a date: \(value)")
-            }
-            return date
-        }
+    /// The book whose columns are `columns`.
+    init(columns: some BookColumns) throws {
         func present<T>(_ value: T?, _ field: Field) throws -> T {
             guard let value else { throw LibraryError.unavailable("database error: book.\(field) is NULL") }
             return value
         }
-        id = try value(.id)
-        shelfId = try value(.shelfId)
-        title = try value(.title)
-        author = try value(.author)
-        narrator = try value(.narrator)
-        coverPath = try value(.coverPath)
-        sourcePath = try value(.sourcePath)
-        albumKey = try value(.albumKey)
-        addedAt = try present(try date(.addedAt), .addedAt)
-        modifiedAt = try present(try date(.modifiedAt), .modifiedAt)
-        lastPlayedAt = try date(.lastPlayedAt)
-        finished = try value(.finished)
-        note = try value(.note)
-        volume = try value(.volume)
-        speed = try value(.speed)
-        shuffle = try value(.shuffle)
-        let loop: String = try value(.loop)
-        self.loop = try present(BookSettings.Loop(rawValue: loop), .loop)
-        positionFileId = try value(.positionFileId)
-        positionOffset = try value(.positionOffset)
-        userOrder = try value(.userOrder)
-        offline = try value(.offline)
-        mountPath = try value(.mountPath)
-        normalise = try value(.normalise)
-        loudness = try value(.loudness)
-        loudnessProblem = try value(.loudnessProblem)
-        skipIntro = try value(.skipIntro)
-        skipOutro = try value(.skipOutro)
-        compress = try value(.compress)
-        skipSilence = try value(.skipSilence)
-        silenceThreshold = try value(.silenceThreshold)
-        silenceAmount = try value(.silenceAmount)
+        func required<T>(_ read: (Field) throws -> T?, _ field: Field) throws -> T { try present(try read(field), field) }
+        id = try columns.integer(.id)
+        shelfId = try columns.integer(.shelfId)
+        title = try required(columns.text, .title)
+        author = try columns.text(.author)
+        narrator = try columns.text(.narrator)
+        coverPath = try columns.text(.coverPath)
+        sourcePath = try columns.text(.sourcePath)
+        albumKey = try required(columns.text, .albumKey)
+        addedAt = try required(columns.date, .addedAt)
+        modifiedAt = try required(columns.date, .modifiedAt)
+        lastPlayedAt = try columns.date(.lastPlayedAt)
+        finished = try required(columns.bool, .finished)
+        note = try required(columns.text, .note)
+        volume = try required(columns.double, .volume)
+        speed = try required(columns.double, .speed)
+        shuffle = try required(columns.bool, .shuffle)
+        loop = try present(BookSettings.Loop(rawValue: try required(columns.text, .loop)), .loop)
+        positionFileId = try columns.integer(.positionFileId)
+        positionOffset = try required(columns.integer, .positionOffset)
+        userOrder = try required(columns.integer, .userOrder)
+        offline = try required(columns.bool, .offline)
+        mountPath = try columns.text(.mountPath)
+        normalise = try required(columns.bool, .normalise)
+        loudness = try columns.double(.loudness)
+        loudnessProblem = try columns.text(.loudnessProblem)
+        skipIntro = try required(columns.double, .skipIntro)
+        skipOutro = try required(columns.double, .skipOutro)
+        compress = try required(columns.bool, .compress)
+        skipSilence = try required(columns.bool, .skipSilence)
+        silenceThreshold = try required(columns.double, .silenceThreshold)
+        silenceAmount = try required(columns.double, .silenceAmount)
     }
 
-    /// The books `sql` selects (every column of `book`), their columns looked up once for all the rows.
-    static func read(_ db: Database, sql: String, arguments: StatementArguments = []) throws -> [Book] {
-        let statement = try db.makeStatement(sql: sql)
+    /// The books `sql` selects (every column of `book`), its columns looked up once for all the rows, each row read with
+    /// SQLite's own calls; the statement `kept` for the next call (not for SQL that changes from call to call).
+    static func read(_ db: Database, sql: String, arguments: StatementArguments = [], kept: Bool = true) throws -> [Book] {
+        try read(db, try kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments)
+    }
+
+    /// The books `statement` selects with `arguments` (every column of `book`).
+    static func read(_ db: Database, _ statement: Statement, arguments: StatementArguments) throws -> [Book] {
         guard let places = places(in: statement.columnNames) else {
             throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(statement.columnNames)")
         }
-        var books: [Book] = []
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        while let row = try rows.next() { books.append(try Book(row: row, places: places)) }
-        return books
+        return try Library.rows(db, statement, arguments) { try Book(columns: StatementColumns(statement: $0, places: places)) }
+    }
+}
+
+/// The columns of a book's row, each nil when NULL, by ``Book/Field``.
+protocol BookColumns {
+    func integer(_ field: Book.Field) throws -> Int64?
+    func double(_ field: Book.Field) throws -> Double?
+    func bool(_ field: Book.Field) throws -> Bool?
+    func text(_ field: Book.Field) throws -> String?
+    /// Throws when the column holds something else than a date.
+    func date(_ field: Book.Field) throws -> Date?
+}
+
+/// A book's columns in a GRDB row, decoded by GRDB, at `places` (``Book/places(in:)``).
+struct RowColumns: BookColumns {
+    let row: Row
+    let places: [Int]
+
+    private func value<T: DatabaseValueConvertible & StatementColumnConvertible>(_ field: Book.Field) throws -> T? {
+        try row.decode(atIndex: places[field.rawValue])
+    }
+    func integer(_ field: Book.Field) throws -> Int64? { try value(field) }
+    func double(_ field: Book.Field) throws -> Double? { try value(field) }
+    func bool(_ field: Book.Field) throws -> Bool? { try value(field) }
+    func text(_ field: Book.Field) throws -> String? { try value(field) }
+    func date(_ field: Book.Field) throws -> Date? {
+        let value: DatabaseValue = try row.decode(atIndex: places[field.rawValue])
+        guard !value.isNull else { return nil }
+        guard let date = StoredDate.date(value) else {
+            throw LibraryError.unavailable("database error: book.\(field) is not a date: \(value)")
+        }
+        return date
+    }
+}
+
+/// A book's columns in the current row of a statement, at `places` (``Book/places(in:)``), read with SQLite's own calls
+/// as GRDB reads them.
+struct StatementColumns: BookColumns {
+    let statement: SQLiteStatement
+    let places: [Int]
+
+    private func column(_ field: Book.Field) -> Int32? {
+        let column = Int32(places[field.rawValue])
+        return sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : column
+    }
+    func integer(_ field: Book.Field) -> Int64? { column(field).map { sqlite3_column_int64(statement, $0) } }
+    func double(_ field: Book.Field) -> Double? { column(field).map { sqlite3_column_double(statement, $0) } }
+    func bool(_ field: Book.Field) -> Bool? { column(field).map { sqlite3_column_int64(statement, $0) != 0 } }
+    func text(_ field: Book.Field) -> String? { column(field).map { String(cString: sqlite3_column_text(statement, $0)!) } }
+    func date(_ field: Book.Field) throws -> Date? {
+        guard let column = column(field) else { return nil }
+        guard let date = StoredDate.date(statement, column) else {
+            throw LibraryError.unavailable("database error: book.\(field) is not a date: \(DatabaseValue(sqliteStatement: statement, index: column))")
+        }
+        return date
     }
 }
 

@@ -86,10 +86,11 @@ extension Library {
             } else if !recursive {
                 condition = "shelfId IS NULL"
             }
+            // A shelf's SQL has a parameter for each shelf below it: made again at each call.
             let books = try Book.read(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy()) LIMIT ? OFFSET ?",
-                                          arguments: arguments + [limit, offset])
+                                      arguments: arguments + [limit, offset], kept: shelf == nil)
             return try Self.page(db, books, offset: offset, limit: limit) {
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM book WHERE \(condition)", arguments: arguments) ?? 0
+                try Self.count(db, from: "book", where: condition, arguments, kept: shelf == nil)
             }
         }
     }
@@ -119,7 +120,7 @@ extension Library {
                     SELECT b.* FROM \(from) WHERE \(condition) ORDER BY b.title COLLATE NOCASE, b.id LIMIT ? OFFSET ?
                     """, arguments: arguments + [limit, offset])
                 return try Self.page(db, books, offset: offset, limit: limit) {
-                    try Int.fetchOne(db, sql: "SELECT count(*) FROM \(from) WHERE \(condition)", arguments: arguments) ?? 0
+                    try Self.count(db, from: from, where: condition, arguments)
                 }
             }
         }
@@ -133,9 +134,10 @@ extension Library {
     /// The books whose ids are `ids`, in that order.
     static func books(_ db: Database, _ ids: [Int64]) throws -> [Book] {
         guard !ids.isEmpty else { return [] }
-        let found = try Book.read(db, sql: "SELECT * FROM book WHERE id IN (\(Self.placeholders(ids.count)))",
-                                      arguments: StatementArguments(ids))
-        let byID = Dictionary(uniqueKeysWithValues: found.map { ($0.id ?? 0, $0) })
+        let found = try Self.pages(of: ids, db, { "SELECT * FROM book WHERE id IN (\(Self.placeholders($0)))" }) {
+            try Book.read(db, $0, arguments: $1)
+        }
+        let byID = Dictionary(found.map { ($0.id ?? 0, $0) }) { first, _ in first }
         return ids.compactMap { byID[$0] }
     }
 
@@ -146,6 +148,14 @@ extension Library {
         return BookPage(books: books, total: total, totals: try totals(db, of: books.compactMap(\.id)))
     }
 
+    /// How many rows of `from` `condition` holds for: without a WHERE when it is "1", as SQLite counts a table's rows
+    /// without stepping through them only then. The statement `kept` for the next call, as ``Book/read(_:sql:arguments:kept:)``.
+    static func count(_ db: Database, from: String, where condition: String, _ arguments: StatementArguments,
+                      kept: Bool = true) throws -> Int {
+        let sql = "SELECT count(*) FROM \(from)" + (condition == "1" ? "" : " WHERE \(condition)")
+        return try Int.fetchOne(kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments) ?? 0
+    }
+
     /// The FTS5 query for `text`: each word (split at white space) quoted, as a prefix, all of them required; nil when
     /// no word has a letter or a digit. A word the tokenizer splits ("o'brien") is a phrase whose last part is the prefix.
     static func searchPattern(_ text: String) -> String? {
@@ -153,6 +163,21 @@ extension Library {
             .filter { $0.unicodeScalars.contains { CharacterSet.alphanumerics.contains($0) } }
         guard !words.isEmpty else { return nil }
         return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " AND ")
+    }
+
+    /// What `read` reads from the statement of `sql` (given its number of ids) with `ids`, a page of them at a time: the
+    /// statement's `IN (…)` has a page's number of parameters, those past the ids NULL (which equals no id), so that one
+    /// statement, kept, serves every call.
+    static func pages<T>(of ids: [Int64], _ db: Database, _ sql: (Int) -> String,
+                         _ read: (Statement, StatementArguments) throws -> [T]) throws -> [T] {
+        let statement = try db.cachedStatement(sql: sql(maximumPageSize))
+        var rows: [T] = []
+        for start in stride(from: 0, to: ids.count, by: maximumPageSize) {
+            let page = ids[start..<min(start + maximumPageSize, ids.count)]
+            let unused = [Int64?](repeating: nil, count: maximumPageSize - page.count)
+            rows += try read(statement, StatementArguments(page.map { $0 } + unused))
+        }
+        return rows
     }
 
     /// "?,?,?": the parameters of an `IN (…)` of `count` values.

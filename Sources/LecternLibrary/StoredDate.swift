@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,19 +36,59 @@ enum StoredDate {
         guard c.timeZone == nil, let year = c.year, let month = c.month, let day = c.day else {
             return Date.fromDatabaseValue(value)
         }
+        return date(year: year, month: month, day: day, hour: c.hour ?? 0, minute: c.minute ?? 0, second: c.second ?? 0,
+                    nanosecond: c.nanosecond ?? 0)
+    }
+
+    /// The date in column `column` of the current row of `statement`, as ``date(_:)`` reads it: the text the library
+    /// writes ("yyyy-MM-dd HH:mm:ss.SSS") parsed in place, anything else through ``date(_:)``.
+    static func date(_ statement: SQLiteStatement, _ column: Int32) -> Date? {
+        if sqlite3_column_type(statement, column) == SQLITE_TEXT, let text = sqlite3_column_text(statement, column),
+           let date = date(written: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))) {
+            return date
+        }
+        return date(DatabaseValue(sqliteStatement: statement, index: column))
+    }
+
+    /// The date of `text` when it is as ``text(_:)`` writes it ("yyyy-MM-dd HH:mm:ss.SSS", UTF-8), nil otherwise.
+    static func date(written text: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard text.count == 23, writtenSeparators.allSatisfy({ text[$0.place] == $0.byte }) else { return nil }
+        func number(_ start: Int, _ count: Int) -> Int? {
+            var value = 0
+            for place in start..<(start + count) {
+                let digit = Int(text[place]) - Int(UInt8(ascii: "0"))
+                guard (0...9).contains(digit) else { return nil }
+                value = value * 10 + digit
+            }
+            return value
+        }
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+              let minute = number(14, 2), let second = number(17, 2), let milliseconds = number(20, 3) else { return nil }
+        return date(year: year, month: month, day: day, hour: hour, minute: minute, second: second,
+                    nanosecond: milliseconds * 1_000_000)
+    }
+
+    /// The places and bytes of the separators of the text ``text(_:)`` writes.
+    private static let writtenSeparators: [(place: Int, byte: UInt8)] = [
+        (4, UInt8(ascii: "-")), (7, UInt8(ascii: "-")), (10, UInt8(ascii: " ")), (13, UInt8(ascii: ":")),
+        (16, UInt8(ascii: ":")), (19, UInt8(ascii: ".")),
+    ]
+
+    /// The date of these UTC fields: timegm for the day and the time, the fraction of a second added as GRDB adds it.
+    private static func date(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, nanosecond: Int) -> Date {
         var parts = tm()
         parts.tm_year = Int32(year - 1900)
         parts.tm_mon = Int32(month - 1)
         parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(c.hour ?? 0)
-        parts.tm_min = Int32(c.minute ?? 0)
-        parts.tm_sec = Int32(c.second ?? 0)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
         let seconds = Int(timegm(&parts)) - Int(Date.timeIntervalBetween1970AndReferenceDate)
         // The same Double as GRDB's Calendar gives: the day's start since 2001, plus the time of day with its fraction
         // (adding the fraction to the whole seconds instead rounds differently for some dates before 2001, e.g.
         // "2000-12-23 13:33:03.359"; checked against GRDB on 100,000 random dates from 1875 to 2128).
         let timeOfDay = Int(parts.tm_hour) * 3600 + Int(parts.tm_min) * 60 + Int(parts.tm_sec)
-        let fraction = Double(c.nanosecond ?? 0) / 1e9
+        let fraction = Double(nanosecond) / 1e9
         return Date(timeIntervalSinceReferenceDate: Double(seconds - timeOfDay) + (Double(timeOfDay) + fraction))
     }
 

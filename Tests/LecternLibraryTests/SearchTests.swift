@@ -343,6 +343,59 @@ struct CommonWordLibrary {
     }
 }
 
+/// Books holding "part" and "mach" in every kind of column, some in the same one, some titles equal but for case.
+struct TieredLibrary {
+    let t: TestLibrary
+    var library: Library { t.library }
+
+    init() throws {
+        t = try TestLibrary()
+        let library = t.library
+        let series = try library.shelf(atPath: "Partisans")
+        let books: [(title: String, author: String?, series: Int64?, file: ImportedBook.File?, note: String?)] = [
+            ("Part Machine", nil, nil, nil, nil),
+            ("part", "Mach Smith", nil, nil, nil),
+            ("Birds", "Anna Partridge", nil, track("/t/3/1.mp3", composer: "Machaut"), nil),
+            ("Machines", nil, series, nil, nil),
+            ("Songs", nil, nil, track("/t/5/1.mp3", album: "Party Songs", genre: "Machine Music"), nil),
+            ("Tunes", nil, nil, track("/t/6/1.mp3", composer: "Dolly Parton"), "machine noises"),
+            ("Dances", nil, nil, track("/t/7/1.mp3", title: "mach 1", genre: "Partita"), nil),
+            ("Apple", "Antonio Machado", nil, track("/t/8/1.mp3", title: "part 2"), nil),
+            ("Mach", nil, nil, nil, "a partial list"),
+            ("Zed", nil, nil, track("/t/10/1.mp3", artist: "Part Mach"), nil),
+            ("PART", nil, series, track("/t/11/1.mp3", title: "part 3"), nil),
+            ("Mango", nil, nil, track("/t/12/1.mp3", album: "Mach Five"), nil),
+            ("Partly", nil, nil, track("/t/13/1.mp3", title: "mach 2"), nil),
+        ]
+        for (number, b) in books.enumerated() {
+            let source = "/t/\(number + 1)"
+            let id = try library.add(importedBook(source, title: b.title, author: b.author, paths: ["1.mp3"],
+                                                  files: b.file.map { [$0] }), into: b.series)
+            if let note = b.note { try library.setNote(of: id, note) }
+        }
+    }
+
+    /// The matches of `text` and `query` by tier, each tier by title: each match's tier found with one full-text query
+    /// of each tier's columns, the first holding it.
+    func tiersByColumnQueries(_ text: String, _ query: LibraryQuery) throws -> [(id: Int64, tier: Int)] {
+        guard let pattern = Library.searchPattern(text) else { return [] }
+        return try library.read { db in
+            let (from, condition, arguments) = Library.matching(query, searched: true)
+            let matches = try Int64.fetchAll(db, sql: "SELECT b.id FROM \(from) WHERE bookSearch MATCH ? AND \(condition)",
+                                             arguments: [pattern] + arguments)
+            let holding = try Library.tierColumns.map { columns in
+                try columns.map { columns in
+                    Set(try Int64.fetchAll(db, sql: "SELECT rowid FROM bookSearch WHERE bookSearch MATCH ?",
+                                           arguments: ["{\(columns.joined(separator: " "))} : (\(pattern))"]))
+                }
+            }
+            let byTitle = try Int64.fetchAll(db, sql: "SELECT id FROM book ORDER BY title COLLATE NOCASE, id")
+            return matches.map { id in (id, holding.firstIndex { $0?.contains(id) ?? true }!) }
+                .sorted { ($0.tier, byTitle.firstIndex(of: $0.id)!) < ($1.tier, byTitle.firstIndex(of: $1.id)!) }
+        }
+    }
+}
+
 @Suite("Full-text search of a word in many books")
 struct CommonWordSearchTests {
     @Test("Past the books bm25 ranks: every word in the title first, then the names, the series, the album, the rest; by title")
@@ -408,17 +461,80 @@ struct CommonWordSearchTests {
     @Test("Ids in title order are found by id: the places of those that are books, in the order asked")
     func titleOrderPlaces() {
         let order = TitleOrder([5, 2, 9, 1])
-        var places: [Int] = []
-        order.forEachPlace(of: [1, 3, 5, 9, 10]) { places.append($0) }
-        #expect(places == [3, 0, 2])
-        places = []
-        order.forEachPlace(of: []) { places.append($0) }
-        #expect(places.isEmpty)
+        var found: [(place: Int, index: Int)] = []
+        order.forEachPlace(of: [1, 3, 5, 9, 10]) { found.append(($0, $1)) }
+        #expect(found.map(\.place) == [3, 0, 2])
+        #expect(found.map(\.index) == [0, 2, 3])
+        found = []
+        order.forEachPlace(of: []) { found.append(($0, $1)) }
+        #expect(found.isEmpty)
+    }
+
+    @Test("The tiers are those the columns' own queries find: for each match, the first tier whose columns hold every word",
+          arguments: ["part", "mach", "part mach", "mach part", "pa", "ma", "pa ma", "parts", "zzz"])
+    func tiersAsColumnQueries(text: String) throws {
+        let s = try TieredLibrary()
+        for query in [LibraryQuery(), LibraryQuery(title: "a"), LibraryQuery(author: "part")] {
+            let expected = try s.tiersByColumnQueries(text, query)
+            let found = try s.library.search(text, query, offset: 0, limit: Library.maximumPageSize, rankingAtMost: 1).books.map(\.id!)
+            #expect(found == expected.map(\.id), "\(text), \(query)")
+        }
+        if text == "part" {
+            // The word is in every tier.
+            #expect(Set(try s.tiersByColumnQueries(text, LibraryQuery()).map(\.tier)) == Set(Library.tierColumns.indices))
+        }
     }
 }
 
 @Suite("What a page reads")
 struct PageReadTests {
+    @Test("A page's books are read as GRDB reads their rows: every column, NULL or not, dates to the millisecond")
+    func booksAsGRDBReadsThem() throws {
+        let s = try CommonWordLibrary()
+        try s.library.markPlayed(s.mango, at: Date(timeIntervalSince1970: 977_578_383.3585689))
+        try s.library.setNote(of: s.apple, "an apple a day")
+        let writer = try DatabaseQueue(path: s.t.path)
+        try writer.write { db in
+            try db.execute(sql: """
+                UPDATE book SET narrator = 'Nigel Planer', mountPath = '/', loudness = -18.25, loudnessProblem = NULL,
+                  lastPlayedAt = '2000-12-23 13:33:03.359', addedAt = '1969-12-31 23:59:59.999', volume = 1.5, shuffle = 1,
+                  offline = 1, normalise = 1, compress = 1, skipSilence = 1, skipIntro = 2.5, finished = 1
+                WHERE id = ?
+                """, arguments: [s.zebra])
+            try db.execute(sql: "UPDATE book SET modifiedAt = '2024-02-29T13:45:07.250', loudnessProblem = 'silence' WHERE id = ?",
+                           arguments: [s.party])
+            try db.execute(sql: "UPDATE book SET lastPlayedAt = '2024-02-29 13:45:07.250+02:00' WHERE id = ?", arguments: [s.machine])
+        }
+        try writer.close()
+        try s.library.read { db in
+            for sql in ["SELECT * FROM book ORDER BY id", "SELECT title AS x, note, * FROM book ORDER BY title"] {
+                let read = try Book.read(db, sql: sql)
+                #expect(read.count == 8)
+                #expect(read == (try Book.fetchAll(db, sql: sql)), "\(sql)")
+            }
+        }
+        let page = try s.library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 8)
+        #expect(page.books.first { $0.id == s.zebra }?.narrator == "Nigel Planer")
+        #expect(page.totals[s.zebra] == BookTotals(files: 1, available: 1, duration: 1_000_000))
+    }
+
+    @Test("Totals and books by id, a page of them or more: those of the books that exist, in the order asked")
+    func manyIds() throws {
+        let s = try CommonWordLibrary()
+        let books = [s.mango, s.machine, s.apple]
+        // An id again in another page of ids.
+        let ids = [s.apple] + (1_000...1_450).map(Int64.init) + books
+        let totals = try s.library.totals(of: ids)
+        #expect(totals.count == 3)
+        #expect(totals[s.apple] == BookTotals(files: 1, available: 1, duration: 1_000_000))
+        #expect(try s.library.totals(of: []).isEmpty)
+        let (found, reversed) = try s.library.read { db in
+            (try Library.books(db, ids).map(\.id!), try Library.books(db, Array(books.reversed())).map(\.id!))
+        }
+        #expect(found == [s.apple] + books)
+        #expect(reversed == books.reversed())
+    }
+
     @Test("A page's totals come from the index of the files' totals alone, not from the files' rows")
     func totalsFromTheIndex() throws {
         let t = try TestLibrary()

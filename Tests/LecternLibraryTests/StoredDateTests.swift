@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 @testable import LecternLibrary
 import Testing
 
@@ -34,5 +35,22 @@ struct StoredDateTests {
         #expect(StoredDate.date(1_700_000_000.databaseValue) == Date(timeIntervalSince1970: 1_700_000_000))
         #expect(StoredDate.date("not a date".databaseValue) == nil)
         #expect(StoredDate.date(DatabaseValue.null) == nil)
+    }
+
+    @Test func datesReadFromAStatementAsFromItsValue() throws {
+        let texts = Self.dates.map(StoredDate.text) + [
+            "2024-02-29", "2024-02-29T13:45:07.250", "2024-02-29 13:45:07.250+02:00", "2024-02-29 13:45:07.25",
+            "2024-13-40 25:61:61.999", "2024-02-29 13:45:07.2x0", "not a date", "",
+        ]
+        let values = texts.map(\.databaseValue) + [1_700_000_000.databaseValue, 1.5e9.databaseValue]
+        try DatabaseQueue().read { db in
+            let statement = try db.makeStatement(sql: "SELECT ?")
+            for value in values {
+                try statement.setArguments([value])
+                #expect(sqlite3_step(statement.sqliteStatement) == SQLITE_ROW)
+                #expect(StoredDate.date(statement.sqliteStatement, 0) == StoredDate.date(value), "\(value)")
+                sqlite3_reset(statement.sqliteStatement)
+            }
+        }
     }
 }
