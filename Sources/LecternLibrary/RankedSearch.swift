@@ -129,35 +129,6 @@ extension Library {
         return order
     }
 
-    /// Every row of `sql`, each read by `row` with SQLite's own calls on the statement (GRDB's generic cursor costs
-    /// more than the query itself for the 10,000 ids of a word of every book), the statement kept for the next call.
-    static func rows<T>(_ db: Database, _ sql: String, _ arguments: StatementArguments = [],
-                        _ row: (SQLiteStatement) throws -> T) throws -> [T] {
-        try rows(db, try db.cachedStatement(sql: sql), arguments, row)
-    }
-
-    /// Every row of `statement` with `arguments`, each read by `row` with SQLite's own calls on the statement.
-    static func rows<T>(_ db: Database, _ statement: Statement, _ arguments: StatementArguments,
-                        _ row: (SQLiteStatement) throws -> T) throws -> [T] {
-        try statement.setArguments(arguments)
-        let handle = statement.sqliteStatement
-        defer { sqlite3_reset(handle) }
-        var rows: [T] = []
-        while true {
-            switch sqlite3_step(handle) {
-            case SQLITE_ROW: rows.append(try row(handle))
-            case SQLITE_DONE: return rows
-            case let code:
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
-            }
-        }
-    }
-
-    /// The first column of every row of `sql`, an integer.
-    static func ids(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Int64] {
-        try rows(db, sql, arguments) { sqlite3_column_int64($0, 0) }
-    }
-
     /// The id and the tier (``tierFunction``) of every row of `sql`.
     static func tieredMatches(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(id: Int64, tier: UInt8)] {
         try rows(db, sql, arguments) { (sqlite3_column_int64($0, 0), UInt8(clamping: sqlite3_column_int($0, 1))) }

@@ -165,21 +165,6 @@ extension Library {
         return words.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"*" }.joined(separator: " AND ")
     }
 
-    /// What `read` reads from the statement of `sql` (given its number of ids) with `ids`, a page of them at a time: the
-    /// statement's `IN (…)` has a page's number of parameters, those past the ids NULL (which equals no id), so that one
-    /// statement, kept, serves every call.
-    static func pages<T>(of ids: [Int64], _ db: Database, _ sql: (Int) -> String,
-                         _ read: (Statement, StatementArguments) throws -> [T]) throws -> [T] {
-        let statement = try db.cachedStatement(sql: sql(maximumPageSize))
-        var rows: [T] = []
-        for start in stride(from: 0, to: ids.count, by: maximumPageSize) {
-            let page = ids[start..<min(start + maximumPageSize, ids.count)]
-            let unused = [Int64?](repeating: nil, count: maximumPageSize - page.count)
-            rows += try read(statement, StatementArguments(page.map { $0 } + unused))
-        }
-        return rows
-    }
-
     /// "?,?,?": the parameters of an `IN (…)` of `count` values.
     static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ",")
