@@ -377,6 +377,7 @@ final class EchoPeer {
         }
     }
 
+    /// Stops the peer and waits for its thread (again: nothing).
     func stop() {
         state.value.withLock { $0.stop = true }
         while !thread.isFinished { Thread.sleep(forTimeInterval: 0.01) }

@@ -545,6 +545,7 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
     let echo = try EchoPeer(address: bus.address, name: echoName) {
         searchCall("part", byAuthor: false, 0, Library.maximumPageSize)
     }
+    defer { echo.stop() }
     var echoed = CallSeries(name: "the reply of Search(\"part\", {}, 0, \(Library.maximumPageSize)) from a peer that echoes it "
                             + "(floor: the bus's transport of the reply)")
     let echoCall = { BusClient.methodCall(echoName, "/", "org.lectern.BenchEcho", "Echo") }

@@ -265,10 +265,13 @@ struct StatementColumns: BookColumns {
     func integer(_ field: Book.Field) -> Int64? { column(field).map { sqlite3_column_int64(statement, $0) } }
     func double(_ field: Book.Field) -> Double? { column(field).map { sqlite3_column_double(statement, $0) } }
     func bool(_ field: Book.Field) -> Bool? { column(field).map { sqlite3_column_int64(statement, $0) != 0 } }
-    /// The column's text, all its bytes (NULs too, as GRDB reads it); nil when NULL, or when SQLite is out of memory.
-    func text(_ field: Book.Field) -> String? {
-        guard let column = column(field), let text = sqlite3_column_text(statement, column) else { return nil }
-        return String(decoding: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
+    /// The column's text up to a NUL, if it holds one, as GRDB reads it; nil when NULL.
+    func text(_ field: Book.Field) throws -> String? {
+        guard let column = column(field) else { return nil }
+        guard let text = sqlite3_column_text(statement, column) else {
+            throw LibraryError.unavailable("database error: book.\(field) could not be read (out of memory)")
+        }
+        return String(cString: text)
     }
     func date(_ field: Book.Field) throws -> Date? {
         guard let column = column(field) else { return nil }

@@ -504,6 +504,9 @@ struct PageReadTests {
             try db.execute(sql: "UPDATE book SET modifiedAt = '2024-02-29T13:45:07.250', loudnessProblem = 'silence' WHERE id = ?",
                            arguments: [s.party])
             try db.execute(sql: "UPDATE book SET lastPlayedAt = '2024-02-29 13:45:07.250+02:00' WHERE id = ?", arguments: [s.machine])
+            // Text with a NUL (written by something else than Lectern): up to the NUL, as GRDB reads it.
+            try db.execute(sql: "UPDATE book SET author = 'Ann' || char(0) || 'Other', narrator = CAST(x'41004200' AS TEXT) WHERE id = ?",
+                           arguments: [s.apple])
         }
         try writer.close()
         try s.library.read { db in
@@ -516,6 +519,8 @@ struct PageReadTests {
         let page = try s.library.books(in: nil, recursive: true, sortedBy: .title, offset: 0, limit: 8)
         #expect(page.books.first { $0.id == s.zebra }?.narrator == "Nigel Planer")
         #expect(page.totals[s.zebra] == BookTotals(files: 1, available: 1, duration: 1_000_000))
+        let apple = page.books.first { $0.id == s.apple }
+        #expect(apple?.author == "Ann" && apple?.narrator == "A")
     }
 
     @Test("Totals and books by id, a page of them or more: those of the books that exist, in the order asked")
