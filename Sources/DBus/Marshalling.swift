@@ -128,19 +128,22 @@ enum Marshaller {
     }
 
     private static func appendString(_ s: String, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
-        s.withCString { cString in
-            var pointer: UnsafePointer<CChar>? = cString
-            return dbus_message_iter_append_basic(&iter, code, &pointer) != 0
-        }
+        s.withCString { appendCString($0, code, &iter) }
     }
 
-    private static func container(_ code: Int32, _ signature: String?, _ iter: inout DBusMessageIter,
+    private static func appendCString(_ cString: UnsafePointer<CChar>, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
+        var pointer: UnsafePointer<CChar>? = cString
+        return dbus_message_iter_append_basic(&iter, code, &pointer) != 0
+    }
+
+    private static func container(_ code: Int32, _ signature: String, _ iter: inout DBusMessageIter,
                                   _ body: (inout DBusMessageIter) -> Bool) -> Bool {
-        guard let signature else { return container(code, nil as UnsafePointer<CChar>?, &iter, body) }
-        return signature.withCString { container(code, $0, &iter, body) }
+        signature.withCString { container(code, &iter, signature: $0, body) }
     }
 
-    private static func container(_ code: Int32, _ signature: UnsafePointer<CChar>?, _ iter: inout DBusMessageIter,
+    /// A container of type `code` filled by `body`: `signature` (a C string) that of its contents, none for a struct
+    /// or a dict entry.
+    private static func container(_ code: Int32, _ iter: inout DBusMessageIter, signature: UnsafePointer<CChar>? = nil,
                                   _ body: (inout DBusMessageIter) -> Bool) -> Bool {
         var sub = DBusMessageIter()
         guard dbus_message_iter_open_container(&iter, code, signature, &sub) != 0 else { return false }
@@ -157,7 +160,7 @@ enum Marshaller {
         guard type.isBasic else { return container(typeCode("v"), type.signature, &iter) { append(value, to: &$0) } }
         let signature: (CChar, CChar) = (CChar(truncatingIfNeeded: type.code), 0)
         return withUnsafePointer(to: signature) { pair in
-            pair.withMemoryRebound(to: CChar.self, capacity: 2) { container(typeCode("v"), $0, &iter) { append(value, to: &$0) } }
+            pair.withMemoryRebound(to: CChar.self, capacity: 2) { container(typeCode("v"), &iter, signature: $0) { append(value, to: &$0) } }
         }
     }
 
@@ -187,21 +190,21 @@ enum Marshaller {
             let entrySignature = "{" + keyType.signature + valueType.signature + "}"
             return container(code, entrySignature, &iter) { sub in
                 entries.allSatisfy { entry in
-                    container(typeCode("e"), nil as String?, &sub) { e in
+                    container(typeCode("e"), &sub) { e in
                         append(entry.key, to: &e) && append(entry.value, to: &e)
                     }
                 }
             }
         case .structure(let fields):
-            return container(code, nil as String?, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
+            return container(code, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
         case .records(let keys, let rows):
             let keyStrings = keys.map { Array($0.utf8CString) }
             return container(code, "a{sv}", &iter) { array in
                 rows.allSatisfy { row in
                     container(typeCode("a"), "{sv}", &array) { dictionary in
                         zip(keyStrings, row).allSatisfy { key, value in
-                            container(typeCode("e"), nil as String?, &dictionary) { entry in
-                                key.withUnsafeBufferPointer { appendCString($0.baseAddress!, &entry) }
+                            container(typeCode("e"), &dictionary) { entry in
+                                key.withUnsafeBufferPointer { appendCString($0.baseAddress!, typeCode("s"), &entry) }
                                     && appendVariant(value, &entry)
                             }
                         }
@@ -209,11 +212,6 @@ enum Marshaller {
                 }
             }
         }
-    }
-
-    private static func appendCString(_ cString: UnsafePointer<CChar>, _ iter: inout DBusMessageIter) -> Bool {
-        var pointer: UnsafePointer<CChar>? = cString
-        return dbus_message_iter_append_basic(&iter, typeCode("s"), &pointer) != 0
     }
 }
 

@@ -4,6 +4,12 @@ import GRDBSQLite
 // Rows read with SQLite's own calls: GRDB's generic cursor and decoding cost more than the statements themselves for
 // the 10,000 ids of a word of every book, or a page of 200 books and their totals.
 extension Library {
+    /// The statement of `sql`: `kept` by the connection for the next call, or made for this one (SQL that changes
+    /// from call to call, which would fill the connection's cache).
+    static func statement(_ db: Database, _ sql: String, kept: Bool) throws -> Statement {
+        try kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
+    }
+
     /// Every row of `sql`, each read by `row` with SQLite's own calls on the statement (GRDB's generic cursor costs
     /// more than the query itself for the 10,000 ids of a word of every book), the statement kept for the next call.
     static func rows<T>(_ db: Database, _ sql: String, _ arguments: StatementArguments = [],

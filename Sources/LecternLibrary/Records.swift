@@ -148,21 +148,21 @@ extension Book {
              silenceAmount
     }
 
-    /// Where each ``Field`` is among a statement's `columns` (by ``Field``'s raw values), nil when one is not there.
-    static func places(in columns: [String]) -> [Int]? {
+    /// Where each ``Field`` is among a statement's `columns` (by ``Field``'s raw values); throws when one is not there.
+    static func places(in columns: [String]) throws -> [Int] {
         var found: [String: Int] = [:]
         for (place, name) in columns.enumerated() where found[name.lowercased()] == nil { found[name.lowercased()] = place }
         let places = Field.allCases.compactMap { found[String(describing: $0).lowercased()] }
-        return places.count == Field.allCases.count ? places : nil
+        guard places.count == Field.allCases.count else {
+            throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(columns)")
+        }
+        return places
     }
 
     /// Read column by column rather than through Decodable: GRDB's decoder of a record took most of the time of reading
     /// a page of books (docs/benchmarks.md, "Library"). Written through Encodable, as the other records.
     public init(row: Row) throws {
-        guard let places = Self.places(in: Array(row.columnNames)) else {
-            throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(Array(row.columnNames))")
-        }
-        try self.init(columns: RowColumns(row: row, places: places))
+        try self.init(columns: RowColumns(row: row, places: try Self.places(in: Array(row.columnNames))))
     }
 
     /// The book whose columns are `columns`.
@@ -208,14 +208,12 @@ extension Book {
     /// The books `sql` selects (every column of `book`), its columns looked up once for all the rows, each row read with
     /// SQLite's own calls; the statement `kept` for the next call (not for SQL that changes from call to call).
     static func read(_ db: Database, sql: String, arguments: StatementArguments = [], kept: Bool = true) throws -> [Book] {
-        try read(db, try kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments)
+        try read(db, try Library.statement(db, sql, kept: kept), arguments: arguments)
     }
 
     /// The books `statement` selects with `arguments` (every column of `book`).
     static func read(_ db: Database, _ statement: Statement, arguments: StatementArguments) throws -> [Book] {
-        guard let places = places(in: statement.columnNames) else {
-            throw LibraryError.unavailable("database error: a book's row lacks some of its columns: \(statement.columnNames)")
-        }
+        let places = try places(in: statement.columnNames)
         return try Library.rows(db, statement, arguments) { try Book(columns: StatementColumns(statement: $0, places: places)) }
     }
 }

@@ -153,7 +153,7 @@ extension Library {
     static func count(_ db: Database, from: String, where condition: String, _ arguments: StatementArguments,
                       kept: Bool = true) throws -> Int {
         let sql = "SELECT count(*) FROM \(from)" + (condition == "1" ? "" : " WHERE \(condition)")
-        return try Int.fetchOne(kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql), arguments: arguments) ?? 0
+        return try Int.fetchOne(statement(db, sql, kept: kept), arguments: arguments) ?? 0
     }
 
     /// The FTS5 query for `text`: each word (split at white space) quoted, as a prefix, all of them required; nil when
