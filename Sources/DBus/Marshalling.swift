@@ -12,7 +12,6 @@ public enum MarshallingError: Error, Equatable, Sendable, CustomStringConvertibl
     case emptyStructure
     case nestedTooDeeply
     case invalidSignature(String)
-    case recordLengthMismatch(keys: Int, values: Int)
     case outOfMemory
 
     public var description: String {
@@ -23,7 +22,6 @@ public enum MarshallingError: Error, Equatable, Sendable, CustomStringConvertibl
         case .emptyStructure: return "a struct has no fields"
         case .nestedTooDeeply: return "values are nested deeper than D-Bus allows"
         case .invalidSignature(let s): return "'\(s)' is not a valid signature"
-        case .recordLengthMismatch(let keys, let values): return "a record of \(keys) keys has \(values) values"
         case .outOfMemory: return "out of memory"
         }
     }
@@ -70,14 +68,6 @@ extension DBusValue {
             guard !fields.isEmpty else { throw .emptyStructure }
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             for field in fields { try field.validate(depth: depth + 1, typeChecked: typeChecked) }
-        case .records(let keys, let rows):
-            // The array, its dictionaries, their entries, and the variants of the values: as `.array` of `a{sv}`.
-            guard depth + 3 < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-            if keys.contains(where: Self.containsNUL) { throw .stringContainsNUL }
-            for row in rows {
-                guard row.count == keys.count else { throw .recordLengthMismatch(keys: keys.count, values: row.count) }
-                for value in row { try value.validateInVariant(depth: depth + 3) }
-            }
         default:
             break
         }
@@ -197,20 +187,6 @@ enum Marshaller {
             }
         case .structure(let fields):
             return container(code, &iter) { sub in fields.allSatisfy { append($0, to: &sub) } }
-        case .records(let keys, let rows):
-            let keyStrings = keys.map { Array($0.utf8CString) }
-            return container(code, "a{sv}", &iter) { array in
-                rows.allSatisfy { row in
-                    container(typeCode("a"), "{sv}", &array) { dictionary in
-                        zip(keyStrings, row).allSatisfy { key, value in
-                            container(typeCode("e"), &dictionary) { entry in
-                                key.withUnsafeBufferPointer { appendCString($0.baseAddress!, typeCode("s"), &entry) }
-                                    && appendVariant(value, &entry)
-                            }
-                        }
-                    }
-                }
-            }
         }
     }
 }

@@ -1,9 +1,7 @@
 /// One D-Bus value of any type, nested to the specification's limits.
 ///
 /// Containers carry their element types so that empty ones marshal with the right signature. Only a variant's
-/// value is boxed (`indirect`): a page of books is thousands of values, each of which would be an allocation; and a
-/// list of dictionaries with the same keys (a page of books) is kept as ``records(keys:rows:)``, without a box or
-/// an entry for each of its values.
+/// value is boxed (`indirect`): a page of books is thousands of values, each of which would be an allocation.
 ///
 /// ```swift
 /// let metadata: DBusValue = .vardict(["xesam:title": .string("Chapter 1"), "mpris:length": .int64(60_000_000)])
@@ -29,10 +27,6 @@ public enum DBusValue: Hashable, Sendable {
     case array(DBusType, [DBusValue])
     case dictionary(key: DBusType, value: DBusType, [DictEntry])
     case structure([DBusValue])
-    /// `aa{sv}` whose dictionaries have the same `keys`: each row holds the values of one dictionary, in the keys'
-    /// order, each sent in a variant. On the wire, and to a receiver, the same as `.array` of ``vardict(ordered:)``;
-    /// in Swift, unequal to that array: compare their ``elements``.
-    case records(keys: [String], rows: [[DBusValue]])
 
     public struct DictEntry: Hashable, Sendable {
         public var key: DBusValue
@@ -60,7 +54,6 @@ public enum DBusValue: Hashable, Sendable {
         case .array(let element, _): return .array(element)
         case .dictionary(let key, let value, _): return .dictionary(key: key, value: value)
         case .structure(let fields): return .structure(fields.map(\.type))
-        case .records: return .array(.dictionary(key: .string, value: .variant))
         }
     }
 }
@@ -117,11 +110,10 @@ extension DBusValue {
         default: return nil
         }
     }
-    /// The elements of an array (records as their dictionaries).
+    /// The elements of an array.
     public var elements: [DBusValue]? {
         switch unwrapped {
         case .array(_, let v): return v
-        case .records(let keys, let rows): return rows.map { .vardict(ordered: zip(keys, $0).map { (key: $0, value: $1) }) }
         default: return nil
         }
     }
@@ -164,7 +156,6 @@ extension DBusValue: CustomStringConvertible {
             return v.isEmpty ? "@a{\(k.signature)\(t.signature)} {}"
                 : "{" + v.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "}"
         case .structure(let v): return "(" + v.map(\.description).joined(separator: ", ") + ")"
-        case .records: return DBusValue.array(.dictionary(key: .string, value: .variant), elements ?? []).description
         }
     }
 }

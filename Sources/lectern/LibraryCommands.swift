@@ -431,12 +431,24 @@ extension Daemon {
         while true {
             let size = min(200, limit - books.count)
             let reply = try await library(method, arguments + [.uint32(UInt32(clamping: books.count)), .uint32(UInt32(size))])
-            let page = reply.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+            let page = reply.first?.elements?.compactMap(Self.listedBook) ?? []
             let total = Int(reply.dropFirst().first?.int64 ?? 0)
             books += page
             if page.isEmpty || books.count >= min(total, limit) { return (books, total) }
         }
     }
+
+    /// A book of a listing (a struct, dbus/org.lectern.Library1.xml's ListBooks) by the names of its fields, which
+    /// are GetBook's keys.
+    static func listedBook(_ value: DBusValue) -> [String: DBusValue]? {
+        guard let fields = value.fields, fields.count == listedFields.count else { return nil }
+        return Dictionary(uniqueKeysWithValues: zip(listedFields, fields))
+    }
+
+    static let listedFields = [
+        "id", "shelf", "title", "author", "narrator", "cover", "source", "state", "files", "missing",
+        "duration", "position_file", "position_offset", "finished", "added", "modified", "last_played",
+    ]
 
     /// Every book on `shelf` (0: the top level) and, when `recursive`, below it, in `order` (ListBooksPage's).
     func books(shelf: Int64, recursive: Bool, order: String = "title") async throws -> [[String: DBusValue]] {

@@ -140,12 +140,17 @@ extension Integration {
                 let settings: Set<String> = ["note", "volume", "speed", "shuffle", "loop", "normalise", "loudness_gain",
                                              "skip_intro", "skip_outro", "loudness_target", "compress", "skip_silence",
                                              "silence_threshold", "silence_amount"]
-                for entry in listed { #expect(Set(entry.keys) == keys, "\(entry.keys.sorted())") }
-                let paged = try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(10)]).first?.elements ?? []
-                #expect(!paged.isEmpty)
-                for entry in paged { #expect(entry.stringKeyedDictionary.map { Set($0.keys) } == keys) }
+                #expect(Set(DaemonFixture.listedFields) == keys)
+                let paged = try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(10)]).first
+                #expect(paged?.type.signature == "a(xxssssssuuxxxbxxx)", "a struct a book, in the documented order")
+                #expect(DaemonFixture.books(paged).count == 2)
                 let details = try await d.getBook(book)
                 #expect(Set(details.keys) == keys.union(settings).union(["file_list"]))
+                // Each field of a listed book is GetBook's value of the key of that name.
+                for entry in DaemonFixture.books(paged) {
+                    let got = try await d.getBook(try #require(entry["id"]?.int64))
+                    for key in keys { #expect(entry[key] == got[key], "\(key): listed \(entry[key].map { "\($0)" } ?? "nil"), GetBook \(got[key].map { "\($0)" } ?? "nil")") }
+                }
                 let picked = try await d.lib("Random", [.vardict([:]), .string("book")]).first?.stringKeyedDictionary
                 #expect(picked.map { Set($0.keys) } == keys.union(settings))
                 #expect(details["files"] == .uint32(3))
@@ -174,8 +179,7 @@ extension Integration {
                 try await d.signals.barrier()
                 #expect(d.librarySignals(since: mark).map(\.member) == ["BookChanged"])
                 func ids(_ shelf: Int64, _ recursive: Bool) async throws -> [Int64] {
-                    try await d.lib("ListBooks", [.int64(shelf), .boolean(recursive)]).first?.elements?
-                        .compactMap { $0.stringKeyedDictionary?["id"]?.int64 } ?? []
+                    DaemonFixture.books(try await d.lib("ListBooks", [.int64(shelf), .boolean(recursive)]).first).compactMap { $0["id"]?.int64 }
                 }
                 #expect(try await ids(inner, false) == [book])
                 #expect(try await ids(shelf, false) == [])
@@ -317,7 +321,7 @@ extension Integration {
                 let tree = try await d.importOK(try await d.libraryMedia.tree)
                 #expect(tree.count == LibraryMedia.treeTitles.count)
                 func find(_ query: [String: DBusValue]) async throws -> [String] {
-                    try await d.lib("Find", [.vardict(query)]).first?.elements?.compactMap { $0.stringKeyedDictionary?["title"]?.string } ?? []
+                    DaemonFixture.titles(try await d.lib("Find", [.vardict(query)]).first)
                 }
                 #expect(try await find([:]) == LibraryMedia.treeTitles)
                 #expect(try await find(["author": .string("cy writer")]) == ["Chaptered Book", "Disc Set"])

@@ -355,9 +355,9 @@ extension Integration {
                 // One client asks for the first 200 books with "book" in them (ranking all 5,000), then renames the first one
                 // without waiting for the reply.
                 let listing = Task {
-                    let books = try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(200)]).first?.elements ?? []
+                    let books = DaemonFixture.books(try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(200)]).first)
                     arrivals.append("Search")
-                    return books.compactMap { $0.stringKeyedDictionary?["title"]?.string }
+                    return books.compactMap { $0["title"]?.string }
                 }
                 try await Task.sleep(for: .milliseconds(2))
                 let rename = Task {

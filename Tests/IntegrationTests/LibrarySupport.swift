@@ -222,12 +222,26 @@ extension DaemonFixture {
         try await getBook(id)["file_list"]?.elements?.compactMap(\.stringKeyedDictionary) ?? []
     }
 
+    /// The fields of a listed book, in the order dbus/org.lectern.Library1.xml gives them (ListBooks): GetBook's keys.
+    static let listedFields = [
+        "id", "shelf", "title", "author", "narrator", "cover", "source", "state", "files", "missing",
+        "duration", "position_file", "position_offset", "finished", "added", "modified", "last_played",
+    ]
+    static let listedSignature = "a(xxssssssuuxxxbxxx)"
+
+    /// The books of a listing's reply (ListBooks, ListBooksPage, Find, Search), each by the names of its fields;
+    /// none unless the reply has the documented signature.
+    static func books(_ reply: DBusValue?) -> [[String: DBusValue]] {
+        guard let reply, reply.type.signature == listedSignature else { return [] }
+        return reply.elements?.compactMap { $0.fields.map { Dictionary(uniqueKeysWithValues: zip(listedFields, $0)) } } ?? []
+    }
+
     /// Every book, by title: ListBooksPage(0, recursive: true), a page after the other.
     func allBooks() async throws -> [[String: DBusValue]] {
         var books: [[String: DBusValue]] = []
         while true {
             let page = try await lib("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(UInt32(books.count)), .uint32(200)])
-            let more = page.first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
+            let more = Self.books(page.first)
             books += more
             if more.isEmpty || books.count >= Int(page.dropFirst().first?.int64 ?? 0) { return books }
         }

@@ -13,11 +13,11 @@ extension DaemonFixture {
     /// ListBooksPage(shelf, recursive, order, offset, limit): the books of the page, and the total.
     func page(_ order: String, offset: UInt32, limit: UInt32, shelf: Int64 = 0, recursive: Bool = true) async throws -> (books: [[String: DBusValue]], total: UInt32) {
         let reply = try await lib("ListBooksPage", [.int64(shelf), .boolean(recursive), .string(order), .uint32(offset), .uint32(limit)])
-        return (reply.first?.elements?.compactMap(\.stringKeyedDictionary) ?? [], UInt32(reply.dropFirst().first?.int64 ?? 0))
+        return (Self.books(reply.first), UInt32(reply.dropFirst().first?.int64 ?? 0))
     }
 
     static func titles(_ books: DBusValue?) -> [String] {
-        books?.elements?.compactMap { $0.stringKeyedDictionary?["title"]?.string } ?? []
+        Self.books(books).compactMap { $0["title"]?.string }
     }
 
     /// Calls a Library1 method that must fail; the error's name and message.

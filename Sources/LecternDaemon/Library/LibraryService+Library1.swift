@@ -43,14 +43,14 @@ extension LibraryService {
                 },
                 // Listings scale with the library: read and encoded off the call queue, after the calls before them.
                 // Each reply is one page, sorted and cut by the database: ListBooks and Find, which take no size, the first.
-                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(dict))]) { call, library in
+                deferred("ListBooks", in: [("shelf", .int64), ("recursive", .boolean)], out: [("books", .array(Self.listedBook))]) { call, library in
                     let (shelf, recursive) = try call.arguments(Int64.self, Bool.self)
                     let page = try library.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: .title,
                                                  offset: 0, limit: Library.defaultPageSize)
                     return [Self.encode(page.books, page.totals)]
                 },
                 deferred("ListBooksPage", in: [("shelf", .int64), ("recursive", .boolean), ("order", .string), ("offset", .uint32), ("limit", .uint32)],
-                         out: [("books", .array(dict)), ("total", .uint32)]) { call, library in
+                         out: [("books", .array(Self.listedBook)), ("total", .uint32)]) { call, library in
                     let (shelf, recursive, order, offset, limit) = try call.arguments(Int64.self, Bool.self, String.self, UInt32.self, UInt32.self)
                     guard let sort = BookSort(rawValue: order) else {
                         throw LibraryError.invalidArgument("order is one of \(BookSort.allCases.map(\.rawValue).joined(separator: ", ")), not '\(order)'")
@@ -147,12 +147,12 @@ extension LibraryService {
                     let (path, shelfPath) = try call.arguments(String.self, String.self)
                     return [.uint32(try self.startImport(path: path, shelfPath: shelfPath))]
                 },
-                deferred("Find", in: [("query", dict)], out: [("books", .array(dict))]) { call, library in
+                deferred("Find", in: [("query", dict)], out: [("books", .array(Self.listedBook))]) { call, library in
                     let page = try library.search("", try Self.query(call.argument(0)), offset: 0, limit: Library.defaultPageSize)
                     return [Self.encode(page.books, page.totals)]
                 },
                 deferred("Search", in: [("text", .string), ("query", dict), ("offset", .uint32), ("limit", .uint32)],
-                         out: [("books", .array(dict)), ("total", .uint32)]) { call, library in
+                         out: [("books", .array(Self.listedBook)), ("total", .uint32)]) { call, library in
                     let (text, query, offset, limit) = try call.arguments(String.self, [String: DBusValue].self, UInt32.self, UInt32.self)
                     return Self.encode(try library.search(text, try Self.query(query), offset: Int(offset), limit: Int(limit)))
                 },
