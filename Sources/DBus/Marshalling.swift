@@ -45,7 +45,7 @@ extension DBusValue {
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             if !typeChecked { try Self.checkSignature(.array(elementType)) }
             for element in elements {
-                guard element.type == elementType else {
+                guard element.isOf(elementType) else {
                     throw .elementTypeMismatch(expected: elementType.signature, found: element.type.signature)
                 }
                 try element.validate(depth: depth + 1, typeChecked: true)
@@ -55,10 +55,10 @@ extension DBusValue {
             guard keyType.isBasic else { throw .dictionaryKeyNotBasic(keyType.signature) }
             if !typeChecked { try Self.checkSignature(.dictionary(key: keyType, value: valueType)) }
             for entry in entries {
-                guard entry.key.type == keyType else {
+                guard entry.key.isOf(keyType) else {
                     throw .elementTypeMismatch(expected: keyType.signature, found: entry.key.type.signature)
                 }
-                guard entry.value.type == valueType else {
+                guard entry.value.isOf(valueType) else {
                     throw .elementTypeMismatch(expected: valueType.signature, found: entry.value.type.signature)
                 }
                 try entry.key.validate(depth: depth + 2, typeChecked: true)
@@ -155,7 +155,7 @@ enum Marshaller {
     }
 
     static func append(_ value: DBusValue, to iter: inout DBusMessageIter) -> Bool {
-        let code = value.type.code
+        let code = value.typeCode
         switch value {
         case .byte(let v): return appendBasic(v, code, &iter)
         case .boolean(let v): return appendBasic(dbus_bool_t(v ? 1 : 0), code, &iter)

@@ -56,6 +56,33 @@ public enum DBusValue: Hashable, Sendable {
         case .structure(let fields): return .structure(fields.map(\.type))
         }
     }
+
+    /// The code of the value's type (libdbus's), without building the type: a struct's would be an allocation.
+    var typeCode: Int32 {
+        switch self {
+        case .array, .dictionary: return DBus.typeCode("a")
+        case .structure: return DBus.typeCode("r")
+        case .variant: return DBus.typeCode("v")
+        default: return type.code
+        }
+    }
+
+    /// Whether the value is of `type`: ``type`` `== type`, compared field by field without building the value's type.
+    func isOf(_ type: DBusType) -> Bool {
+        switch self {
+        case .structure(let fields):
+            guard case .structure(let types) = type, fields.count == types.count else { return false }
+            return zip(fields, types).allSatisfy { $0.isOf($1) }
+        case .array(let element, _):
+            guard case .array(let expected) = type else { return false }
+            return element == expected
+        case .dictionary(let key, let value, _):
+            guard case .dictionary(let expectedKey, let expectedValue) = type else { return false }
+            return key == expectedKey && value == expectedValue
+        default:
+            return self.type == type
+        }
+    }
 }
 
 // MARK: - Building values

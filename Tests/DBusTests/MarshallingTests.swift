@@ -74,6 +74,13 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         #expect(throws: MarshallingError.stringContainsNUL) { try DBusValue.string("a\0b").validate() }
         #expect(throws: MarshallingError.self) { try DBusValue.array(.string, [.int32(1)]).validate() }
         #expect(throws: MarshallingError.emptyStructure) { try DBusValue.structure([]).validate() }
+        // Containers of the same code ('a') but another type.
+        #expect(throws: MarshallingError.elementTypeMismatch(expected: "as", found: "a{sv}")) {
+            try DBusValue.array(.array(.string), [.emptyVardict]).validate()
+        }
+        #expect(throws: MarshallingError.elementTypeMismatch(expected: "ax", found: "as")) {
+            try DBusValue.dictionary(key: .string, value: .array(.int64), [.init(.string("k"), .strings(["v"]))]).validate()
+        }
         #expect(throws: MarshallingError.self) {
             try DBusValue.dictionary(key: .variant, value: .string, []).validate()
         }
