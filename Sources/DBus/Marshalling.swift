@@ -67,6 +67,7 @@ extension DBusValue {
         case .structure(let fields):
             guard !fields.isEmpty else { throw .emptyStructure }
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            if !typeChecked { try Self.checkSignature(type) }
             for field in fields { try field.validate(depth: depth + 1, typeChecked: typeChecked) }
         default:
             break

@@ -431,7 +431,11 @@ extension Daemon {
         while true {
             let size = min(200, limit - books.count)
             let reply = try await library(method, arguments + [.uint32(UInt32(clamping: books.count)), .uint32(UInt32(size))])
-            let page = reply.first?.elements?.compactMap(Self.listedBook) ?? []
+            guard let listed = reply.first, listed.type.signature == Self.listedSignature,
+                  let page = listed.elements?.compactMap(Self.listedBook) else {
+                throw CLIError("lecternd lists books in a form this lectern does not read (another version of "
+                               + "Lectern): restart lecternd")
+            }
             let total = Int(reply.dropFirst().first?.int64 ?? 0)
             books += page
             if page.isEmpty || books.count >= min(total, limit) { return (books, total) }
@@ -449,6 +453,7 @@ extension Daemon {
         "id", "shelf", "title", "author", "narrator", "cover", "source", "state", "files", "missing",
         "duration", "position_file", "position_offset", "finished", "added", "modified", "last_played",
     ]
+    static let listedSignature = "a(xxssssssuuxxxbxxx)"
 
     /// Every book on `shelf` (0: the top level) and, when `recursive`, below it, in `order` (ListBooksPage's).
     func books(shelf: Int64, recursive: Bool, order: String = "title") async throws -> [[String: DBusValue]] {

@@ -68,6 +68,12 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         for _ in 0..<65 { variants = .variant(variants) }
         #expect(throws: MarshallingError.nestedTooDeeply) { try variants.validate() }
         #expect(throws: BusError.self) { try roundTrip([variants]) }
+
+        // Structs in structs, 33 deep: a signature libdbus refuses (32 at most), out of any array or variant.
+        var structs: DBusValue = .int32(7)
+        for _ in 0..<33 { structs = .structure([structs]) }
+        #expect(throws: MarshallingError.self) { try structs.validate() }
+        #expect(throws: BusError.self) { try roundTrip([structs]) }
     }
 
     @Test func invalidValuesAreRefused() {
@@ -96,6 +102,22 @@ private func roundTrip(_ values: [DBusValue]) throws -> [DBusValue] {
         #expect(try roundTrip([page, .uint32(2)]) == [page, .uint32(2)])
         #expect(try roundTrip([.array(row, [])]) == [.array(row, [])])
         #expect(try roundTrip([.variant(page)]) == [.variant(page)])
+    }
+
+    /// `isOf` and `typeCode` agree with the value's built type, for every kind of value and of type.
+    @Test func aValueIsOfItsTypeAndOfNoOther() {
+        let values: [DBusValue] = Self.basics + [
+            .variant(.int32(1)), .strings(["a"]), .array(.int64, []), .emptyVardict, .vardict(["k": .variant(.string("v"))]),
+            .dictionary(key: .string, value: .array(.int64), []), .structure([.int64(1), .string("a")]),
+            .structure([.string("a"), .int64(1)]), .structure([.int64(1)]), .structure([.structure([.int64(1), .strings([])])]),
+            .structure([.structure([.int64(1), .array(.int64, [])])]), .structure([.variant(.boolean(true))]), .structure([]),
+            .array(.structure([.int64, .string]), []),
+        ]
+        let types = values.map(\.type) + [.structure([]), .array(.variant), .dictionary(key: .string, value: .string)]
+        for value in values {
+            #expect(value.typeCode == value.type.code, "\(value)")
+            for type in types { #expect(value.isOf(type) == (value.type == type), "\(value) of \(type.signature)") }
+        }
     }
 
     @Test func structsThatDoNotFitTheirArrayAreRefused() {

@@ -14,6 +14,34 @@ extension Integration {
             }
         }
 
+        /// A lecternd of another version (before a listed book was a struct: a dictionary each) still running after an
+        /// upgrade: its books are not shown as "no books", the CLI says what to do.
+        @Test func aDaemonListingBooksInAnotherFormIsToldApart() async throws {
+            let bus = try PrivateBus()
+            let server = try BusConnection(address: bus.address)
+            let dictionaries = DBusType.array(.dictionary(key: .string, value: .variant))
+            let page: DBusValue = .array(.dictionary(key: .string, value: .variant),
+                                         [.vardict(["id": .int64(1), "title": .string("Old Format Book")])])
+            let library = Interface("org.lectern.Library1", methods: [
+                Method("ListBooksPage", in: [("shelf", .int64), ("recursive", .boolean), ("order", .string), ("offset", .uint32), ("limit", .uint32)],
+                       out: [("books", dictionaries), ("total", .uint32)]) { _ in [page, .uint32(1)] },
+                Method("Search", in: [("text", .string), ("query", .dictionary(key: .string, value: .variant)), ("offset", .uint32), ("limit", .uint32)],
+                       out: [("books", dictionaries), ("total", .uint32)]) { _ in [page, .uint32(1)] },
+            ])
+            let object = try server.export(ObjectPath("/org/lectern/Lectern1")!, interfaces: [library])
+            let serving = Task { await server.serveCalls() }
+            defer { serving.cancel(); withExtendedLifetime(object) {} }
+            #expect(try await server.requestName("org.lectern.Lectern1") == .primaryOwner)
+            for command in [["book", "list"], ["find", "old"]] {
+                let r = try await DaemonFixture.runLectern(command, environment: bus.environment)
+                #expect(r.status == 1, "lectern \(command.joined(separator: " ")): \(r.stdout) \(r.stderr)")
+                #expect(r.stderr.contains("lists books in a form this lectern does not read"), "\(r.stderr)")
+                #expect(r.stderr.contains("restart lecternd"), "\(r.stderr)")
+                #expect(!r.stdout.contains("no books") && !r.stdout.contains("nothing matches"), "\(r.stdout)")
+                Self.noCrash(r, command.joined(separator: " "))
+            }
+        }
+
         @Test func importOnATerminalDrawsAProgressBar() async throws {
             try await DaemonFixture.with { d in
                 let media = try await d.libraryMedia

@@ -229,10 +229,14 @@ extension DaemonFixture {
     ]
     static let listedSignature = "a(xxssssssuuxxxbxxx)"
 
-    /// The books of a listing's reply (ListBooks, ListBooksPage, Find, Search), each by the names of its fields;
-    /// none unless the reply has the documented signature.
-    static func books(_ reply: DBusValue?) -> [[String: DBusValue]] {
-        guard let reply, reply.type.signature == listedSignature else { return [] }
+    /// The books of a listing's reply (ListBooks, ListBooksPage, Find, Search), each by the names of its fields.
+    /// A reply without the documented signature is an issue of the test (and gives no books).
+    static func books(_ reply: DBusValue?, sourceLocation: SourceLocation = #_sourceLocation) -> [[String: DBusValue]] {
+        guard let reply, reply.type.signature == listedSignature else {
+            Issue.record("a listing answered \(reply.map { $0.type.signature } ?? "nothing"), not \(listedSignature)",
+                         sourceLocation: sourceLocation)
+            return []
+        }
         return reply.elements?.compactMap { $0.fields.map { Dictionary(uniqueKeysWithValues: zip(listedFields, $0)) } } ?? []
     }
 

@@ -2,8 +2,8 @@ import DBus
 import Foundation
 import LecternLibrary
 
-// The library's records as D-Bus values (the dictionaries of dbus/org.lectern.Library1.xml), and the few arguments
-// that need more than a cast: ids where 0 means none, numbers sent as either type, queries.
+// The library's records as D-Bus values (the structs and dictionaries of dbus/org.lectern.Library1.xml), and the few
+// arguments that need more than a cast: ids where 0 means none, numbers sent as either type, queries.
 extension LibraryService {
     static func optionalID(_ id: Int64) -> Int64? {
         id == 0 ? nil : id
@@ -70,8 +70,8 @@ extension LibraryService {
     }
 
     /// What a listing gives of a book, in the order of its struct (dbus/org.lectern.Library1.xml, ListBooks); GetBook
-    /// gives the same under these names. A struct rather than a dictionary: a page of 200 books is 45 KB instead of
-    /// 107, and libdbus, dbus-daemon and the client each handle 3,400 values instead of 6,800 in containers
+    /// gives the same under these names. A struct rather than a dictionary: a page of 200 books is 44 KB instead of
+    /// 105, and libdbus, dbus-daemon and the client each handle 3,400 values instead of 6,800 in containers
     /// (docs/decisions/listing-format.md). Its settings and note are left to GetBook.
     static let listedFields = [
         "id", "shelf", "title", "author", "narrator", "cover", "source", "state", "files", "missing",
