@@ -68,7 +68,7 @@ extension DBusValue {
             guard !fields.isEmpty else { throw .emptyStructure }
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             if !typeChecked { try Self.checkSignature(type) }
-            for field in fields { try field.validate(depth: depth + 1, typeChecked: typeChecked) }
+            for field in fields { try field.validate(depth: depth + 1, typeChecked: true) }
         default:
             break
         }
