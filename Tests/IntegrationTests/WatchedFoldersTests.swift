@@ -585,8 +585,12 @@ extension Integration {
                                            until: { $0.count == 10 && $0.allSatisfy { $0["files"] == .uint32(100) } })
                 #expect(books.compactMap { $0["title"]?.string }.sorted() == (1...10).map { "Burst \($0)" }.sorted(), "\(d.log)")
                 #expect(books.allSatisfy { $0["files"] == .uint32(100) && $0["missing"] == .uint32(0) })
-                // Read as a few imports once the copies settle, not one per file.
-                let imports = d.signals.since(mark).filter { $0.isLibrary("ImportFinished") }
+                // Read as a few imports once the copies settle, not one per file. An import's books are read before its
+                // ImportFinished is sent: wait for the signals of the imports that brought them all.
+                let ids = Set(books.compactMap { $0["id"]?.int64 })
+                let imports = try await poll(timeout: .seconds(30), { d.signals.since(mark).filter { $0.isLibrary("ImportFinished") } },
+                                             until: { Set($0.flatMap(\.importedBooks)).isSuperset(of: ids) })
+                #expect(Set(imports.flatMap(\.importedBooks)).isSuperset(of: ids), "\(d.log)")
                 #expect((1...20).contains(imports.count), "\(imports.count) imports for 1,000 files")
             }
         }
