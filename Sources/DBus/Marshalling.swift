@@ -40,7 +40,10 @@ extension DBusValue {
         case .string(let s):
             if Self.containsNUL(s) { throw .stringContainsNUL }
         case .variant(let inner):
-            try inner.validateInVariant(depth: depth)
+            guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
+            let type = inner.type
+            if !type.isBasic { try Self.checkSignature(type) }
+            try inner.validate(depth: depth + 1, typeChecked: true)
         case .array(let elementType, let elements):
             guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
             if !typeChecked { try Self.checkSignature(.array(elementType)) }
@@ -72,14 +75,6 @@ extension DBusValue {
         default:
             break
         }
-    }
-
-    /// Checks the value as the content of a variant that is `depth` containers deep.
-    private func validateInVariant(depth: Int) throws(MarshallingError) {
-        guard depth < DBusLimits.maxTotalDepth else { throw .nestedTooDeeply }
-        let type = type
-        if !type.isBasic { try Self.checkSignature(type) }
-        try validate(depth: depth + 1, typeChecked: true)
     }
 
     /// Whether `s` holds a NUL, which a C string would end at: looked for by `memchr` in a native string.
@@ -119,12 +114,10 @@ enum Marshaller {
     }
 
     private static func appendString(_ s: String, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
-        s.withCString { appendCString($0, code, &iter) }
-    }
-
-    private static func appendCString(_ cString: UnsafePointer<CChar>, _ code: Int32, _ iter: inout DBusMessageIter) -> Bool {
-        var pointer: UnsafePointer<CChar>? = cString
-        return dbus_message_iter_append_basic(&iter, code, &pointer) != 0
+        s.withCString { cString in
+            var pointer: UnsafePointer<CChar>? = cString
+            return dbus_message_iter_append_basic(&iter, code, &pointer) != 0
+        }
     }
 
     private static func container(_ code: Int32, _ signature: String, _ iter: inout DBusMessageIter,

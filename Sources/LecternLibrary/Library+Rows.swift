@@ -10,8 +10,8 @@ extension Library {
         try kept ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
     }
 
-    /// Every row of `sql`, each read by `row` with SQLite's own calls on the statement (GRDB's generic cursor costs
-    /// more than the query itself for the 10,000 ids of a word of every book), the statement kept for the next call.
+    /// Every row of `sql`, each read by `row` with SQLite's own calls on the statement, the statement kept for the next
+    /// call.
     static func rows<T>(_ db: Database, _ sql: String, _ arguments: StatementArguments = [],
                         _ row: (SQLiteStatement) throws -> T) throws -> [T] {
         try rows(db, try db.cachedStatement(sql: sql), arguments, row)
