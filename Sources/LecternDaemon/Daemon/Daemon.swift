@@ -5,77 +5,6 @@ import LecternCore
 import LecternLibrary
 import Logging
 
-/// How `lecternd` was asked to run.
-public struct DaemonOptions: Sendable {
-    /// A GStreamer pipeline description for the output; nil = autoaudiosink.
-    public var audioSink: String?
-    /// The bus to use; nil = the session bus.
-    public var busAddress: String?
-    /// Where embedded covers are written; default `$XDG_CACHE_HOME/lectern/covers`.
-    public var cacheDirectory: URL
-    /// The library database; default `$XDG_DATA_HOME/lectern/library.sqlite`.
-    public var databasePath: String
-    /// What to do when the output in use goes away (and comes back).
-    public var outputPolicy: OutputPolicyMode
-    /// How long after losing its output a returning output still resumes playback; at most ``longestResumeWindow``.
-    public var resumeWindow: Duration
-    /// A day: an output back after longer than that is not the listener coming back to the same session.
-    public static let longestResumeWindow: UInt32 = 86_400
-    /// What to do when another sound asks for the output (a call).
-    public var interruptions: InterruptionMode
-    /// Smart rewind, the sleep timer's fade, Previous's restart threshold.
-    public var listening: ListeningOptions
-    /// The step of SkipForward / SkipBackward (`lectern skip forward|back`).
-    public var skipStep: Duration
-    /// How a track's MPRIS title is made from its chapter and book.
-    public var titleTemplate: TitleTemplate
-    /// Whether a pause because the output went away leaves a bookmark (kind "unplug").
-    public var unplugBookmark: Bool
-    /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
-    public var prompts = false
-    public var promptVoice = SpeechVoice()
-    /// The loudness, LUFS, normalisation brings books to (``LoudnessMeter/defaultTarget`` unless set).
-    public var loudnessTarget = LoudnessMeter.defaultTarget
-    /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
-    /// lecternd itself; nil = read them in the daemon's own process.
-    public var mediaReader: String?
-    /// How the library folders are watched (lecternd's hidden `--watch-limit`, `--root-check`, `--fallback-scan`:
-    /// tests use tiny values).
-    public var watching = WatchOptions()
-
-    public init(audioSink: String? = nil, busAddress: String? = nil, cacheDirectory: URL? = nil, databasePath: String? = nil,
-                outputPolicy: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
-                interruptions: InterruptionMode = .pause, listening: ListeningOptions = ListeningOptions(), skipStep: Duration = .seconds(15),
-                titleTemplate: TitleTemplate = TitleTemplate(), unplugBookmark: Bool = false, mediaReader: String? = nil) {
-        self.unplugBookmark = unplugBookmark
-        self.mediaReader = mediaReader
-        self.listening = listening
-        self.skipStep = skipStep
-        self.titleTemplate = titleTemplate
-        self.databasePath = databasePath ?? XDG.dataHome.appendingPathComponent("lectern/library.sqlite").path
-        self.audioSink = audioSink
-        self.busAddress = busAddress
-        self.cacheDirectory = cacheDirectory ?? XDG.cacheHome.appendingPathComponent("lectern")
-        self.outputPolicy = outputPolicy
-        self.resumeWindow = resumeWindow
-        self.interruptions = interruptions
-    }
-}
-
-public enum DaemonError: Error, CustomStringConvertible {
-    case alreadyRunning(String)
-    /// Another process (a lecternd on another bus) holds the library's lock: the library, who holds it.
-    case libraryInUse(String, holder: String)
-
-    public var description: String {
-        switch self {
-        case .alreadyRunning(let detail): return "lecternd is already running on this bus (\(detail))"
-        case .libraryInUse(let path, let holder):
-            return "lecternd is already running with the library \(path) (\(holder)): stop that one, or give this one another --database"
-        }
-    }
-}
-
 /// `lecternd`: wires the bus, the engine, the player and the MPRIS face together, and runs until
 /// SIGTERM/SIGINT, a client's Quit, or the bus going away. Then it saves the position first and stops within
 /// ``Shutdown/deadline`` (see ``Shutdown``).
@@ -337,36 +266,4 @@ private func openLibrary(_ path: String, logger: Logger) -> (Library, String) {
         guard let memory = try? Library() else { preconditionFailure("SQLite cannot open an in-memory database") }
         return (memory, "unavailable: \(error)")
     }
-}
-
-/// Turns POSIX signals into calls of `handler` on a dispatch queue (never in signal context).
-// @unchecked: the sources are set once in init; dispatch sources are thread-safe to cancel.
-final class SignalWatcher: @unchecked Sendable {
-    private let sources: [any DispatchSourceSignal]
-
-    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
-        let queue = DispatchQueue(label: "lectern.signals")
-        sources = signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return source
-        }
-    }
-
-    func cancel() { sources.forEach { $0.cancel() } }
-}
-
-/// The XDG base directories, with the specification's defaults.
-public enum XDG {
-    static func directory(_ variable: String, default relative: String) -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let value = environment[variable], value.hasPrefix("/") { return URL(fileURLWithPath: value) }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(relative)
-    }
-    public static var cacheHome: URL { directory("XDG_CACHE_HOME", default: ".cache") }
-    public static var dataHome: URL { directory("XDG_DATA_HOME", default: ".local/share") }
-    public static var configHome: URL { directory("XDG_CONFIG_HOME", default: ".config") }
 }
