@@ -57,12 +57,14 @@ let package = Package(
         .target(name: "GStreamer", dependencies: ["CGStreamer", "CGStreamerShims"]),
         // The player: one actor owning an audio engine, the queue and the playback rules. No C, no D-Bus.
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        // The audio engine: one playbin behind LecternCore's AudioEngine, its calls on a worker thread, hangs replaced.
+        .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
         .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        // The daemon: the GStreamer engine, the MPRIS adapter, start-up and shutdown.
+        // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternLibrary",
+            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -87,7 +89,7 @@ let package = Package(
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
-        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternDaemon", "TestSupport", "lecternd"]),
+        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternDaemon", "TestSupport", "lecternd"]),
         .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternLibrary", "FolderWatch", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh

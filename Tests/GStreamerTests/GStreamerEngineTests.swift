@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import LecternCore
-@testable import LecternDaemon
+@testable import LecternEngine
 
 extension PlaybackTests {
     @Suite("GStreamerEngine")

@@ -2,6 +2,7 @@ import DBus
 import Dispatch
 import Foundation
 import LecternCore
+import LecternEngine
 import LecternLibrary
 import Logging
 

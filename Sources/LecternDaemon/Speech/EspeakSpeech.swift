@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GStreamer
 import LecternCore
+import LecternEngine
 
 /// The real ``SpeechEngine``: espeak-ng, a child process per prompt, writes the prompt's sound as WAV to a pipe as it
 /// synthesizes it, and a ``SoundClip`` plays the pipe to the book's output as a second stream (`media.role` "a11y"),

@@ -26,14 +26,14 @@ import Synchronization
 /// hang too) with its worker, and a new worker builds a playbin like it (volume, gain and next file carried over; the
 /// old one's events are ignored). A load in progress goes on in the new playbin; a stream that was ready is
 /// reported as ``EngineEvent/outputFailed(_:)`` (the place is kept; Play loads the file again).
-final class GStreamerEngine: AudioEngine {
-    let events: AsyncStream<EngineEvent>
+public final class GStreamerEngine: AudioEngine {
+    public let events: AsyncStream<EngineEvent>
     /// Whether the first playbin is built; see ``building(audioSink:)``.
-    let readiness: EngineReadiness
+    public let readiness: EngineReadiness
     /// How long a state change or a seek may take before the pipeline is given up as hung.
-    var hangLimit: Duration { core.hangLimit }
+    public var hangLimit: Duration { core.hangLimit }
     /// How many playbins were given up as hung (and replaced) so far.
-    var abandonedPipelines: Int { core.abandonedCount }
+    public var abandonedPipelines: Int { core.abandonedCount }
 
     private let core: EngineCore
 
@@ -42,7 +42,7 @@ final class GStreamerEngine: AudioEngine {
     /// have no role for speech one listens to at length; "music" is the role of media playback, the one that role
     /// policies cork or duck for a phone call and that per-role volumes group with other players. ("a11y" is a
     /// screen reader's, which ducks the others; "video", "game", "event", "phone", "production" are not what this is.)
-    static let streamProperties = [
+    public static let streamProperties = [
         "application.name": "Lectern",
         "application.icon_name": "org.lectern.Lectern",
         "media.role": "music",
@@ -52,7 +52,7 @@ final class GStreamerEngine: AudioEngine {
     /// - Parameter audioSink: a GStreamer pipeline description for the output (see ``Playbin/init(audioSink:onEvent:)``),
     ///   e.g. `"fakesink sync=true"` in tests; nil for the system's default output (autoaudiosink).
     /// - Parameter hangLimit: how long a state change or a seek may take before the pipeline is given up as hung.
-    convenience init(audioSink: String? = nil, hangLimit: Duration = .seconds(2)) throws(PipelineError) {
+    public convenience init(audioSink: String? = nil, hangLimit: Duration = .seconds(2)) throws(PipelineError) {
         self.init(building: audioSink, hangLimit: hangLimit)
         if case .failure(let error) = readiness.result() { throw error }
     }
@@ -60,7 +60,7 @@ final class GStreamerEngine: AudioEngine {
     /// An engine whose playbin is being built on its worker thread (gst_init, the registry and plugin loading
     /// take tens of milliseconds at start-up). Await ``readiness`` before the first call: calls made earlier
     /// wait in the worker's queue, and a failed build (an invalid sink description) leaves them unanswered.
-    static func building(audioSink: String?) -> GStreamerEngine {
+    public static func building(audioSink: String?) -> GStreamerEngine {
         GStreamerEngine(building: audioSink, hangLimit: .seconds(2))
     }
 
@@ -76,19 +76,19 @@ final class GStreamerEngine: AudioEngine {
         core.shutDown()
     }
 
-    func load(_ url: URL, at position: Duration) { core.apply { machine, _ in machine.load(url, at: position) } }
-    func play() { core.apply { machine, _ in machine.play() } }
-    func pause() { core.apply { machine, _ in machine.pause() } }
-    func stop() { core.apply { machine, _ in machine.stop() } }
-    func seek(to position: Duration) { core.apply { machine, _ in machine.seek(to: position) } }
-    func setVolume(_ volume: Double) { core.apply { machine, _ in machine.setVolume(volume) } }
-    func setGain(_ gain: Double) { core.apply { machine, _ in machine.setGain(gain) } }
-    func setCompressor(_ level: Double?) { core.apply { machine, _ in machine.setCompressor(level) } }
-    func setSkipSilence(_ skipping: SkipSilence?) { core.apply { machine, _ in machine.setSkipSilence(skipping) } }
-    func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
-    func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
-    var position: Duration? { core.position }
-    var silenceRemoved: Duration { core.silenceRemoved }
+    public func load(_ url: URL, at position: Duration) { core.apply { machine, _ in machine.load(url, at: position) } }
+    public func play() { core.apply { machine, _ in machine.play() } }
+    public func pause() { core.apply { machine, _ in machine.pause() } }
+    public func stop() { core.apply { machine, _ in machine.stop() } }
+    public func seek(to position: Duration) { core.apply { machine, _ in machine.seek(to: position) } }
+    public func setVolume(_ volume: Double) { core.apply { machine, _ in machine.setVolume(volume) } }
+    public func setGain(_ gain: Double) { core.apply { machine, _ in machine.setGain(gain) } }
+    public func setCompressor(_ level: Double?) { core.apply { machine, _ in machine.setCompressor(level) } }
+    public func setSkipSilence(_ skipping: SkipSilence?) { core.apply { machine, _ in machine.setSkipSilence(skipping) } }
+    public func setNext(_ url: URL?) { core.apply { machine, _ in machine.setNext(url) } }
+    public func setRate(_ rate: Double) { core.apply { machine, pipeline in machine.setRate(rate, pipeline: pipeline) } }
+    public var position: Duration? { core.position }
+    public var silenceRemoved: Duration { core.silenceRemoved }
 }
 
 /// The engine's shared part: the state machine, the current worker and the watchdog, behind one lock. The player
@@ -263,7 +263,7 @@ private struct Queries: PipelineQueries {
 
 /// Whether the engine's first playbin is built: awaited by the daemon before the first command, waited for by
 /// the engine's throwing initializer.
-final class EngineReadiness: Sendable {
+public final class EngineReadiness: Sendable {
     private struct State {
         var result: Result<Void, PipelineError>?
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -282,7 +282,7 @@ final class EngineReadiness: Sendable {
     }
 
     /// Returns when the playbin is built; throws why it could not be (e.g. an invalid sink description).
-    func wait() async throws(PipelineError) {
+    public func wait() async throws(PipelineError) {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state in
                 if state.result == nil { state.waiters.append(waiter) }
@@ -294,7 +294,7 @@ final class EngineReadiness: Sendable {
     }
 
     /// The outcome, waiting for the build if it is still running.
-    func result() -> Result<Void, PipelineError> {
+    public func result() -> Result<Void, PipelineError> {
         finished.wait()
         finished.signal()  // for whoever waits next
         guard let result = state.withLock({ $0.result }) else { preconditionFailure("readiness signalled without a result") }
