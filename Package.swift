@@ -59,12 +59,16 @@ let package = Package(
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The audio engine: one playbin behind LecternCore's AudioEngine, its calls on a worker thread, hangs replaced.
         .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
+        // Spoken prompts: espeak-ng in a child process, its WAV played as a second stream beside the book.
+        .target(name: "LecternSpeech", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternEngine"]),
+        // Starting a program as a child with a clean signal mask; how it ended, in words.
+        .target(name: "ChildProcess"),
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
         .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary",
+            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternSpeech", "ChildProcess",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),

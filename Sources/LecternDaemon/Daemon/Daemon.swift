@@ -4,6 +4,7 @@ import Foundation
 import LecternCore
 import LecternEngine
 import LecternLibrary
+import LecternSpeech
 import Logging
 
 /// `lecternd`: wires the bus, the engine, the player and the MPRIS face together, and runs until

@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 import GStreamer

@@ -1,5 +1,6 @@
 import DBus
 import LecternCore
+import LecternSpeech
 import Synchronization
 
 /// `org.lectern.Prompts1` on /org/lectern/Lectern1: spoken prompts on or off, their voice, the speech engine's

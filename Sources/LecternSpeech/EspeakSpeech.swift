@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 import GStreamer
@@ -18,7 +19,7 @@ import LecternEngine
 /// Every call returns at once: the child, the clip and their ends are handled on one serial queue
 /// (`lectern.speech`), in the order asked; the clip's bus thread only hands its events on.
 // @unchecked Sendable: `current` is only touched on `queue`; the rest is immutable.
-final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
+public final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
     static let program = "espeak-ng"
     /// What the sound server is told of a prompt's stream: Lectern's, spoken for accessibility.
     static let streamProperties = GStreamerEngine.streamProperties.merging(["media.role": "a11y", "media.name": "Lectern prompt"]) { $1 }
@@ -27,7 +28,7 @@ final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
     /// espeak-ng is given at most this much text (a status is a few hundred characters).
     static let longestText = 2_000
 
-    let events: AsyncStream<SpeechEvent>
+    public let events: AsyncStream<SpeechEvent>
     private let continuation: AsyncStream<SpeechEvent>.Continuation
     private let audioSink: String?
     private let queue = DispatchQueue(label: "lectern.speech")
@@ -45,23 +46,23 @@ final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
     }
 
     /// - Parameter audioSink: the book's output description (`audio-sink`); nil for autoaudiosink.
-    init(audioSink: String?) {
+    public init(audioSink: String?) {
         self.audioSink = audioSink
         (events, continuation) = AsyncStream.makeStream(of: SpeechEvent.self)
     }
 
-    func speak(_ text: String, id: Int, voice: SpeechVoice) {
+    public func speak(_ text: String, id: Int, voice: SpeechVoice) {
         queue.async { [self] in
             cut()
             start(String(text.prefix(Self.longestText)), id: id, voice: voice)
         }
     }
 
-    func silence() {
+    public func silence() {
         queue.async { [self] in cut() }
     }
 
-    func problem() -> String? {
+    public func problem() -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let found = path.split(separator: ":").contains { access("\($0)/\(Self.program)", X_OK) == 0 }
         guard found else { return "\(Self.program) is not installed (not found in PATH: \(path))" }
@@ -81,7 +82,7 @@ final class EspeakSpeech: SpeechEngine, @unchecked Sendable {
 
     /// Why espeak-ng would not speak with `voice` (no such language, no such variant); nil when it would, or when its
     /// data cannot be found to tell (it is then not installed, which ``problem()`` says).
-    static func unknown(_ voice: SpeechVoice) -> String? {
+    public static func unknown(_ voice: SpeechVoice) -> String? {
         guard let data = dataFolder else { return nil }
         let files = FileManager.default.enumerator(atPath: "\(data)/lang")?.compactMap { ($0 as? String)?.split(separator: "/").last } ?? []
         guard files.contains(where: { $0.lowercased() == voice.language.lowercased() }) else {

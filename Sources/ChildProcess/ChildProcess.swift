@@ -5,7 +5,7 @@ import Foundation
 /// ignores): an exec keeps ignored signals ignored. `descriptors` are dup2'd onto the child's (new, child's), which
 /// stay open across exec; anything opened close-on-exec stays out of it. `program` without a slash is looked for in
 /// PATH. Returns the child's pid, or what went wrong.
-func spawnChild(_ program: String, arguments: [String], descriptors: [(Int32, Int32)]) -> Result<pid_t, ChildProcessError> {
+public func spawnChild(_ program: String, arguments: [String], descriptors: [(Int32, Int32)]) -> Result<pid_t, ChildProcessError> {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -30,13 +30,13 @@ func spawnChild(_ program: String, arguments: [String], descriptors: [(Int32, In
 }
 
 /// Why a child could not be started (the program and strerror's words).
-struct ChildProcessError: Error, CustomStringConvertible {
-    let description: String
+public struct ChildProcessError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
 
 /// How a child ended, from waitpid's status: "exit status 1", "killed by signal 9, Killed".
-func describeExit(_ status: Int32?) -> String {
+public func describeExit(_ status: Int32?) -> String {
     guard let status else { return "how, unknown" }
     let signal = status & 0x7f
     if signal == 0 { return "exit status \((status >> 8) & 0xff)" }
