@@ -59,6 +59,8 @@ let package = Package(
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The audio engine: one playbin behind LecternCore's AudioEngine, its calls on a worker thread, hangs replaced.
         .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
+        // The sound server's outputs watched through libpulse: an output lost pauses, its return resumes (OutputPolicy).
+        .target(name: "LecternSoundServer", dependencies: ["PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log")]),
         // Spoken prompts: espeak-ng in a child process, its WAV played as a second stream beside the book.
         .target(name: "LecternSpeech", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternEngine"]),
         // Starting a program as a child with a clean signal mask; how it ended, in words.
@@ -68,7 +70,7 @@ let package = Package(
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternSpeech", "ChildProcess",
+            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternSoundServer", "LecternSpeech", "ChildProcess",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -99,7 +101,7 @@ let package = Package(
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.
         .testTarget(name: "ReliabilityTests", dependencies: ["DBus", "CDBus", "TestSupport", "lecternd"]),
-        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternDaemon", "DBus", "TestSupport", "lecternd"]),
+        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternSoundServer", "DBus", "TestSupport", "lecternd"]),
     ],
     swiftLanguageModes: [.v6]
 )

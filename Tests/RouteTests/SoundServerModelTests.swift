@@ -1,6 +1,6 @@
 import PulseAudio
 import Testing
-@testable import LecternDaemon
+@testable import LecternSoundServer
 
 /// The output watcher's model of the sound server, fed plain values: no sound server, no daemon.
 @Suite struct SoundServerModelTests {

@@ -4,6 +4,7 @@ import Foundation
 import LecternCore
 import LecternEngine
 import LecternLibrary
+import LecternSoundServer
 import LecternSpeech
 import Logging
 
@@ -142,7 +143,7 @@ public enum Daemon {
         }
         let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session,
                                                                              meter: meter))
-            + [listening.makeInterface(player: player), outputWatcher.makeInterface(), configuration.makeInterface(),
+            + [listening.makeInterface(player: player), OutputService.makeInterface(outputWatcher), configuration.makeInterface(),
                prompts.makeInterface(prompter: prompter)]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
@@ -154,7 +155,7 @@ public enum Daemon {
         service.object.withLock { $0 = lecternObject }
         library.observeHealth { service.healthChanged($0) }
         listening.publish(on: lecternObject, player: player)
-        await outputWatcher.publish(on: lecternObject)
+        await OutputService.publish(outputWatcher, on: lecternObject)
         await prompts.publish(on: lecternObject, prompter: prompter)
         await configuration.publish(on: lecternObject) { settings, changed in
             let options = settings.options

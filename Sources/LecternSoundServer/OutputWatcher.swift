@@ -1,11 +1,10 @@
-import DBus
 import Foundation
 import LecternCore
 import Logging
 import PulseAudio
 
-/// Watches the audio outputs and pauses (and later resumes) the player when the one in use goes away; publishes
-/// `org.lectern.Output1` (dbus/org.lectern.Output1.xml) on Lectern's object, with what the player did when another
+/// Watches the audio outputs and pauses (and later resumes) the player when the one in use goes away; tells its
+/// observer (the daemon publishes it as `org.lectern.Output1`) what it sees and did, with what the player did when another
 /// sound asked for the output (a call: ``InterruptionNews``, from the player, which hears the server's cork requests
 /// through its engine) and the mode it does it in.
 ///
@@ -19,20 +18,17 @@ import PulseAudio
 ///
 /// ```swift
 /// let watcher = OutputWatcher(player: player, mode: .pauseAndResume, resumeWindow: .seconds(1800), logger: logger)
-/// let object = try connection.export(path, interfaces: [watcher.makeInterface()])
-/// await watcher.publish(on: object)
+/// let status = await watcher.observe { change in print(change) }
 /// await watcher.run()          // until cancelled
 /// ```
 ///
 /// This file: the actor's state, its sources, and the policy's decisions applied to the player. The sound server as
-/// last seen is a ``SoundServerModel``; org.lectern.Output1 is in OutputWatcher+Output1.swift.
+/// last seen is a ``SoundServerModel``; what it publishes, and the setters, are in OutputWatcher+Changes.swift.
 ///
 /// Everything mutable is isolated to the actor. The libpulse events are handled one at a time, in the server's
 /// order (the next one waits for the queries the previous one needed).
 public actor OutputWatcher {
-    public static let interfaceName = "org.lectern.Output1"
-
-    let player: Player  // internal: OutputWatcher+Output1.swift gives it its interruption mode
+    let player: Player  // internal: OutputWatcher+Changes.swift gives it its interruption mode
     private let logger: Logger
     /// Called after a lost output paused playback (not the sound server's death): e.g. an automatic bookmark.
     private let pausedForLoss: @Sendable () async -> Void
@@ -42,11 +38,11 @@ public actor OutputWatcher {
     private let interruptionNews: AsyncStream<InterruptionNews>
     /// What the player does when another sound asks for the output; Interruptions sets it.
     var interruptions: InterruptionMode
-    // Internal, not private: OutputWatcher+Output1.swift, the D-Bus face, publishes them (still actor-isolated).
+    // Internal, not private: OutputWatcher+Changes.swift publishes them (still actor-isolated).
     /// What to do when the output in use goes and comes back; Policy and ResumeWindow set its mode and window.
     var policy: OutputPolicy<ContinuousClock.Instant>
-    /// Lectern's object, once ``publish(on:)`` stored the initial values on it.
-    var object: ExportedObject?
+    /// Told of every change, once ``observe(_:)`` gave it.
+    var observer: (@Sendable (Change) -> Void)?
     /// The sound server as last seen (empty while disconnected).
     var soundServer = SoundServerModel()
     var lastEvent = RouteEvent.initial
