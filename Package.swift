@@ -59,6 +59,10 @@ let package = Package(
         .target(name: "LecternCore", dependencies: [.product(name: "Logging", package: "swift-log")]),
         // The audio engine: one playbin behind LecternCore's AudioEngine, its calls on a worker thread, hangs replaced.
         .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
+        // Media files read: in a child process (the discoverer, or MP3Probe), their tags, covers, chapters and the
+        // words beside them or in their tags; folders walked for audio; what a client opens turned into queue items.
+        .target(name: "LecternMedia", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternLibrary", "MP4",
+                                                    .product(name: "Logging", package: "swift-log")]),
         // The sound server's outputs watched through libpulse: an output lost pauses, its return resumes (OutputPolicy).
         .target(name: "LecternSoundServer", dependencies: ["PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log")]),
         // Spoken prompts: espeak-ng in a child process, its WAV played as a second stream beside the book.
@@ -70,7 +74,7 @@ let package = Package(
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternSoundServer", "LecternSpeech", "ChildProcess",
+            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternMedia", "LecternSoundServer", "LecternSpeech", "ChildProcess",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
@@ -95,8 +99,8 @@ let package = Package(
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
-        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternLibrary", "FolderWatch", "TestSupport"]),
+        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import LecternCore
 import LecternDaemon
+import LecternMedia
 import LecternVersion
 import Logging
 import Synchronization

@@ -1,9 +1,10 @@
 import Foundation
 import GStreamer
 import Logging
-import Testing
 import TestSupport
+import Testing
 @testable import LecternDaemon
+@testable import LecternMedia
 
 /// The loudness meter (libebur128 over GStreamer's decoders), against FFmpeg's own EBU R128 meter, and in the media
 /// reader's child.

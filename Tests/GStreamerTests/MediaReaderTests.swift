@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 import GStreamer
 import Logging
 import TestSupport
+import Testing
 @testable import LecternDaemon
+@testable import LecternMedia
 
 /// The media reader: lecternd reads media files in a child process (`lecternd --media-reader`). The real child,
 /// and shell scripts standing in for a child that crashes, hangs or answers nonsense.

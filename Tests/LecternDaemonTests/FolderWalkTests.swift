@@ -1,10 +1,10 @@
-import DBus
 import Dispatch
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 @testable import LecternDaemon
+@testable import LecternMedia
 
 /// Opening a folder (OpenUri, Application.Open) walks it within bounds: a book's folder plays, the root of the file
 /// system or a home folder is refused with a clear error instead of being walked.
@@ -35,16 +35,16 @@ import TestSupport
         for n in 1...12 { try touch(root.path + "/Books/part \(n).ogg") }
         let folder = URL(fileURLWithPath: root.path + "/Books")
         #expect(try MediaOpener.audioFiles(in: folder, limits: .init(depth: 6, entries: 100, files: 12)).count == 12)
-        let tooMany = #expect(throws: BusError.self) {
+        let tooMany = #expect(throws: OpenError.self) {
             try MediaOpener.audioFiles(in: folder, limits: .init(depth: 6, entries: 100, files: 10))
         }
-        #expect(tooMany?.name == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(tooMany?.kind == .invalid)
         #expect(tooMany?.message.contains("too much to read as one") == true, "\(String(describing: tooMany))")
-        #expect(throws: BusError.self) { try MediaOpener.audioFiles(in: folder, limits: .init(depth: 6, entries: 5, files: 100)) }
+        #expect(throws: OpenError.self) { try MediaOpener.audioFiles(in: folder, limits: .init(depth: 6, entries: 5, files: 100)) }
     }
 
     @Test func theRootOfTheFileSystemIsRefused() throws {
-        #expect(throws: BusError.self) { try MediaOpener.audioFiles(in: URL(fileURLWithPath: "/")) }
+        #expect(throws: OpenError.self) { try MediaOpener.audioFiles(in: URL(fileURLWithPath: "/")) }
     }
 }
 
@@ -136,7 +136,7 @@ import TestSupport
         #expect(walked.skipped[.unreadable]?.count == 2)
         #expect(Set(walked.skipped[.unreadable]?.examples ?? []) == [top + "/Locked/", top + "/Book/02.mp3"])
         // The folder named itself unreadable: a clear error, not an empty walk.
-        let refused = #expect(throws: BusError.self) { try AsUser.nobody { try FolderWalk.audioFiles(in: top + "/Locked") } }
+        let refused = #expect(throws: OpenError.self) { try AsUser.nobody { try FolderWalk.audioFiles(in: top + "/Locked") } }
         #expect(refused?.message.contains("Cannot read the folder \(top)/Locked") == true, "\(String(describing: refused))")
     }
 }

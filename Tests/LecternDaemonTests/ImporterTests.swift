@@ -1,9 +1,10 @@
 import Foundation
 import LecternLibrary
 import Logging
-import Testing
 import TestSupport
+import Testing
 @testable import LecternDaemon
+@testable import LecternMedia
 
 /// An import reads and writes a big folder in batches, so that it holds a batch's files at a time, not the
 /// folder's: the books it makes are those of an import in one batch.

@@ -1,8 +1,9 @@
 import Foundation
 import GStreamer
-import Testing
 import TestSupport
+import Testing
 @testable import LecternDaemon
+@testable import LecternMedia
 
 /// MP3Probe says of an MP3 file what the discoverer says (to the nanosecond), or leaves it to the discoverer.
 @Suite struct MP3ProbeTests {

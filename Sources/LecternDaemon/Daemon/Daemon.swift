@@ -4,6 +4,7 @@ import Foundation
 import LecternCore
 import LecternEngine
 import LecternLibrary
+import LecternMedia
 import LecternSoundServer
 import LecternSpeech
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import LecternCore
+import LecternMedia
 
 /// How `lecternd` was asked to run.
 public struct DaemonOptions: Sendable {

@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import LecternCore
+import LecternMedia
 import Logging
 
 /// `org.freedesktop.Application` on /org/lectern/Lectern, under the name org.lectern.Lectern: what a desktop calls
@@ -27,9 +28,10 @@ enum ApplicationService {
                 Method("Open", in: [("uris", .array(.string)), ("platform-data", .dictionary(key: .string, value: .variant))]) { call in
                     let uris: [String] = try call.argument(0)
                     var items: [MediaItem] = []
-                    for uri in uris { items += try await opener.open(uri) }
+                    for uri in uris { items += try await opener.openForClient(uri) }
                     guard !items.isEmpty else { throw BusError.invalidArgs("Open needs at least one file or folder") }
-                    await opener.play(items, on: player, leaving: session.value)
+                    await session.value.detach()
+                    await opener.play(items, on: player)
                     return []
                 },
                 Method("ActivateAction", in: [("action-name", .string), ("parameter", .array(.variant)),

@@ -3,6 +3,7 @@ import Foundation
 import GStreamer
 import LecternCore
 import LecternLibrary
+import LecternMedia
 import Logging
 
 /// The current book, between the library and the player: activating a book loads its files at the saved

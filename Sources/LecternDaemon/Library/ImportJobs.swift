@@ -1,5 +1,6 @@
 import Foundation
 import LecternLibrary
+import LecternMedia
 import Logging
 import Synchronization
 

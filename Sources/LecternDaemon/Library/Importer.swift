@@ -3,6 +3,7 @@ import Foundation
 import GStreamer
 import LecternCore
 import LecternLibrary
+import LecternMedia
 import Logging
 
 /// Turns a folder into books: walks it, reads every audio file's tags (off the D-Bus and player paths, one file per

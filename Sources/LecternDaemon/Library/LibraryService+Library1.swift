@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import LecternLibrary
+import LecternMedia
 
 // org.lectern.Library1, the face: each method decodes its arguments, calls the library (or LibraryRules, ImportJobs)
 // and announces what changed. Listings are deferred: read and encoded off the call queue, after the calls before them.
@@ -224,7 +225,9 @@ extension LibraryService {
             emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string(""),
                                                            Self.encode(skipped)])
         case .finished(let job, .failure(let error), let skipped):
-            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string("\(error)"), Self.encode(skipped)])
+            // A folder that cannot be read is told as D-Bus errors are ("org.freedesktop.DBus.Error.Failed: Cannot read…").
+            let told = (error as? OpenError).map { "\(BusError($0))" } ?? "\(error)"
+            emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, []), .string(told), Self.encode(skipped)])
         }
     }
 

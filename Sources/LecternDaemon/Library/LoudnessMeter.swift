@@ -2,6 +2,7 @@ import Foundation
 import GStreamer
 import LecternCore
 import LecternLibrary
+import LecternMedia
 import Logging
 import Synchronization
 

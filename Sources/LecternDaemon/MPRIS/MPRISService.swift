@@ -2,6 +2,7 @@ import DBus
 import Foundation
 import LecternCore
 import LecternLibrary
+import LecternMedia
 import Synchronization
 
 /// The MPRIS 2.2 face of the player on `/org/mpris/MediaPlayer2`: the root and Player interfaces
@@ -168,8 +169,9 @@ public final class MPRISService: PlayerObserver {
                     return []
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
-                    let items = try await opener.open(call.argument(0))
-                    await opener.play(items, on: player, leaving: session.value)
+                    let items = try await opener.openForClient(call.argument(0, as: String.self))
+                    await session.value.detach()
+                    await opener.play(items, on: player)
                     return []
                 },
             ],

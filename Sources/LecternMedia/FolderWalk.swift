@@ -1,4 +1,3 @@
-import DBus
 import Foundation
 import LecternCore
 
@@ -9,9 +8,9 @@ import LecternCore
 /// skipped.add(.empty, "/books/Dune/01.mp3")
 /// skipped[.empty]?.count  // 1
 /// ```
-struct SkippedFiles: Sendable, Equatable {
+public struct SkippedFiles: Sendable, Equatable {
     /// Why an entry was left out. The raw values are what Library1's ImportFinished says (dbus/org.lectern.Library1.xml).
-    enum Kind: String, CaseIterable, Sendable {
+    public enum Kind: String, CaseIterable, Sendable {
         /// A file whose name is not that of an audio file (a cover, a text, a playlist).
         case notAudio = "not-audio"
         /// An audio file of no bytes.
@@ -34,33 +33,35 @@ struct SkippedFiles: Sendable, Equatable {
         case copy
     }
 
-    struct Entry: Sendable, Equatable {
-        var count = 0
+    public struct Entry: Sendable, Equatable {
+        public var count = 0
         /// The first paths (at most ``SkippedFiles/examplesKept``).
-        var examples: [String] = []
+        public var examples: [String] = []
     }
 
     /// Paths kept of each kind: enough to find them, never one per file of a large folder.
-    static let examplesKept = 3
+    public static let examplesKept = 3
 
     private var entries: [Kind: Entry] = [:]
 
-    var isEmpty: Bool { entries.isEmpty }
+    public init() {}
 
-    subscript(kind: Kind) -> Entry? { entries[kind] }
+    public var isEmpty: Bool { entries.isEmpty }
+
+    public subscript(kind: Kind) -> Entry? { entries[kind] }
 
     /// The kinds found, in the order of ``Kind``, each with its entry.
-    var all: [(kind: Kind, entry: Entry)] {
+    public var all: [(kind: Kind, entry: Entry)] {
         Kind.allCases.compactMap { kind in entries[kind].map { (kind, $0) } }
     }
 
-    mutating func add(_ kind: Kind, _ path: String) {
+    public mutating func add(_ kind: Kind, _ path: String) {
         entries[kind, default: Entry()].count += 1
         if entries[kind]!.examples.count < Self.examplesKept { entries[kind]!.examples.append(path) }
     }
 
     /// Adds what `other` counted.
-    mutating func merge(_ other: SkippedFiles) {
+    public mutating func merge(_ other: SkippedFiles) {
         for (kind, more) in other.entries {
             var entry = entries[kind, default: Entry()]
             entry.count += more.count
@@ -74,45 +75,56 @@ struct SkippedFiles: Sendable, Equatable {
 /// following a symbolic link, never opening anything but a folder (a FIFO named `x.mp3` stays closed), and keeping
 /// count of what it leaves out (``SkippedFiles``). A name is read as bytes: one that is not UTF-8 can't be named
 /// by the library (paths are text there) and is left out, reported with its folder.
-enum FolderWalk {
+public enum FolderWalk {
     /// How much of a folder a walk looks at before refusing it.
-    struct Limits {
+    public struct Limits: Sendable {
         /// Folders below the one walked.
-        var depth = 6
+        public var depth = 6
         /// Files and folders looked at.
-        var entries = 20_000
+        public var entries = 20_000
         /// Audio files found.
-        var files = 5_000
+        public var files = 5_000
+
+        public init(depth: Int = 6, entries: Int = 20_000, files: Int = 5_000) {
+            self.depth = depth
+            self.entries = entries
+            self.files = files
+        }
     }
 
-    static let audioExtensions: Set<String> = [
+    public static let audioExtensions: Set<String> = [
         "mp3", "m4a", "m4b", "mp4", "aac", "ogg", "oga", "opus", "flac", "wav", "mka", "webm", "aif", "aiff", "wv", "ape", "wma",
     ]
 
-    static func hasAudioExtension(_ name: String) -> Bool {
+    public static func hasAudioExtension(_ name: String) -> Bool {
         audioExtensions.contains((name as NSString).pathExtension.lowercased())
     }
 
     /// The audio files below `folder` (subfolders included), in natural order of their relative paths, and what was
     /// left out. Hidden names (a leading dot: `.DS_Store`, AppleDouble `._01.mp3`) are passed over without a word.
     /// Throws when `folder` itself can't be read, or holds more than `limits` allow.
-    static func audioFiles(in folder: String, limits: Limits = Limits()) throws -> (files: [String], skipped: SkippedFiles) {
+    public static func audioFiles(in folder: String, limits: Limits = Limits()) throws -> (files: [String], skipped: SkippedFiles) {
         let walk = try walked(folder, limits: limits, keepingFiles: true)
         let files = walk.files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path)
         return (files, walk.skipped)
     }
 
     /// A folder that holds audio files (directly, not in its subfolders), and how many.
-    struct AudioFolder: Equatable {
-        var path: String
-        var files: Int
+    public struct AudioFolder: Equatable {
+        public var path: String
+        public var files: Int
+
+        public init(path: String, files: Int) {
+            self.path = path
+            self.files = files
+        }
     }
 
     /// The folders below `folder` (itself included) that hold audio files, in natural order of their relative paths,
     /// and what was left out, walked as ``audioFiles(in:limits:)`` walks: the files are counted, their paths not
     /// kept (an import of 100,000 files would hold 100,000 paths). ``audioFiles(directlyIn:)`` lists a folder's when
     /// they are wanted.
-    static func audioFolders(in folder: String, limits: Limits = Limits()) throws -> (folders: [AudioFolder], skipped: SkippedFiles) {
+    public static func audioFolders(in folder: String, limits: Limits = Limits()) throws -> (folders: [AudioFolder], skipped: SkippedFiles) {
         let walk = try walked(folder, limits: limits, keepingFiles: false)
         let folders = walk.folders.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }
         return (folders.map { AudioFolder(path: $0.path, files: $0.files) }, walk.skipped)
@@ -120,7 +132,7 @@ enum FolderWalk {
 
     /// The audio files in `folder` itself (not its subfolders), in natural order: those a walk takes of it. Empty
     /// when it can't be read (any more).
-    static func audioFiles(directlyIn folder: String) -> [String] {
+    public static func audioFiles(directlyIn folder: String) -> [String] {
         let limits = Limits(depth: 0, entries: .max, files: .max)
         return (try? walked(folder, limits: limits, keepingFiles: true, followingLink: false))?.files
             .sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path) ?? []
@@ -131,7 +143,7 @@ enum FolderWalk {
         let base = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
         let fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingLink ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
-            throw BusError.failed("Cannot read the folder \(base): \(String(cString: strerror(errno)))")
+            throw OpenError(.failed, "Cannot read the folder \(base): \(String(cString: strerror(errno)))")
         }
         var walk = Walk(limits: limits, base: base, keepsFiles: keepingFiles)
         var info = stat()
@@ -143,7 +155,7 @@ enum FolderWalk {
     /// Why a file named by a user (OpenUri, Import of one file) is not one to read: nil for an audio file this
     /// process may read. Links are followed (the user named the file); its name and the name it resolves to must both
     /// be an audio file's. `stat` only: nothing is opened.
-    static func reasonToSkip(file path: String) -> SkippedFiles.Kind? {
+    public static func reasonToSkip(file path: String) -> SkippedFiles.Kind? {
         var info = stat()
         guard stat(path, &info) == 0 else {
             // A link that leads nowhere (or in a loop) is a link; anything else in the way, unreadable.
@@ -196,7 +208,7 @@ enum FolderWalk {
                 if bytes.first == UInt8(ascii: ".") { continue }  // ".", "..", and hidden names
                 seen += 1
                 guard seen <= limits.entries, fileCount <= limits.files else {
-                    throw BusError.invalidArgs("\(base) holds too much to read as one (more than \(limits.entries) "
+                    throw OpenError(.invalid, "\(base) holds too much to read as one (more than \(limits.entries) "
                         + "entries or \(limits.files) audio files): choose a book's own folder, or a shelf's")
                 }
                 guard let name = String(validating: bytes, as: UTF8.self) else {

@@ -8,9 +8,9 @@ import Logging
 /// the lyrics in its tags (``TagLyrics``, stored in the library for a book's files). Read when the file is opened,
 /// never while it plays. What cannot be used (not a regular file, over ``Lyrics/maximumSize``, not UTF-8,
 /// malformed) is logged as a warning and gives no text.
-enum LyricsFile {
+public enum LyricsFile {
     /// The words in the tags of the file at `path`; nil when they have none, or (logged) they cannot be used.
-    static func lyrics(in tags: TagLyrics?, of path: String, logger: Logger) -> Lyrics? {
+    public static func lyrics(in tags: TagLyrics?, of path: String, logger: Logger) -> Lyrics? {
         let problem: String
         switch tags {
         case nil:
@@ -29,13 +29,13 @@ enum LyricsFile {
     }
 
     /// The text of the words in the tags when they can be used (else logged): what the library keeps of them.
-    static func usableText(in tags: TagLyrics?, of path: String, logger: Logger) -> String? {
+    public static func usableText(in tags: TagLyrics?, of path: String, logger: Logger) -> String? {
         guard lyrics(in: tags, of: path, logger: logger) != nil, case .text(let text)? = tags else { return nil }
         return text
     }
 
     /// The lyrics beside `url`; nil when there is no LRC file, or (logged) it cannot be used.
-    static func lyrics(beside url: URL, logger: Logger) -> Lyrics? {
+    public static func lyrics(beside url: URL, logger: Logger) -> Lyrics? {
         let lrc = url.deletingPathExtension().appendingPathExtension("lrc")
         do {
             return try load(lrc)
@@ -47,7 +47,7 @@ enum LyricsFile {
 
     /// `url`'s lyrics; nil when there is no such file. Checked before it is read: a regular file (a FIFO would
     /// block the read, a device never end) and at most ``Lyrics/maximumSize`` bytes; then no more is read than that.
-    static func load(_ url: URL) throws(LyricsError) -> Lyrics? {
+    public static func load(_ url: URL) throws(LyricsError) -> Lyrics? {
         var info = stat()
         guard stat(url.path, &info) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }

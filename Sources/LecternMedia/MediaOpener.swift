@@ -1,4 +1,3 @@
-import DBus
 import Foundation
 import GStreamer
 import LecternCore
@@ -30,30 +29,30 @@ public final class MediaOpener: Sendable {
     }
 
     /// How many files can be read at once.
-    var readerCount: Int { readers.count }
+    public var readerCount: Int { readers.count }
 
     /// The items to play for `uri` (a file:// URI or an absolute path), the first one discovered.
-    /// Throws a ``BusError`` a client can read; nothing is opened then.
+    /// Throws an ``OpenError`` a client can read; nothing is opened then.
     public func open(_ uri: String) async throws -> [MediaItem] {
         let url = try Self.fileURL(from: uri)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw BusError(name: "org.freedesktop.DBus.Error.FileNotFound", message: "No such file or folder: \(url.path)")
+            throw OpenError(.notFound, "No such file or folder: \(url.path)")
         }
         // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
         // a symlink to one): refused from its name and stat, before anything opens it.
         guard isDirectory.boolValue || Self.isPlayableFile(url) else {
-            throw BusError.invalidArgs("Not an audio file Lectern can play: \(url.path)")
+            throw OpenError(.invalid, "Not an audio file Lectern can play: \(url.path)")
         }
         let files = isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
         guard let first = files.first else {
-            throw BusError.invalidArgs("No audio files in \(url.path)")
+            throw OpenError(.invalid, "No audio files in \(url.path)")
         }
         let info: MediaInfo
         do {
             info = try await discover(first)
         } catch {
-            throw BusError.invalidArgs("Cannot play \(first.path): \(error)")
+            throw OpenError(.invalid, "Cannot play \(first.path): \(error)")
         }
         var items = files.map { MediaItem(id: 0, url: $0) }
         items[0] = item(for: first, info)
@@ -65,9 +64,8 @@ public final class MediaOpener: Sendable {
     }
 
     /// Plays `items` (files opened by URI, not a book of the library) in place of the current queue, and reads the
-    /// tags of all but the first in the background.
-    func play(_ items: [MediaItem], on player: Player, leaving session: BookSession) async {
-        await session.detach()
+    /// tags of all but the first in the background. The caller leaves the current book first.
+    public func play(_ items: [MediaItem], on player: Player) async {
         await player.open(items)
         discoverRemaining(items.dropFirst(), into: player)
     }
@@ -91,11 +89,11 @@ public final class MediaOpener: Sendable {
     }
 
     /// What `url` holds, read by reader number `reader` (below ``readerCount``).
-    func discover(_ url: URL, reader: Int = 0) async throws -> MediaInfo {
+    public func discover(_ url: URL, reader: Int = 0) async throws -> MediaInfo {
         try await readers[reader].read(url)
     }
 
-    func item(for url: URL, _ info: MediaInfo) -> MediaItem {
+    public func item(for url: URL, _ info: MediaInfo) -> MediaItem {
         MediaItem(id: 0, url: url, title: info.title, artists: info.artists, album: info.album,
                   albumArtists: info.albumArtist.map { [$0] } ?? [], trackNumber: info.trackNumber,
                   discNumber: info.discNumber, genre: info.genre, duration: info.duration,
@@ -106,7 +104,7 @@ public final class MediaOpener: Sendable {
 
     /// Chapters from GStreamer's table of contents, else (MP4/M4B, which GStreamer 1.22 doesn't expose)
     /// from the file's own chapter atoms; empty when the file has none.
-    func chapters(of url: URL, _ info: MediaInfo) -> [(title: String, start: Duration, end: Duration?)] {
+    public func chapters(of url: URL, _ info: MediaInfo) -> [(title: String, start: Duration, end: Duration?)] {
         if !info.chapters.isEmpty {
             return info.chapters.map { ($0.title, $0.start, $0.end) }
         }
@@ -117,33 +115,33 @@ public final class MediaOpener: Sendable {
 
     // MARK: - Paths
 
-    static func fileURL(from uri: String) throws -> URL {
+    public static func fileURL(from uri: String) throws -> URL {
         // First, in O(1): no path is longer than PATH_MAX (4096), even percent-encoded, and going through megabytes
         // (the NUL check, URL parsing) takes seconds during which no other call is answered.
-        guard uri.utf8.count <= 3 * 4096 + 64 else { throw BusError.invalidArgs("The URI is too long (\(uri.utf8.count) bytes)") }
-        guard !uri.isEmpty, !uri.utf8.contains(0) else { throw BusError.invalidArgs("The URI is empty") }
+        guard uri.utf8.count <= 3 * 4096 + 64 else { throw OpenError(.invalid, "The URI is too long (\(uri.utf8.count) bytes)") }
+        guard !uri.isEmpty, !uri.utf8.contains(0) else { throw OpenError(.invalid, "The URI is empty") }
         if uri.hasPrefix("/") { return URL(fileURLWithPath: uri).standardizedFileURL }
         guard let url = URL(string: uri), let scheme = url.scheme?.lowercased() else {
-            throw BusError.invalidArgs("Not a URI or an absolute path: \(uri)")
+            throw OpenError(.invalid, "Not a URI or an absolute path: \(uri)")
         }
         guard scheme == "file" else {
-            throw BusError.notSupported("Lectern opens file:// URIs only, not \(scheme):")
+            throw OpenError(.notSupported, "Lectern opens file:// URIs only, not \(scheme):")
         }
         guard url.host == nil || url.host == "" || url.host == "localhost" else {
-            throw BusError.notSupported("Lectern opens local files only, not files on \(url.host ?? "")")
+            throw OpenError(.notSupported, "Lectern opens local files only, not files on \(url.host ?? "")")
         }
         return URL(fileURLWithPath: url.path).standardizedFileURL
     }
 
     /// Whether `url` is a file to play: an audio file name, which stays one once symlinks are resolved, naming a
     /// non-empty regular file this process may read.
-    static func isPlayableFile(_ url: URL) -> Bool {
+    public static func isPlayableFile(_ url: URL) -> Bool {
         FolderWalk.reasonToSkip(file: url.path) == nil
     }
 
     /// The audio files below `folder` (subfolders included), in natural order of their relative paths
     /// (``FolderWalk``: links neither listed nor followed, hidden names and unreadable subfolders skipped).
-    static func audioFiles(in folder: URL, limits: FolderWalk.Limits = FolderWalk.Limits()) throws -> [URL] {
+    public static func audioFiles(in folder: URL, limits: FolderWalk.Limits = FolderWalk.Limits()) throws -> [URL] {
         try FolderWalk.audioFiles(in: folder.standardizedFileURL.path, limits: limits).files
             .map { URL(fileURLWithPath: $0, isDirectory: false) }
     }
@@ -152,7 +150,7 @@ public final class MediaOpener: Sendable {
 
     /// The embedded cover written once to the cache (named by a hash of its bytes), else an image
     /// beside the file.
-    func coverURL(for file: URL, _ cover: MediaInfo.CoverImage?) -> URL? {
+    public func coverURL(for file: URL, _ cover: MediaInfo.CoverImage?) -> URL? {
         if let cover, !cover.data.isEmpty {
             let ext = cover.mimeType.contains("png") ? "png" : "jpg"
             let target = coverDirectory.appendingPathComponent("\(fnv1a(cover.data)).\(ext)")

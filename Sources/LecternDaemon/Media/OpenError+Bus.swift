@@ -1,0 +1,22 @@
+import DBus
+import LecternCore
+import LecternMedia
+
+extension BusError {
+    /// The D-Bus error a client reads for what cannot be opened.
+    init(_ error: OpenError) {
+        switch error.kind {
+        case .notFound: self.init(name: "org.freedesktop.DBus.Error.FileNotFound", message: error.message)
+        case .invalid: self = .invalidArgs(error.message)
+        case .notSupported: self = .notSupported(error.message)
+        case .failed: self = .failed(error.message)
+        }
+    }
+}
+
+extension MediaOpener {
+    /// ``MediaOpener/open(_:)`` for a D-Bus method: what cannot be opened is thrown as its ``BusError``.
+    func openForClient(_ uri: String) async throws -> [MediaItem] {
+        do { return try await open(uri) } catch let error as OpenError { throw BusError(error) }
+    }
+}
