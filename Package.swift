@@ -69,6 +69,8 @@ let package = Package(
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),
+        // lecternd as a client sees it: the calls, and each reply decoded into a type (what the CLI reads).
+        .target(name: "LecternClient", dependencies: ["DBus"]),
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", "LecternCore", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
