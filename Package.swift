@@ -76,7 +76,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
         .executableTarget(name: "lectern", dependencies: [
-            "DBus", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "DBus", "LecternClient", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SwiftCSV", package: "SwiftCSV"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
 
