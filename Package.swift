@@ -81,12 +81,14 @@ let package = Package(
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),
+        // lecternd as a client sees it: the calls, and each reply decoded into a type (what the CLI reads).
+        .target(name: "LecternClient", dependencies: ["DBus"]),
         .executableTarget(name: "lecternd", dependencies: [
             "LecternDaemon", "LecternCore", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
         .executableTarget(name: "lectern", dependencies: [
-            "DBus", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "DBus", "LecternClient", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "SwiftCSV", package: "SwiftCSV"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
 
@@ -101,7 +103,7 @@ let package = Package(
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
         .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "TestSupport", "lecternd", "lectern"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.
         .testTarget(name: "ReliabilityTests", dependencies: ["DBus", "CDBus", "TestSupport", "lecternd"]),

@@ -27,6 +27,9 @@ struct IntrospectedAPI: Equatable, CustomStringConvertible {
         var properties: [String: Property] = [:]
     }
     var interfaces: [String: Interface] = [:]
+    /// The comments before each method, signal and property, by "interface.member": what the document says of it
+    /// (a daemon's introspection has none).
+    var documentation: [String: String] = [:]
 
     var description: String {
         interfaces.keys.sorted().map { name in
@@ -53,6 +56,16 @@ struct IntrospectedAPI: Equatable, CustomStringConvertible {
         var interface: String?
         var member: (kind: String, name: String)?
         var property: String?
+        /// The comments since the last member began.
+        var comments: [String] = []
+
+        func parser(_ parser: XMLParser, foundComment comment: String) { comments.append(comment) }
+
+        /// The comments gathered so far are `name`'s.
+        func document(_ name: String) {
+            if let interface, !comments.isEmpty { api.documentation[interface + "." + name] = comments.joined(separator: "\n") }
+            comments = []
+        }
 
         func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
@@ -61,12 +74,15 @@ struct IntrospectedAPI: Equatable, CustomStringConvertible {
             case "interface":
                 interface = name
                 api.interfaces[name] = api.interfaces[name] ?? Interface()
+                comments = []
             case "method":
                 member = ("method", name)
                 api.interfaces[interface ?? ""]?.methods[name] = []
+                document(name)
             case "signal":
                 member = ("signal", name)
                 api.interfaces[interface ?? ""]?.signals[name] = []
+                document(name)
             case "arg":
                 guard let member, let interface else { return }
                 if member.kind == "method" {
@@ -80,6 +96,7 @@ struct IntrospectedAPI: Equatable, CustomStringConvertible {
                 property = name
                 api.interfaces[interface ?? ""]?.properties[name] =
                     Property(type: attributes["type"] ?? "", access: attributes["access"] ?? "", emitsChanged: "true")
+                document(name)
             case "annotation":
                 if let property, name == "org.freedesktop.DBus.Property.EmitsChangedSignal" {
                     api.interfaces[interface ?? ""]?.properties[property]?.emitsChanged = attributes["value"] ?? ""

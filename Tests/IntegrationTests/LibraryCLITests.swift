@@ -42,6 +42,30 @@ extension Integration {
             }
         }
 
+        /// The same for any other reply of another form than the CLI reads: not shown as nothing, the CLI says what to do.
+        @Test func aDaemonAnsweringInAnotherFormIsToldApart() async throws {
+            let bus = try PrivateBus()
+            let server = try BusConnection(address: bus.address)
+            let player = Interface("org.lectern.Player1", methods: [
+                Method("GetStatus", out: [("status", .string)]) { _ in [.string("Playing")] },
+            ])
+            let bookmarks = Interface("org.lectern.Bookmarks1", methods: [
+                Method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(.string))]) { _ in [.strings(["7"])] },
+            ])
+            let object = try server.export(ObjectPath("/org/lectern/Lectern1")!, interfaces: [player, bookmarks])
+            let serving = Task { await server.serveCalls() }
+            defer { serving.cancel(); withExtendedLifetime(object) {} }
+            #expect(try await server.requestName("org.lectern.Lectern1") == .primaryOwner)
+            for (command, member) in [(["chapter"], "GetStatus"), (["bookmark", "list", "--book", "1"], "ListBookmarks")] {
+                let r = try await DaemonFixture.runLectern(command, environment: bus.environment)
+                #expect(r.status == 1, "lectern \(command.joined(separator: " ")): \(r.stdout) \(r.stderr)")
+                #expect(r.stderr.contains("lecternd answers \(member) in a form this lectern does not read"), "\(r.stderr)")
+                #expect(r.stderr.contains("restart lecternd"), "\(r.stderr)")
+                #expect(r.stdout.isEmpty, "\(r.stdout)")
+                Self.noCrash(r, command.joined(separator: " "))
+            }
+        }
+
         @Test func importOnATerminalDrawsAProgressBar() async throws {
             try await DaemonFixture.with { d in
                 let media = try await d.libraryMedia

@@ -1,6 +1,6 @@
 import ArgumentParser
-import DBus
 import Foundation
+import LecternClient
 import SwiftCSV
 
 /// `lectern bookmark export` and `import`: bookmarks as files, to keep, to move between libraries, or to look at
@@ -46,26 +46,6 @@ struct BookmarkSet {
     var entries: [Entry] = []
 }
 
-extension Daemon {
-    /// A book's bookmarks, with its files' names and durations (µs), for an export.
-    func bookmarkSet(of book: Int64) async throws -> (set: BookmarkSet, durations: [Int64]) {
-        let details = try await bookDetails(book)
-        let files = (details["file_list"]?.elements ?? []).compactMap(\.stringKeyedDictionary)
-        let ids = files.map { $0["id"]?.int64 ?? -1 }
-        var set = BookmarkSet(title: details["title"]?.string ?? "", author: details["author"]?.string.flatMap { $0.isEmpty ? nil : $0 },
-                              fileNames: files.map { (($0["path"]?.string ?? "") as NSString).lastPathComponent })
-        let marks = try await library("ListBookmarks", [.int64(book)], interface: "org.lectern.Bookmarks1")
-            .first?.elements?.compactMap(\.stringKeyedDictionary) ?? []
-        for mark in marks {
-            guard let file = ids.firstIndex(of: mark["file"]?.int64 ?? -2) else { continue }
-            set.entries.append(.init(file: file, offset: mark["offset"]?.int64 ?? 0, title: mark["title"]?.string ?? "",
-                                     note: mark["note"]?.string ?? "", kind: mark["kind"]?.string,
-                                     created: mark["created"]?.int64))
-        }
-        return (set, files.map { $0["duration"]?.int64 ?? 0 })
-    }
-}
-
 enum BookmarkFiles {
     /// The bookmarks' creation times in the files (ISO 8601): one formatter for every row (thread-safe, as Foundation
     /// documents it).
@@ -97,8 +77,8 @@ enum BookmarkFiles {
         for book in books {
             for entry in book.entries {
                 let created = entry.created.map { BookmarkFiles.timestamps.string(from: Date(timeIntervalSince1970: Double($0) / 1e6)) }
-                lines.append([book.title, book.author ?? "", "\(entry.file + 1)", seconds(entry.offset), entry.title, entry.note,
-                              entry.kind ?? "", created ?? ""].map(csvField).joined(separator: ","))
+                lines.append(CSVText.row([book.title, book.author ?? "", "\(entry.file + 1)", Clock.seconds(entry.offset), entry.title,
+                                          entry.note, entry.kind ?? "", created ?? ""]))
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -107,18 +87,12 @@ enum BookmarkFiles {
     /// Labels at the book's time (the files before, then the offset); `durations` are the files' in µs.
     static func audacity(_ book: BookmarkSet, durations: [Int64]) -> String {
         book.entries.map { entry in
-            let at = seconds(durations.prefix(entry.file).reduce(0, +) + entry.offset)
+            let at = Clock.seconds(durations.prefix(entry.file).reduce(0, +) + entry.offset)
             let label = entry.title.replacingOccurrences(of: "\t", with: " ").replacingOccurrences(of: "\n", with: " ")
             return "\(at)\t\(at)\t\(label)\n"
         }.joined()
     }
 
-    static func seconds(_ microseconds: Int64) -> String { String(format: "%.6f", Double(microseconds) / 1e6) }
-
-    static func csvField(_ text: String) -> String {
-        guard text.contains(where: { ",\"\n\r".contains($0) }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
 
     // MARK: Reading
 
@@ -208,118 +182,15 @@ enum BookmarkFiles {
                 }
                 rest -= duration
             }
-            throw CLIError("the label “\(entry.title)” at \(seconds(entry.offset)) s is past the end of the book")
+            throw CLIError("the label “\(entry.title)” at \(Clock.seconds(entry.offset)) s is past the end of the book")
         }
         return placed
     }
-
-    /// The entries as ImportBookmarks takes them.
-    static func arguments(_ set: BookmarkSet) -> DBusValue {
-        .array(.dictionary(key: .string, value: .variant), set.entries.map { entry in
-            var map: [String: DBusValue] = ["file": .int32(Int32(clamping: entry.file)), "offset": .int64(entry.offset),
-                                            "title": .string(entry.title), "note": .string(entry.note)]
-            if let kind = entry.kind { map["kind"] = .string(kind) }
-            if let created = entry.created { map["created"] = .int64(created) }
-            return .vardict(map)
-        })
-    }
 }
 
-extension BookmarkCommand {
-    struct Export: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Write out bookmarks: a book's, or every book's on a shelf, as JSON (lossless), CSV or Audacity labels.",
-            discussion: examples("lectern bookmark export > dune.json", "lectern bookmark export --book Dune --format csv",
-                                 "lectern bookmark export --shelf Fiction -o fiction.json",
-                                 "lectern bookmark export --book Dune --format audacity -o labels.txt"))
-        @OptionGroup var bus: BusOptions
-        @Option(help: "The book (id or title); default: the current one.") var book: String?
-        @Option(help: "Every book on this shelf (id or path) and on the shelves below it, instead of one book.") var shelf: String?
-        @Option(help: "json (lossless), csv, or audacity (one book: labels at the book's time).") var format: BookmarkFormat = .json
-        @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
-
-        func run() async throws {
-            guard book == nil || shelf == nil else { throw ValidationError("give --book or --shelf, not both") }
-            let daemon = try await Daemon.connect(bus)
-            let ids: [Int64]
-            if let shelf {
-                ids = try await daemon.books(shelf: try await daemon.resolveShelf(shelf), recursive: true).compactMap { $0["id"]?.int64 }
-            } else {
-                ids = [try await daemon.resolveBookOrCurrent(book)]
-            }
-            guard format != .audacity || ids.count == 1 else {
-                throw ValidationError("Audacity labels are one book's: give --book")
-            }
-            var sets: [(set: BookmarkSet, durations: [Int64])] = []
-            for id in ids { sets.append(try await daemon.bookmarkSet(of: id)) }
-            let text = switch format {
-            case .json: BookmarkFiles.json(sets.map(\.set))
-            case .csv: BookmarkFiles.csv(sets.map(\.set))
-            case .audacity: BookmarkFiles.audacity(sets[0].set, durations: sets[0].durations)
-            }
-            if let output {
-                do { try text.write(toFile: output, atomically: true, encoding: .utf8) } catch {
-                    throw CLIError("cannot write \(output): \(error.localizedDescription)")
-                }
-            } else {
-                FileHandle.standardOutput.write(Data(text.utf8))
-            }
-        }
-    }
-
-    struct Import: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Add bookmarks from a file export wrote (or Audacity labels); those already there are skipped.",
-            discussion: examples("lectern bookmark import dune.json", "lectern bookmark import fiction.csv",
-                                 "lectern bookmark import labels.txt --book Dune"))
-        @OptionGroup var bus: BusOptions
-        @Argument(help: "The file: JSON or CSV as export writes them, or Audacity labels (.txt).") var file: String
-        @Option(help: "The book to add them to (id or title); default: the book each entry names (JSON, CSV), the current one (Audacity labels).")
-        var book: String?
-        @Option(help: "json, csv or audacity; default: from the file's extension (.json, .csv, else Audacity labels).")
-        var format: BookmarkFormat?
-
-        func run() async throws {
-            let text: String
-            do { text = try String(contentsOfFile: file, encoding: .utf8) } catch {
-                throw CLIError("cannot read \(file): \(error.localizedDescription)")
-            }
-            let format = format ?? BookmarkFormat(fileName: file)
-            let sets = try BookmarkFiles.read(text, as: format)
-            guard book == nil || sets.count == 1 else {
-                throw ValidationError("the file holds \(sets.count) books' bookmarks: leave --book out, each goes to its book")
-            }
-            let daemon = try await Daemon.connect(bus)
-            for var set in sets {
-                let target: Int64
-                if let book {
-                    target = try await daemon.resolveBook(book)
-                } else if format == .audacity {
-                    target = try await daemon.resolveBookOrCurrent(nil)
-                } else {
-                    target = try await daemon.libraryBook(titled: set.title, author: set.author)
-                }
-                if format == .audacity { set = try BookmarkFiles.place(set, durations: try await daemon.bookmarkSet(of: target).durations) }
-                let reply = try await daemon.library("ImportBookmarks", [.int64(target), BookmarkFiles.arguments(set)],
-                                                     interface: "org.lectern.Bookmarks1")
-                let added = reply.first?.int64 ?? 0, skipped = reply.dropFirst().first?.int64 ?? 0
-                let name = set.title.isEmpty ? "book \(target)" : "“\(set.title)”"
-                print("\(name): \(added) added" + (skipped > 0 ? ", \(skipped) already there" : ""))
-            }
-        }
-    }
-}
-
-extension Daemon {
-    /// The library's one book with this title (and author, when given); an error naming the book otherwise.
-    func libraryBook(titled title: String, author: String?) async throws -> Int64 {
-        let matches = try await books(titled: title).filter { book in
-            book["title"]?.string == title && (author == nil || book["author"]?.string == author)
-        }
-        guard matches.count == 1, let id = matches[0]["id"]?.int64 else {
-            throw CLIError(matches.isEmpty ? "no book “\(title)”\(author.map { " by \($0)" } ?? "") in the library: give --book"
-                           : "\(matches.count) books are “\(title)”: give --book")
-        }
-        return id
+extension BookmarkSet.Entry {
+    /// The entry as ImportBookmarks takes it.
+    var newBookmark: NewBookmark {
+        NewBookmark(file: Int32(clamping: file), offset: offset, title: title, note: note, kind: kind, created: created)
     }
 }

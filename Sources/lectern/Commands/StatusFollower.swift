@@ -1,23 +1,21 @@
-import DBus
 import Foundation
+import LecternClient
 
 /// `lectern status --follow`: the status again at every change the daemon signals (its properties, a seek), never
 /// by asking it on a timer. On a terminal, one line that redraws, its position moved on locally once a second while
 /// playing; otherwise (or with --json) a line per change. Ends when the daemon goes away.
 struct StatusFollower {
-    let daemon: Daemon
+    let client: LecternClient
     let json: Bool
 
     private enum Event { case changed, tick }
 
     func run() async throws {
-        // Every signal of the daemon's (sender matches the name's owner); the ones that change the status are
-        // PropertiesChanged of MPRIS and org.lectern.Player1, and Seeked.
-        let signals = try await daemon.connection.signals(MatchRule(sender: Daemon.busName))
+        let changes = try await client.statusChanges()
         let terminal = !json && isatty(STDOUT_FILENO) != 0
         let (events, sink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(16))
         let listener = Task {
-            for await signal in signals where ["PropertiesChanged", "Seeked"].contains(signal.member ?? "") {
+            for await _ in changes {
                 sink.yield(.changed)
             }
             sink.finish()
@@ -33,7 +31,7 @@ struct StatusFollower {
             ticker.cancel()
         }
 
-        var report = try await StatusReport.fetch(from: daemon)
+        var report = try await StatusReport.fetch(from: client)
         var fetchedAt = ContinuousClock.now
         var shown = ""
         func show(_ text: String) {
@@ -54,8 +52,8 @@ struct StatusFollower {
         for await event in events {
             if event == .changed {
                 do {
-                    report = try await StatusReport.fetch(from: daemon)
-                } catch let error as CLIError where error.status == 69 {
+                    report = try await StatusReport.fetch(from: client)
+                } catch let error as ClientError where error.kind == .unreachable {
                     break
                 }
                 fetchedAt = .now

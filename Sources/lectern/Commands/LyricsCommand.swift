@@ -1,6 +1,6 @@
 import ArgumentParser
-import DBus
 import Foundation
+import LecternClient
 
 /// `lectern lyrics`: the current chapter's lyrics or transcript (MPRIS xesam:asText); with --follow, its synced lines
 /// as playback reaches them (org.lectern.Player1's LyricsLineChanged), never by asking on a timer.
@@ -13,27 +13,24 @@ struct LyricsCommand: AsyncParsableCommand {
     var follow = false
 
     func run() async throws {
-        let daemon = try await Daemon.connect(bus)
+        let client = try await bus.connect()
         guard follow else {
-            let metadata = try await daemon.playerProperty("Metadata").stringKeyedDictionary ?? [:]
-            guard metadata["xesam:url"] != nil else { throw CLIError("nothing is loaded") }
-            guard let text = metadata["xesam:asText"]?.string else {
+            let track = try await client.track()
+            guard track.url != nil else { throw CLIError("nothing is loaded") }
+            guard let text = track.text else {
                 throw CLIError("the current chapter has no lyrics or transcript (an .lrc file of the same name beside its file, or its tags)")
             }
             print(text)
             return
         }
         // Subscribed before the current line is read: no line falls between the two.
-        let lines = try await daemon.connection.signals(MatchRule(sender: Daemon.busName, interface: Daemon.listeningInterface,
-                                                                  member: "LyricsLineChanged"))
-        let current = try await daemon.lecternProperty(Daemon.listeningInterface, "LyricsLine").string ?? ""
+        let lines = try await client.lyricsLines()
+        let current = try await client.lyricsLine()
         // Written at once, also into a pipe (print's buffer would keep lines back).
         func show(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
         if !current.isEmpty { show(current) }
-        for await signal in lines {
-            guard signal.arguments.count == 4, signal.arguments[0].int64.map({ $0 >= 0 }) == true,
-                  let text = signal.arguments[3].string else { continue }
-            show(text)
+        for try await line in lines where line.index >= 0 {
+            show(line.text)
         }
         throw CLIError("lecternd went away", unreachable: true)
     }

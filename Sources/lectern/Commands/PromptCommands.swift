@@ -1,11 +1,6 @@
 import ArgumentParser
-import DBus
 import Foundation
-
-/// org.lectern.Prompts1, where the CLI reaches it.
-enum Prompts {
-    static let interface = "org.lectern.Prompts1"
-}
+import LecternClient
 
 /// `lectern say`: lecternd speaks the status, the time left or the chapter (prompts on or off), and it is printed.
 struct Say: AsyncParsableCommand {
@@ -21,10 +16,9 @@ struct Say: AsyncParsableCommand {
     @Argument(help: "status (the default), time-left or chapter.") var what: What = .status
 
     func run() async throws {
-        let daemon = try await Daemon.connect(bus)
-        let reply = try await daemon.library("Say", [.string(what.rawValue)], interface: Prompts.interface)
-        print(reply.first?.string ?? "")
-        let problem = try await daemon.lecternProperty(Prompts.interface, "Problem").string ?? ""
+        let client = try await bus.connect()
+        print(try await client.say(what.rawValue))
+        let problem = try await client.promptProblem()
         if !problem.isEmpty { FileHandle.standardError.write(Data("Not heard: \(problem)\n".utf8)) }
     }
 }
@@ -41,15 +35,12 @@ struct PromptsCommand: AsyncParsableCommand {
     @Argument(help: "on or off; nothing to show the prompts' state.") var state: Switch?
 
     func run() async throws {
-        let daemon = try await Daemon.connect(bus)
-        if let state {
-            try await daemon.call(Daemon.busName, "/org/lectern/Lectern1", "org.freedesktop.DBus.Properties", "Set",
-                                  [.string(Prompts.interface), .string("Enabled"), .variant(.boolean(state == .on))])
-        }
-        let enabled = try await daemon.lecternProperty(Prompts.interface, "Enabled").bool ?? false
-        let language = try await daemon.lecternProperty(Prompts.interface, "Language").string ?? ""
-        let voice = try await daemon.lecternProperty(Prompts.interface, "Voice").string ?? ""
-        let problem = try await daemon.lecternProperty(Prompts.interface, "Problem").string ?? ""
+        let client = try await bus.connect()
+        if let state { try await client.setPromptsEnabled(state == .on) }
+        let enabled = try await client.promptsEnabled()
+        let language = try await client.promptLanguage()
+        let voice = try await client.promptVoice()
+        let problem = try await client.promptProblem()
         print("prompts: \(enabled ? "on" : "off")")
         print("voice: \(language)\(voice.isEmpty ? "" : "+" + voice)")
         if !problem.isEmpty { print("not heard: \(problem)") }
