@@ -72,19 +72,25 @@ let package = Package(
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
         .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
-        // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
-        .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternMedia", "LecternSoundServer", "LecternSpeech", "ChildProcess",
-            .product(name: "Logging", package: "swift-log"),
+        // What lecternd is asked to do: its settings from flags, the environment and the YAML file, with where each came
+        // from; the daemon's options made from them; the XDG paths; the log level.
+        .target(name: "LecternConfiguration", dependencies: [
+            "LecternCore", .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
+        .target(name: "LecternDaemon", dependencies: [
+            "DBus", "GStreamer", "FolderWatch", "LecternConfiguration", "LecternCore", "LecternEngine", "LecternLibrary",
+            "LecternMedia", "LecternSoundServer", "LecternSpeech", .product(name: "Logging", package: "swift-log"),
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),
         // lecternd as a client sees it: the calls, and each reply decoded into a type (what the CLI reads).
         .target(name: "LecternClient", dependencies: ["DBus"]),
         .executableTarget(name: "lecternd", dependencies: [
-            "LecternDaemon", "LecternCore", "LecternVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "LecternDaemon", "LecternConfiguration", "LecternCore", "LecternMedia", "LecternVersion",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: releaseCompiling, linkerSettings: releaseLinking),
         .executableTarget(name: "lectern", dependencies: [
@@ -102,7 +108,7 @@ let package = Package(
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternConfiguration", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import LecternConfiguration
 import LecternCore
 import LecternDaemon
 import LecternMedia

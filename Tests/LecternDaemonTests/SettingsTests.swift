@@ -1,7 +1,8 @@
 import Foundation
+@testable import LecternConfiguration
 import LecternCore
-import Testing
 import TestSupport
+import Testing
 @testable import LecternDaemon
 
 /// The configuration: each setting from its flag, else its environment variable, else the file, else its default,

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import LecternConfiguration
 import Logging
 import Synchronization
 

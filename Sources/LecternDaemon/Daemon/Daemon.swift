@@ -1,6 +1,7 @@
 import DBus
 import Dispatch
 import Foundation
+import LecternConfiguration
 import LecternCore
 import LecternEngine
 import LecternLibrary

@@ -1,7 +1,8 @@
 import Foundation
-import Logging
-#if canImport(Glibc)
 import Glibc
+#if canImport(Glibc)
+import LecternConfiguration
+import Logging
 #endif
 
 /// Makes a library database one daemon's: an exclusive `flock` on `<database>.lock` beside it, held for the

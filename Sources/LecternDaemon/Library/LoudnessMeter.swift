@@ -1,5 +1,6 @@
 import Foundation
 import GStreamer
+import LecternConfiguration
 import LecternCore
 import LecternLibrary
 import LecternMedia
@@ -15,12 +16,9 @@ import Synchronization
 /// meter.measure(book)   // returns at once; `measured(book)` is called once the result is kept
 /// ```
 final class LoudnessMeter: Sendable {
-    /// The target of normalisation, LUFS: the level of spoken-word programmes (podcasts, audiobook platforms ask for
-    /// -18 to -20), quiet enough for the limiter to leave a normalised book's peaks alone.
-    public static let defaultTarget = -18.0
     /// The target in effect (the setting `loudness-target`), for every book's gain: one per daemon process, set at
     /// start and on a reload.
-    static let target = Mutex(defaultTarget)
+    static let target = Mutex(DaemonOptions.defaultLoudnessTarget)
     /// The longest a book's measurement may take: a minute, and a minute for every 10 minutes of sound (decoding is
     /// 100 to 1,000 times faster than real time).
     static func timeout(forDuration duration: Duration) -> Duration {

@@ -1,4 +1,5 @@
 import DBus
+import LecternConfiguration
 import LecternCore
 import LecternSpeech
 import Synchronization

@@ -57,7 +57,7 @@ public struct Settings: Sendable {
 
     /// `newer`'s values for the settings a reload applies at once; this one's for the others (and for what is not a
     /// setting: the bus, the media reader).
-    func applyingAtOnce(_ newer: Settings) -> Settings {
+    public func applyingAtOnce(_ newer: Settings) -> Settings {
         var result = newer
         result.options.audioSink = options.audioSink
         result.options.databasePath = options.databasePath
@@ -142,7 +142,7 @@ public struct Settings: Sendable {
     }
 
     /// Whether `text` can be (part of) an espeak-ng voice name: at most 40 ASCII letters, digits and `extra`.
-    static func isVoiceName(_ text: String, allowing extra: String) -> Bool {
+    public static func isVoiceName(_ text: String, allowing extra: String) -> Bool {
         text.count <= 40 && text.unicodeScalars.allSatisfy {
             $0.isASCII && (CharacterSet.alphanumerics.contains($0) || extra.unicodeScalars.contains($0))
         }

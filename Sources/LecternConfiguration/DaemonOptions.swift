@@ -1,6 +1,5 @@
 import Foundation
 import LecternCore
-import LecternMedia
 
 /// How `lecternd` was asked to run.
 public struct DaemonOptions: Sendable {
@@ -31,8 +30,11 @@ public struct DaemonOptions: Sendable {
     /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
     public var prompts = false
     public var promptVoice = SpeechVoice()
-    /// The loudness, LUFS, normalisation brings books to (``LoudnessMeter/defaultTarget`` unless set).
-    public var loudnessTarget = LoudnessMeter.defaultTarget
+    /// The loudness, LUFS, normalisation brings books to (``defaultLoudnessTarget`` unless set).
+    public var loudnessTarget = Self.defaultLoudnessTarget
+    /// The target of normalisation, LUFS: the level of spoken-word programmes (podcasts, audiobook platforms ask for
+    /// -18 to -20), quiet enough for the limiter to leave a normalised book's peaks alone.
+    public static let defaultLoudnessTarget = -18.0
     /// The program started with `--media-reader` to read media files in a child process (``MediaReader``):
     /// lecternd itself; nil = read them in the daemon's own process.
     public var mediaReader: String?
