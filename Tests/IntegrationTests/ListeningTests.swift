@@ -266,14 +266,22 @@ extension Integration {
                         "paused at \(pausedAt), resumed at \(String(describing: seeked?.seekedPosition))")
                 #expect(try await d.status() == "Playing")
 
-                // A short pause: no rewind.
+                // A short pause: no rewind. Short as lecternd counts it (from handling Pause to handling Play) only when
+                // Pause sent to Play answered took less than --rewind-after: on a loaded machine the two calls can be
+                // handled more than a second apart, and then a rewind is right.
+                let pauseSent = ContinuousClock.now
                 try await d.call("Pause")
                 _ = try await d.waitForStatus("Paused")
                 let mark2 = d.signals.mark
                 try await d.call("Play")
+                let pauseLasted = ContinuousClock.now - pauseSent
                 _ = try await d.waitForStatus("Playing")
                 try await d.signals.barrier()
-                #expect(d.signals.seeked(since: mark2) == [])
+                if pauseLasted < .seconds(1) {
+                    #expect(d.signals.seeked(since: mark2) == [], "a pause of less than \(pauseLasted) rewound")
+                } else {
+                    print("aLongPauseResumesEarlier: the short pause took \(pauseLasted) from Pause to Play's reply, not checked")
+                }
             }
         }
 
