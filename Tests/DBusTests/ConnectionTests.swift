@@ -64,6 +64,7 @@ private final class Harness: Sendable {
                 },
                 Method("SlowRecord", in: [("tag", .string), ("ms", .uint32)]) { call in
                     let (tag, ms) = try call.arguments(String.self, UInt32.self)
+                    log.append("start \(tag)")
                     try await Task.sleep(for: .milliseconds(Int(ms)))
                     log.append(tag)
                     return []
@@ -338,12 +339,13 @@ extension RawClient {
 
     @Test func callsAreHandledInArrivalOrder() async throws {
         let h = try await Harness()
-        // A slow call, then quick ones sent while it runs: they wait for it, in order.
+        // A slow call, then quick ones sent while it runs: they wait for it, in order. Sent once it runs (after a fixed
+        // sleep instead, a loaded machine could run the slow call's task after the quick calls were sent).
         let slow = Task { try await h.call("SlowRecord", [.string("slow"), .uint32(200)]) }
-        try await Task.sleep(for: .milliseconds(50))
+        _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
         for i in 0..<5 { _ = try await h.call("Record", [.string("quick\(i)")]) }
         _ = try await slow.value
-        #expect(h.log.entries == ["slow", "quick0", "quick1", "quick2", "quick3", "quick4"])
+        #expect(h.log.entries == ["start slow", "slow", "quick0", "quick1", "quick2", "quick3", "quick4"])
     }
 
     @Test func sendersTakeTurnsInTheCallQueueAndEachKeepsItsOrder() async throws {
@@ -453,16 +455,59 @@ extension RawClient {
         #expect(error?.message == "nope, later")
     }
 
+    /// A Get sent after a Set still queued behind a call of the same sender sees the Set's effect, though Gets are
+    /// normally answered at once. One raw client writes the three calls in that order without waiting for replies:
+    /// sent by tasks of their own a fixed sleep apart, the Set and the Get could go in either order on a loaded
+    /// machine.
     @Test func getWaitsForAnEarlierSetStillBeingHandled() async throws {
         let h = try await Harness()
-        let slow = Task { try await h.call("SlowRecord", [.string("slow"), .uint32(200)]) }
-        try await Task.sleep(for: .milliseconds(50))
-        let setter = Task { try await h.set("Count", .int32(9)) }
-        try await Task.sleep(for: .milliseconds(20))
-        // Sent after the Set: must see its effect even though Gets are normally answered at once.
-        #expect(try await h.get("Live") == .int32(9))
-        _ = try await slow.value
-        try await setter.value
+        let raw = try RawClient(address: h.bus.address)
+        defer { raw.close() }
+        let server = h.server.uniqueName, properties = "org.freedesktop.DBus.Properties"
+        raw.send(server, Harness.path, Harness.interface, "Hold", ["slow"])
+        try #require(try await poll(timeout: .seconds(5), { h.log.entries }, until: { $0 == ["slow"] }) == ["slow"])
+        let set = try #require(RawClient.message(server, Harness.path, properties, "Set", [Harness.interface, "Count"]))
+        defer { dbus_message_unref(set) }
+        var iter = DBusMessageIter(), variant = DBusMessageIter()
+        dbus_message_iter_init_append(set, &iter)
+        var count: Int32 = 9
+        _ = dbus_message_iter_open_container(&iter, Int32(UInt8(ascii: "v")), "i", &variant)
+        _ = dbus_message_iter_append_basic(&variant, Int32(UInt8(ascii: "i")), &count)
+        _ = dbus_message_iter_close_container(&iter, &variant)
+        let get = try #require(RawClient.message(server, Harness.path, properties, "Get", [Harness.interface, "Live"]))
+        defer { dbus_message_unref(get) }
+        var getSerial: UInt32 = 0
+        _ = dbus_connection_send(raw.connection, set, nil)
+        _ = dbus_connection_send(raw.connection, get, &getSerial)
+        dbus_connection_flush(raw.connection)
+        // The server has dispatched both: a Get answered at once would have been answered by now, with 0.
+        try raw.ping(server)
+        h.gate.open()
+        let serial = getSerial
+        let live = try await offThePool { Self.int32Reply(on: raw, to: serial, within: .seconds(20)) }
+        #expect(live == 9)
+    }
+
+    /// The Int32 in the variant of `raw`'s reply to call `serial`; nil for an error reply or none within `timeout`.
+    private static func int32Reply(on raw: RawClient, to serial: UInt32, within timeout: Duration) -> Int32? {
+        guard let connection = raw.connection else { return nil }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            _ = dbus_connection_read_write(connection, 100)
+            while let message = dbus_connection_pop_message(connection) {
+                defer { dbus_message_unref(message) }
+                guard dbus_message_get_reply_serial(message) == serial else { continue }
+                var iter = DBusMessageIter(), variant = DBusMessageIter()
+                guard dbus_message_get_type(message) == DBUS_MESSAGE_TYPE_METHOD_RETURN, dbus_message_iter_init(message, &iter) != 0,
+                      dbus_message_iter_get_arg_type(&iter) == Int32(UInt8(ascii: "v")) else { return nil }
+                dbus_message_iter_recurse(&iter, &variant)
+                guard dbus_message_iter_get_arg_type(&variant) == Int32(UInt8(ascii: "i")) else { return nil }
+                var value: Int32 = 0
+                dbus_message_iter_get_basic(&variant, &value)
+                return value
+            }
+        }
+        return nil
     }
 
     @Test func aCallWithNoAnswerTimesOut() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import LecternCore
+import TestSupport
 @testable import LecternEngine
 
 extension PlaybackTests {
@@ -28,22 +29,27 @@ extension PlaybackTests {
             expectClose(engine.position, .seconds(4), within: .milliseconds(50))
             #expect(log.all.filter { if case .ready = $0 { true } else { false } }.count == 1)
 
+            // Plays on from 4 s: read once past 4.2 s (a fixed sleep, overslept on a loaded machine, let the position run
+            // past a fixed upper bound), and no further than the time since play() at rate 1.
+            let played = ContinuousClock.now
             engine.play()
-            try await Task.sleep(for: .milliseconds(700))
-            let playing = try #require(engine.position)
-            #expect(playing > .seconds(4.2) && playing < .seconds(6))
+            let playing = try await poll(timeout: .seconds(5), { engine.position ?? .zero }, until: { $0 > .seconds(4.2) })
+            let since = ContinuousClock.now - played
+            #expect(playing > .seconds(4.2) && playing <= .seconds(4) + since + .milliseconds(100), "\(playing), \(since) after play()")
         }
 
         @Test("play right after load starts at the load position, never from zero")
         func playBeforeReady() async throws {
             let (engine, log) = try makeEngine()
             engine.load(files.url(.ogg10s), at: .seconds(3))
+            let played = ContinuousClock.now
             engine.play()
             #expect(engine.position == .seconds(3))
             try await log.waitFor("ready") { if case .ready = $0 { true } else { false } }
-            try await Task.sleep(for: .milliseconds(500))
-            let position = try #require(engine.position)
-            #expect(position > .seconds(3.1) && position < .seconds(4.5))
+            // Past 3.1 s, and no further than the time since play() allows (see loadAtPosition).
+            let position = try await poll(timeout: .seconds(5), { engine.position ?? .zero }, until: { $0 > .seconds(3.1) })
+            let since = ContinuousClock.now - played
+            #expect(position > .seconds(3.1) && position <= .seconds(3) + since + .milliseconds(100), "\(position), \(since) after play()")
         }
 
         @Test("a seek before ready is applied when ready")
@@ -104,9 +110,15 @@ extension PlaybackTests {
                 return (to - from).seconds / (ContinuousClock.now - start).seconds
             }
             let normal = try await speed()
+            // The rate changes where it is: read right before and after, the position moved no more than twice the
+            // time between (a fixed bound fails when a loaded machine deschedules this thread between the reads).
+            let beforeAt = ContinuousClock.now
             let before = try #require(engine.position)
             engine.setRate(2)
-            expectClose(engine.position, before, within: .milliseconds(200))
+            let after = try #require(engine.position)
+            let between = ContinuousClock.now - beforeAt
+            #expect(after >= before - .milliseconds(200) && after <= before + between * 2 + .milliseconds(200),
+                    "\(before), then \(after) \(between) later")
             // The new rate takes effect with a seek the engine's thread makes: measure once the position moves again.
             let deadline = ContinuousClock.now + .seconds(5)
             while (engine.position ?? .zero) < before + .milliseconds(300), ContinuousClock.now < deadline {

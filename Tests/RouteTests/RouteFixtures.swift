@@ -105,7 +105,7 @@ final class SoundServer: @unchecked Sendable {
     /// Starts everything and waits until `pactl info` answers; PipeWire: with "speakers" made the default sink.
     /// Never blocks a thread of the cooperative pool (the suites run in parallel on 2 cores).
     private func start() async throws {
-        let programs = kind == .pulseAudio ? ["pulseaudio", "pactl"] : ["pipewire", "wireplumber", "pipewire-pulse", "pw-cli", "pactl"]
+        let programs = kind == .pulseAudio ? ["pulseaudio", "pactl", "pacmd"] : ["pipewire", "wireplumber", "pipewire-pulse", "pw-cli", "pactl"]
         let missing = programs.filter { Subprocess.findExecutable($0, environment: environment) == nil }
         guard missing.isEmpty else {
             throw RouteTestError("\(missing.joined(separator: ", ")) not installed (scripts/install-deps.sh --test installs the \(kind) packages)")
@@ -173,12 +173,14 @@ final class SoundServer: @unchecked Sendable {
     }
 
     /// Starts the server libpulse clients speak to (again, on the same socket) and waits until `pactl info`
-    /// answers. PulseAudio: with "speakers", and nothing else.
+    /// answers. PulseAudio: with "speakers", and nothing else but pacmd's socket (a desktop's default.pa loads it
+    /// too), by which ``configuredStreamLatencies()`` reads what a stream asked for.
     func startPulseServer() async throws {
         switch kind {
         case .pulseAudio:
             try spawn("pulseaudio", ["--daemonize=no", "--exit-idle-time=-1", "-n", "--log-target=stderr",
-                                     "-L", "module-native-protocol-unix auth-anonymous=1", "-L", "module-null-sink sink_name=speakers"])
+                                     "-L", "module-native-protocol-unix auth-anonymous=1", "-L", "module-cli-protocol-unix",
+                                     "-L", "module-null-sink sink_name=speakers"])
         case .pipeWire:
             try spawn("pipewire-pulse", [])
         }
@@ -247,6 +249,51 @@ final class SoundServer: @unchecked Sendable {
             throw RouteTestError("\(tool) \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
         }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The latency each playback stream is configured with: fixed when the stream is made, from the buffer its client
+    /// asked for (pulsesink: `buffer-time`, less a request of `latency-time` each side on PulseAudio), as the server's
+    /// own tools show it. Not "Buffer Latency" in `pactl list sink-inputs`: that is what the stream holds at the moment
+    /// it is read, and moves (27 ms of a 2 s stream was read once on a loaded machine, the sink holding 989 ms).
+    ///
+    /// - PulseAudio: twice `pacmd list-sink-inputs`' "requested latency", the sink's share of the stream's buffer. A
+    ///   stream that adjusts its latency (pulsesink's does) is split in two halves, less a request each side: "Final
+    ///   latency 2000.00 ms = 990.00 ms + 2*10.00 ms + 990.00 ms" in the server's log. Measured with pulsesink's
+    ///   `buffer-time` 0.2, 0.5, 1 and 2 s: 90, 240, 490 and 990 ms.
+    /// - PipeWire: pipewire-pulse keeps what it gave the stream as the stream's properties: its buffer
+    ///   (`pulse.attr.tlength`, in bytes of its sample format) and the sink's share (`node.latency`, frames/rate, at
+    ///   most the quantum limit, 8192) add up to the buffer asked for. 2 s of s16le stereo at 44100 Hz: 320032 bytes
+    ///   and 8192/44100; 200 ms: 19404 bytes and 3969/44100.
+    func configuredStreamLatencies() async throws -> [Duration] {
+        switch kind {
+        case .pulseAudio:
+            return try await run("pacmd", ["list-sink-inputs"]).split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                guard line.contains("requested latency:"), let ms = fields.dropFirst(2).first.flatMap({ Double($0) }) else {
+                    return nil
+                }
+                return .microseconds(Int64((2 * ms * 1000).rounded()))
+            }
+        case .pipeWire:
+            // A stream still without them is left out (the caller waits for one).
+            return try await pactl("list", "sink-inputs").components(separatedBy: "Sink Input #").dropFirst().compactMap { block in
+                let lines = block.split(separator: "\n")
+                func property(_ name: String) -> String? {
+                    lines.first { $0.contains("\(name) = ") }.flatMap { $0.split(separator: "\"").dropFirst().first }.map(String.init)
+                }
+                // "Sample Specification: s16le 2ch 44100Hz"
+                let spec = lines.first { $0.contains("Sample Specification:") }?.split(separator: " ").suffix(3).map(String.init) ?? []
+                guard spec.count == 3, let channels = Int(spec[1].dropLast(2)), let rate = Double(spec[2].dropLast(2)),
+                      let tlength = property("pulse.attr.tlength").flatMap(Double.init),
+                      case let latency = property("node.latency")?.split(separator: "/").compactMap({ Double($0) }) ?? [],
+                      latency.count == 2, latency[1] > 0, channels > 0, rate > 0 else { return nil }
+                let format = spec[0]
+                let sampleBytes = format.contains("24-32") ? 4 : format.contains("16") ? 2 : format.contains("24") ? 3
+                    : format.contains("32") ? 4 : 1
+                let seconds = tlength / Double(sampleBytes * channels) / rate + latency[0] / latency[1]
+                return .microseconds(Int64((seconds * 1e6).rounded()))
+            }
+        }
     }
 
     /// The indices of the sinks named `name` (`pactl list short sinks`).
