@@ -6,12 +6,11 @@ import LecternLibrary
 import LecternMedia
 import Logging
 
-/// The current book, between the library and the player: activating a book loads its files at the saved
-/// position with its settings; while it plays, the position is saved at every tick of the player (twice a
-/// second: ``Player/tickInterval``) and at every pause, seek, stop, book change and shutdown, only when it
-/// changed; settings changed by clients are saved to the book. It also keeps the listening history (each session's
-/// row updated with the position, ``SessionTracker``) and each book's undo stack (the places clients' moves left,
-/// and the book left for another).
+/// The current book, between the library and the player: activating a book opens its files in the player at the
+/// saved position with its settings (``BookPlayback``); what the player then does is kept by a ``PlaybackRecorder``
+/// (the position at every tick of the player, twice a second: ``Player/tickInterval``, and at every pause, seek,
+/// stop, book change and shutdown; the settings clients change; the listening history; the automatic bookmarks);
+/// an undo goes back along the book's ``UndoStack``.
 ///
 /// The player's observer is synchronous and must not do I/O, so events reach this actor through a stream
 /// (`record`), and the database is written here, never on the player or the D-Bus thread. The actor runs on the
@@ -41,20 +40,12 @@ actor BookSession {
     }
 
     private(set) var book: Book?
-    /// The loudness normalisation brings books to (LUFS), and the level the speech compressor leaves unchanged.
-    private var loudnessTarget: Double { LoudnessMeter.target.withLock { $0 } }
     /// The current book's files in the queue, by id (each of the player's items carries its file's id).
     private var files: [Int64: BookFile] = [:]
-    /// The settings in the last state of this book's queue the player published.
-    private var lastSettings: BookSettings?
-    /// The daemon is stopping and the position was saved for the last time: nothing moves it after that, neither a
-    /// tick still queued (older) nor a command a client sent during the shutdown (a PlayPause after the player
-    /// stopped would start the file again from 0).
-    private var closed = false
-    /// The current book's shuffled order as saved (file ids).
-    private var savedShuffleOrder: [Int64] = []
-    /// The listening sessions, from the player's events.
-    private var sessions = SessionTracker()
+    /// Keeps what the player does with the current book.
+    private var recorder: PlaybackRecorder
+    /// The daemon is stopping: see ``PlaybackRecorder/closed``.
+    private var closed: Bool { recorder.closed }
     /// Activations begun: one that finds a later one begun when its files' words are read gives way to it.
     private var activations = 0
     /// The current book was activated to play while its place's file was not where the library has it: it plays
@@ -74,12 +65,13 @@ actor BookSession {
         self.events = events
         self.logger = logger
         self.announce = announce
+        recorder = PlaybackRecorder(library: library, view: player.view, logger: logger, announce: announce)
     }
 
     /// Handles the player's events (saving the position at each of its ticks while playing) until they end or
     /// the task is cancelled.
     func run() async {
-        for await event in events { handle(event) }
+        for await event in events { recorder.record(event, book: &book, files: files) }
     }
 
     // MARK: - Activating
@@ -125,8 +117,8 @@ actor BookSession {
     /// plays once an import finds the file. An offline book fails.
     /// `undoable`: the place in the book left goes on the new book's undo stack (not for an undo itself).
     func activate(_ bookId: Int64, play: Bool, undoable: Bool = true) async throws {
-        savePosition()
-        recordHeardSoFar()
+        recorder.savePosition(book: book, files: files)
+        recorder.recordHeardSoFar(book: book)
         let left = undoable ? currentPlace().flatMap { $0.book.id == bookId ? nil : $0 } : nil
         var book = try library.book(bookId)
         // Offline as last seen: played all the same when its folder is there again (the flag follows at the next look).
@@ -188,10 +180,10 @@ actor BookSession {
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book
-        lastSettings = nil
-        savedShuffleOrder = shuffled
-        let shuffleOrder = savedShuffleOrder.compactMap { id in available.firstIndex { $0.id == id } }
-        let settings = playbackSettings(book)
+        recorder.lastSettings = nil
+        recorder.savedShuffleOrder = shuffled
+        let shuffleOrder = shuffled.compactMap { id in available.firstIndex { $0.id == id } }
+        let settings = BookPlayback.settings(book)
         // Not listened to since it was last playing: the smart rewind on Play counts that pause.
         let pausedFor = book.lastPlayedAt.map { Duration.seconds(max(0, Date().timeIntervalSince($0))) } ?? .zero
         if waiting {
@@ -205,7 +197,7 @@ actor BookSession {
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
         if let left, let leftBook = left.book.id, let file = left.file.id {
-            pushUndo(on: bookId, placeBook: leftBook, file: file, offset: left.offset, kind: .book)
+            recorder.undo.push(on: bookId, placeBook: leftBook, file: file, offset: left.offset, kind: .book)
         }
         announce(.currentBook(book))
     }
@@ -217,9 +209,7 @@ actor BookSession {
     /// second undo goes further back.
     func undo() async throws -> UndoEntry {
         guard let current = book else { throw LibraryError.notFound("no book is current: there is nothing to undo") }
-        guard let entry = try library.popUndo(of: current.id ?? 0) else {
-            throw LibraryError.notFound("nothing to undo in “\(current.title)”")
-        }
+        let entry = try recorder.undo.pop(current)
         if entry.placeBookId == current.id {
             try await jump(toFile: entry.fileId, offset: entry.offset, as: nil)
         } else {
@@ -227,16 +217,6 @@ actor BookSession {
             try await activate(entry.placeBookId, play: player.view.state.status == .playing, undoable: false)
         }
         return entry
-    }
-
-    private func pushUndo(on bookId: Int64, placeBook: Int64, file: Int64, offset: Int64, kind: MoveKind) {
-        do {
-            try library.pushUndo(on: bookId, placeBook: placeBook, file: file, offset: offset, kind: kind.rawValue)
-        } catch let error as LibraryError where error.isUnavailable {
-            // The daemon logs once that writes fail (LibraryService.healthChanged); the place is not kept.
-        } catch {
-            logger.error("cannot keep the place to undo", metadata: ["book": "\(bookId)", "error": "\(error)"])
-        }
     }
 
     /// The words of each file: the LRC file beside it, else the text its tags gave the library. On the cooperative
@@ -283,7 +263,7 @@ actor BookSession {
         guard var book else { return }
         book.settings = settings
         self.book = book
-        try await player.apply(playbackSettings(book))
+        try await player.apply(BookPlayback.settings(book))
     }
 
     /// The loudness of `id` was measured (or could not be): when it is the current book, its gain follows.
@@ -292,33 +272,15 @@ actor BookSession {
         book.loudness = measured.loudness
         book.loudnessProblem = measured.loudnessProblem
         self.book = book
-        await player.setLoudnessGain(book.loudnessGain(target: loudnessTarget))
+        await player.setLoudnessGain(book.loudnessGain(target: BookPlayback.loudnessTarget))
     }
 
     /// The loudness target changed (a reload): the current book's gain and compressor follow at once.
     func loudnessTargetChanged() async {
         guard let book, let id = book.id else { return }
-        await player.setLoudnessGain(book.loudnessGain(target: loudnessTarget))
-        await player.setCompressor(compressor(book))
+        await player.setLoudnessGain(book.loudnessGain(target: BookPlayback.loudnessTarget))
+        await player.setCompressor(BookPlayback.compressor(book))
         announce(.bookChanged(id))
-    }
-
-    /// `book`'s settings in the player's words, with the gain of its loudness normalisation and its compressor.
-    private func playbackSettings(_ book: Book) -> PlaybackSettings {
-        PlaybackSettings(volume: book.volume, rate: book.speed, shuffle: book.shuffle, loop: LoopMode(book.loop),
-                         gain: book.loudnessGain(target: loudnessTarget),
-                         skip: SkipParts(intro: .seconds(book.skipIntro), outro: .seconds(book.skipOutro)),
-                         compressor: compressor(book), skipSilence: skipSilence(book))
-    }
-
-    /// How `book` shortens its pauses; nil when it doesn't.
-    private func skipSilence(_ book: Book) -> SkipSilence? {
-        book.skipSilence ? SkipSilence(threshold: .seconds(book.silenceThreshold), amount: book.silenceAmount) : nil
-    }
-
-    /// The level `book`'s speech compressor leaves unchanged (the loudness target, as dBFS); nil when it is off.
-    private func compressor(_ book: Book) -> Double? {
-        book.compress ? loudnessTarget : nil
     }
 
     /// Re-activates the book that was current when the daemon last ran, paused at its saved position.
@@ -334,14 +296,14 @@ actor BookSession {
 
     /// Saves the position for the last time: the daemon is stopping. No position is saved after it.
     func close() {
-        savePosition()
-        recordHeardSoFar()
-        closed = true
+        recorder.savePosition(book: book, files: files)
+        recorder.recordHeardSoFar(book: book)
+        recorder.closed = true
     }
 
     /// Forgets the current book (e.g. a client opened files that are not a book).
     func detach() {
-        savePosition()
+        recorder.savePosition(book: book, files: files)
         guard book != nil else { return }
         book = nil
         files = [:]
@@ -352,13 +314,8 @@ actor BookSession {
 
     /// The current book and where it is: for bookmarks.
     func currentPlace() -> (book: Book, file: BookFile, offset: Int64)? {
-        guard let book, let file = file(of: player.view.state.current) else { return nil }
+        guard let book, let file = player.view.state.current?.libraryFileID.flatMap({ files[$0] }) else { return nil }
         return (book, file, player.view.position().microseconds)
-    }
-
-    /// The current book's file that `item` plays; nil when it is not one (another queue, a file left out).
-    private func file(of item: MediaItem?) -> BookFile? {
-        item?.libraryFileID.flatMap { files[$0] }
     }
 
     /// Moves to a place in the current book (a file of it and an offset); `kind`: what the move is to undo (nil: an
@@ -374,142 +331,8 @@ actor BookSession {
         }
     }
 
-    // MARK: - Events
-
-    private func handle(_ event: PlayerEvent) {
-        recordHistory(event)
-        switch event {
-        case .stateChanged(let state, let previous):
-            guard let id = book?.id, state.queueID == .book(id) else { return }  // not (yet) this book's queue
-            saveSettings(state)
-            saveShuffleOrder(state)
-            if previous.status != state.status && state.status != .stopped || previous.current?.id != state.current?.id
-                || previous.currentChapter != state.currentChapter {
-                savePosition()
-            }
-            // "Last played" is when it last stopped playing: what the smart rewind measures a pause from.
-            if previous.status == .playing && state.status != .playing { try? library.markPlayed(id) }
-        case .seeked:
-            savePosition()
-        case .silenceSkipped:
-            break  // playing on, faster: the next tick saves the position and grows the session
-        case .itemFailed:
-            break  // the player logged it and went on; the position is saved with the next file's state
-        case .interruption:
-            break  // a pause or resume it made is a state change, saved as such
-        case .moving(let point):
-            guard let id = book?.id, point.queueID == .book(id), let file = file(of: point.item)?.id else { return }
-            pushUndo(on: id, placeBook: id, file: file, offset: point.position.microseconds, kind: point.kind)
-        case .playing(let item, let position):
-            // Each save while playing also notes the moment as the book's last played (see Library.savePosition).
-            savePosition(item, offset: position.microseconds, playedAt: Date())
-        case .stopped(let item, let position):
-            savePosition(item, offset: position.microseconds)
-        case .finished:
-            guard let id = book?.id else { return }
-            do {
-                try library.setFinished(id, true)
-                book?.finished = true
-                announce(.bookChanged(id))
-            } catch {
-                logger.error("cannot mark the book finished", metadata: ["book": "\(id)", "error": "\(error)"])
-            }
-        case .sleepTimerFired(let item, let position):
-            savePosition(item, offset: position.microseconds)
-            addAutomaticBookmark(.sleepTimer, title: "Sleep timer", item: item, offset: position.microseconds)
-        }
-    }
-
-    /// Hands the event to the session tracker and stores the sessions it started, grew or ended: while playing, one
-    /// UPDATE of the open session's row at each tick, beside the position's.
-    private func recordHistory(_ event: PlayerEvent) {
-        guard !closed else { return }
-        for session in sessions.handle(event, filePosition: player.view.position(), silence: player.view.silenceSkipped, now: Date()) {
-            // A book deleted while it played (the session let go of it) gets no new session.
-            guard session.id != nil || session.bookID == book?.id else { continue }
-            let stored = ListenedSession(id: session.id, bookId: session.bookID, startedAt: session.started, endedAt: session.ended,
-                                         fromPosition: session.from.microseconds, toPosition: session.to.microseconds,
-                                         listened: session.listened.microseconds, content: session.content.microseconds,
-                                         speed: session.rate, silence: session.silence.microseconds)
-            do {
-                if session.id != nil {
-                    try library.updateSession(stored)
-                } else {
-                    sessions.assign(id: try library.insertSession(stored), to: session)
-                }
-            } catch let error as LibraryError where error.isUnavailable {
-                // Written whole by the next write that works (a new session is inserted then).
-            } catch {
-                logger.error("cannot record the listening session", metadata: ["book": "\(session.bookID)", "error": "\(error)"])
-            }
-        }
-    }
-
-    /// Grows the open session to the position now, as a tick would: before the book changes or the daemon stops, so
-    /// that the session ends where the listener was, not at the last tick.
-    private func recordHeardSoFar() {
-        let state = player.view.state
-        guard state.status == .playing, let item = state.current else { return }
-        recordHistory(.playing(item, at: player.view.position()))
-    }
-
-    /// A bookmark the daemon makes by itself (the sleep timer stopped, the output went away).
-    func addAutomaticBookmark(_ kind: Bookmark.Kind, title: String, item: MediaItem? = nil, offset: Int64? = nil) {
-        guard let bookId = book?.id, let fileId = file(of: item ?? player.view.state.current)?.id else { return }
-        let offset = offset ?? player.view.position().microseconds
-        do {
-            _ = try library.addBookmark(to: bookId, file: fileId, offset: max(0, offset), title: title, kind: kind)
-            announce(.bookmarksChanged(bookId))
-        } catch {
-            logger.error("cannot add an automatic bookmark", metadata: ["book": "\(bookId)", "error": "\(error)"])
-        }
-    }
-
-    /// Keeps the shuffled order with the book, so that it plays in the same order until reshuffled.
-    private func saveShuffleOrder(_ state: PlayerState) {
-        guard let bookId = book?.id, let order = state.shuffleOrder else { return }
-        let fileIds = order.compactMap { state.queue[$0].libraryFileID }
-        guard fileIds != savedShuffleOrder else { return }
-        do {
-            try library.setShuffleOrder(of: bookId, fileIds)
-            savedShuffleOrder = fileIds
-        } catch {
-            logger.error("cannot save the shuffled order", metadata: ["book": "\(bookId)", "error": "\(error)"])
-        }
-    }
-
-    /// Saves the player's position in the current book (a no-op when nothing changed).
-    func savePosition(playedAt: Date? = nil) {
-        let state = player.view.state
-        guard state.status != .stopped, let item = state.current else { return }
-        savePosition(item, offset: player.view.position().microseconds, playedAt: playedAt)
-    }
-
-    private func savePosition(_ item: MediaItem, offset: Int64, playedAt: Date? = nil) {
-        guard !closed, let bookId = book?.id, let fileId = file(of: item)?.id else { return }
-        do {
-            try library.savePosition(of: bookId, file: fileId, offset: offset, playedAt: playedAt)
-        } catch let error as LibraryError where error.isUnavailable {
-            // Kept in memory by the library; the daemon logs once that writes fail (LibraryService.healthChanged).
-        } catch {
-            logger.error("cannot save the position", metadata: ["book": "\(bookId)", "error": "\(error)"])
-        }
-    }
-
-    /// Saves the settings when the player's changed between two of this book's states (a client set them
-    /// through MPRIS, or SetBookSettings applied them). Comparing with the previous state, not with the
-    /// database, keeps a late event from before a change from writing old values over new ones.
-    private func saveSettings(_ state: PlayerState) {
-        guard let bookId = book?.id else { return }
-        let settings = BookSettings(volume: state.volume, speed: state.rate, shuffle: state.shuffle, loop: BookSettings.Loop(state.loop),
-                                    normalise: book?.normalise ?? false, skipIntro: book?.skipIntro ?? 0,
-                                    skipOutro: book?.skipOutro ?? 0, compress: book?.compress ?? false,
-                                    skipSilence: book?.skipSilence ?? false, silenceThreshold: book?.silenceThreshold ?? 0.5,
-                                    silenceAmount: book?.silenceAmount ?? 0.75)
-        defer { lastSettings = settings }
-        guard let lastSettings, settings != lastSettings else { return }
-        do { try library.setSettings(of: bookId, settings) } catch {
-            logger.error("cannot save the book's settings", metadata: ["book": "\(bookId)", "error": "\(error)"])
-        }
+    /// A bookmark the daemon makes by itself where the listener is (the output went away).
+    func addAutomaticBookmark(_ kind: Bookmark.Kind, title: String) {
+        recorder.addAutomaticBookmark(kind, title: title, book: book, files: files)
     }
 }
