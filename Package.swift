@@ -107,13 +107,17 @@ let package = Package(
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
+        .testTarget(name: "FolderWatchTests", dependencies: ["FolderWatch", "TestSupport"]),
+        .testTarget(name: "LecternMediaTests", dependencies: ["LecternMedia", "GStreamer", "TestSupport"]),
+        .testTarget(name: "LecternSoundServerTests", dependencies: ["LecternSoundServer", "PulseAudio"]),
+        .testTarget(name: "LecternConfigurationTests", dependencies: ["LecternConfiguration", "LecternCore", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternConfiguration", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.
         .testTarget(name: "ReliabilityTests", dependencies: ["DBus", "CDBus", "TestSupport", "lecternd"]),
-        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "LecternSoundServer", "DBus", "TestSupport", "lecternd"]),
+        .testTarget(name: "RouteTests", dependencies: ["PulseAudio", "GStreamer", "LecternCore", "DBus", "TestSupport", "lecternd"]),
     ],
     swiftLanguageModes: [.v6]
 )

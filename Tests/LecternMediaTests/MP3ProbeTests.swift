@@ -2,7 +2,6 @@ import Foundation
 import GStreamer
 import TestSupport
 import Testing
-@testable import LecternDaemon
 @testable import LecternMedia
 
 /// MP3Probe says of an MP3 file what the discoverer says (to the nanosecond), or leaves it to the discoverer.

@@ -3,7 +3,6 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
-@testable import LecternDaemon
 @testable import LecternMedia
 
 /// Opening a folder (OpenUri, Application.Open) walks it within bounds: a book's folder plays, the root of the file

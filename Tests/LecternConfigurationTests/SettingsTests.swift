@@ -3,7 +3,6 @@ import Foundation
 import LecternCore
 import TestSupport
 import Testing
-@testable import LecternDaemon
 
 /// The configuration: each setting from its flag, else its environment variable, else the file, else its default,
 /// with its source; every way a file, a variable or a flag can be wrong named with the key and what it allows.
