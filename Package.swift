@@ -107,6 +107,7 @@ let package = Package(
         .testTarget(name: "LecternCoreTests", dependencies: ["LecternCore"]),
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
+        .testTarget(name: "ChildProcessTests", dependencies: ["ChildProcess", "TestSupport"]),
         .testTarget(name: "FolderWatchTests", dependencies: ["FolderWatch", "TestSupport"]),
         .testTarget(name: "LecternMediaTests", dependencies: ["LecternMedia", "GStreamer", "TestSupport"]),
         .testTarget(name: "LecternSoundServerTests", dependencies: ["LecternSoundServer", "PulseAudio"]),

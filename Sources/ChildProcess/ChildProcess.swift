@@ -24,7 +24,14 @@ public func spawnChild(_ program: String, arguments: [String], descriptors: [(In
     let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
     defer { argv.forEach { free($0) } }
     var pid: pid_t = 0
-    let result = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+    var result = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+    // "Text file busy" passes: the program's file is still open for writing in a process another thread has just
+    // forked and that has not yet reached its exec (its close-on-exec descriptors close only then), or is being
+    // replaced. Tried again for up to 0.2 s.
+    for _ in 0..<40 where result == ETXTBSY {
+        usleep(5_000)
+        result = posix_spawnp(&pid, program, &actions, &attributes, argv, environ)
+    }
     guard result == 0 else { return .failure(ChildProcessError("\(program): \(String(cString: strerror(result)))")) }
     return .success(pid)
 }
