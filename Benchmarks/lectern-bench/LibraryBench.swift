@@ -13,6 +13,8 @@ import Glibc
 // 1. Import: `importFiles` generated MP3 files in `importFolders` folders (a tone and an album tag per folder), imported
 //    over D-Bus into a fresh database; Import → ImportFinished, the daemon's memory and CPU meanwhile, and
 //    MPRIS Gets issued during the import (against Gets on the idle daemon).
+//    Then the shapes of a library (`shapeFiles` files as one-file books, and as books of 20 files), each imported into a
+//    fresh database by a fresh lecternd: files per second by how many files a book has.
 // 2. A big library (`books` books of `filesPerBook` files on 100 shelves in 10 parent shelves), written
 //    directly through LecternLibrary; then lecternd on it: ListBooks, ListBooksPage, Search, ListShelves, Find,
 //    Group, GetPlaylists, each against the same LecternLibrary call in this process (the same SQL, the same
@@ -30,6 +32,9 @@ struct LibrarySettings {
     var importFolders = 50
     /// The generated files' tags as ID3v1 alone (older rips), not ID3v2.
     var importID3v1 = false
+    /// Files of each shape of library imported (0: none), and the files a book of each shape has.
+    var shapeFiles = 10_000
+    var shapes = [1, 20]
     /// Whether to run the big library after the import (not with `--import-only`).
     var bigLibrary = true
     var books = 10_000
@@ -70,6 +75,15 @@ struct ImportResult {
     var bookCount = 0
 }
 
+/// An import of files in books of `filesPerBook` files each (a folder and an album tag a book), into a fresh database.
+struct ShapeResult {
+    var filesPerBook = 0
+    var files = 0
+    var folders = 0
+    var generateSeconds = Double.nan
+    var run = ImportRun()
+}
+
 struct CallSeries {
     var name = ""
     var dbus = Samples([])
@@ -99,6 +113,7 @@ struct BigLibraryResult {
 
 struct LibraryResult {
     var importResult: ImportResult?
+    var shapes: [ShapeResult] = []
     var big: BigLibraryResult?
     var notes: [String] = []
 }
@@ -185,6 +200,13 @@ func measureLibrary(lecternd: String, settings: LibrarySettings, work: Temporary
     } catch {
         result.notes.append("library import: measurement failed: \(error)")
     }
+    for filesPerBook in settings.shapeFiles > 0 ? settings.shapes : [] {
+        do {
+            result.shapes.append(try measureShape(filesPerBook: filesPerBook, lecternd: lecternd, settings: settings, work: work))
+        } catch {
+            result.notes.append("import of books of \(filesPerBook) files: measurement failed: \(error)")
+        }
+    }
     guard settings.bigLibrary else { return result }
     do {
         result.big = try measureBigLibrary(lecternd: lecternd, settings: settings, work: work,
@@ -254,16 +276,12 @@ private func measureImport(lecternd: String, settings: LibrarySettings, work: Te
     sleepFor(.seconds(1))
     result.rssBeforeKB = ProcStats.memory(player.pid)?.rssKB ?? 0
 
-    func get() -> OpaquePointer {
-        BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
-                             [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
-    }
     // Gets on the idle daemon, paced as during the import.
-    for _ in 0..<settings.warmup { _ = client.timedCall(get()) }
+    for _ in 0..<settings.warmup { _ = client.timedCall(playbackStatusGet(player)) }
     var idle: [UInt64] = []
     for _ in 0..<settings.calls {
         sleepFor(settings.getPace)
-        idle.append(client.timedCall(get()).ns)
+        idle.append(client.timedCall(playbackStatusGet(player)).ns)
     }
     result.idleGets = Samples(idle)
 
@@ -271,67 +289,140 @@ private func measureImport(lecternd: String, settings: LibrarySettings, work: Te
     try client.addMatch(rule)
     defer { client.removeMatch(rule) }
 
-    func importOnce(_ label: String) throws -> ImportRun {
-        progress("library: \(label) of \(root.path) (\(made) files), Gets every \(settings.getPace) meanwhile")
-        var run = ImportRun()
-        client.drain()
-        let cpu = CPUWindow(player.pid)
-        let start = now()
-        let reply = try client.call(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Import",
-                                                         [.string(root.path), .string("")]))
-        run.importReplyMs = Double(now() - start) / 1e6
-        let reader = MessageReader(reply)
-        let job = reader.firstUInt32()
-        let failure = dbus_message_get_type(reply) == 3 ? reader.strings().first ?? "?" : nil
-        dbus_message_unref(reply)
-        if let failure { throw BenchFailure("Import failed: \(failure)") }
-        guard let job else { throw BenchFailure("Import: no job number in the reply") }
-
-        var gets: [UInt64] = []
-        var finishedAt: UInt64?
-        var lastSample = UInt64(0)
-        let deadline = start + 600 * 1_000_000_000
-        while finishedAt == nil, now() < deadline {
-            let arrived = client.waitFor(timeout: settings.getPace) { message in
-                let m = MessageReader(message)
-                if m.isSignal(libraryInterface, "ImportProgress") { run.progressSignals += 1 }
-                guard let finished = m.importFinished(), finished.job == job else { return false }
-                run.books = finished.books
-                run.error = finished.error
-                return true
-            }
-            if let arrived {
-                finishedAt = arrived
-                break
-            }
-            if !player.process.isRunning { throw BenchFailure("lecternd exited during the import:\n\(player.logTail)") }
-            let t = now()
-            if t - lastSample >= 50_000_000, let m = ProcStats.memory(player.pid) {
-                run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
-                lastSample = t
-            }
-            let (ns, ok) = client.timedCall(get())
-            gets.append(ns)
-            if !ok { run.getErrors += 1 }
-        }
-        guard let finishedAt else { throw BenchFailure("no ImportFinished within 600 s") }
-        run.seconds = Double(finishedAt - start) / 1e9
-        run.cpu = cpu.finish()
-        if let m = ProcStats.memory(player.pid) {
-            run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
-            (run.rssAfterKB, run.hwmAfterKB) = (m.rssKB, m.hwmKB)
-        }
-        run.gets = Samples(gets)
-        return run
-    }
-
-    result.first = try importOnce("import")
-    result.again = try importOnce("import again (same folder, nothing changed)")
+    result.first = try importOnce(root, files: made, label: "import", client: client, player: player, settings: settings)
+    result.again = try importOnce(root, files: made, label: "import again (same folder, nothing changed)", client: client,
+                                  player: player, settings: settings)
     let listReply = try client.call(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks",
                                                          [.int64(0), .bool(true)]))
     result.bookCount = MessageReader(listReply).firstArrayCount() ?? 0
     dbus_message_unref(listReply)
     return result
+}
+
+/// Imports `root` (`files` audio files) over D-Bus into lecternd's library, timing Import → ImportFinished, and makes a
+/// timed MPRIS Get whenever no signal came for `settings.getPace`.
+private func importOnce(_ root: URL, files: Int, label: String, client: BusClient, player: RunningPlayer,
+                        settings: LibrarySettings) throws -> ImportRun {
+    progress("library: \(label) of \(root.path) (\(files) files), Gets every \(settings.getPace) meanwhile")
+    var run = ImportRun()
+    client.drain()
+    let cpu = CPUWindow(player.pid)
+    let start = now()
+    let reply = try client.call(BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Import",
+                                                     [.string(root.path), .string("")]))
+    run.importReplyMs = Double(now() - start) / 1e6
+    let reader = MessageReader(reply)
+    let job = reader.firstUInt32()
+    let failure = dbus_message_get_type(reply) == 3 ? reader.strings().first ?? "?" : nil
+    dbus_message_unref(reply)
+    if let failure { throw BenchFailure("Import failed: \(failure)") }
+    guard let job else { throw BenchFailure("Import: no job number in the reply") }
+
+    var gets: [UInt64] = []
+    var finishedAt: UInt64?
+    var lastSample = UInt64(0)
+    let deadline = start + 600 * 1_000_000_000
+    while finishedAt == nil, now() < deadline {
+        let arrived = client.waitFor(timeout: settings.getPace) { message in
+            let m = MessageReader(message)
+            if m.isSignal(libraryInterface, "ImportProgress") { run.progressSignals += 1 }
+            guard let finished = m.importFinished(), finished.job == job else { return false }
+            run.books = finished.books
+            run.error = finished.error
+            return true
+        }
+        if let arrived {
+            finishedAt = arrived
+            break
+        }
+        if !player.process.isRunning { throw BenchFailure("lecternd exited during the import:\n\(player.logTail)") }
+        let t = now()
+        if t - lastSample >= 50_000_000, let m = ProcStats.memory(player.pid) {
+            run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
+            lastSample = t
+        }
+        let (ns, ok) = client.timedCall(playbackStatusGet(player))
+        gets.append(ns)
+        if !ok { run.getErrors += 1 }
+    }
+    guard let finishedAt else { throw BenchFailure("no ImportFinished within 600 s") }
+    run.seconds = Double(finishedAt - start) / 1e9
+    run.cpu = cpu.finish()
+    if let m = ProcStats.memory(player.pid) {
+        run.peakRSSKB = max(run.peakRSSKB, m.rssKB)
+        (run.rssAfterKB, run.hwmAfterKB) = (m.rssKB, m.hwmKB)
+    }
+    run.gets = Samples(gets)
+    return run
+}
+
+/// `settings.shapeFiles` files in books of `filesPerBook` (a folder each, the files tagged with the book's album),
+/// imported by a fresh lecternd into a fresh database. Every file's audio is its own (a copy of a file is left out of
+/// an import): the same 2 s of MP3 with four bytes of its last frame set to the file's number.
+private func measureShape(filesPerBook: Int, lecternd: String, settings: LibrarySettings,
+                          work: TemporaryDirectory) throws -> ShapeResult {
+    var result = ShapeResult(filesPerBook: filesPerBook)
+    let name = "shape-\(filesPerBook)"
+    let root = work.appending(name)
+    let templates = work.appending(name + "-template")
+    try FileManager.default.createDirectory(at: templates, withIntermediateDirectories: true)
+    result.folders = (settings.shapeFiles + filesPerBook - 1) / filesPerBook
+    progress("library: generating \(settings.shapeFiles) MP3 files as \(result.folders) books of \(filesPerBook)")
+    let generateStart = ContinuousClock.now
+    let plain = templates.appendingPathComponent("plain.mp3")
+    try AudioFiles.mp3(plain, seconds: 2, frequency: 300)
+    let audio = [UInt8](try AudioFiles.withoutID3v2(plain))
+    for index in 0..<settings.shapeFiles {
+        let (book, part) = index.quotientAndRemainder(dividingBy: filesPerBook)
+        let album = String(format: "Shape Book %05d", book + 1)
+        let directory = root.appendingPathComponent(album)
+        if part == 0 { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+        var bytes = audio
+        withUnsafeBytes(of: UInt32(index).littleEndian) { bytes.replaceSubrange(bytes.count - 8..<bytes.count - 4, with: $0) }
+        let title = filesPerBook == 1 ? album : "\(album), part \(part + 1)"
+        let tag = id3v2([("TALB", album), ("TPE1", "Shape Author \(book % 100)"), ("TIT2", title), ("TCON", "Audiobook"),
+                         ("TRCK", "\(part + 1)")])
+        let file = directory.appendingPathComponent(filesPerBook == 1 ? album + ".mp3" : String(format: "%02d.mp3", part + 1))
+        try (tag + Data(bytes)).write(to: file)
+        result.files += 1
+    }
+    result.generateSeconds = seconds(ContinuousClock.now - generateStart)
+
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let client = try BusClient(address: bus.address)
+    try watchNames(client)
+    let cache = work.appending(name + "-cache")
+    try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+    let kind = PlayerKind.lectern(executable: lecternd, cacheDirectory: cache, database: work.appending(name + "-db/library.sqlite"))
+    let player = try launch(kind, file: nil, bus: bus, environment: bus.environment, client: client,
+                            log: work.appending("lectern-\(name).log"))
+    defer { _ = player.stop() }
+    sleepFor(.seconds(1))
+    let rule = "type='signal',path='\(libraryPath)',interface='\(libraryInterface)'"
+    try client.addMatch(rule)
+    defer { client.removeMatch(rule) }
+    result.run = try importOnce(root, files: result.files, label: "import of books of \(filesPerBook) files", client: client,
+                                player: player, settings: settings)
+    try? FileManager.default.removeItem(at: root)
+    return result
+}
+
+/// An ID3v2.3 tag of text frames (ASCII text).
+private func id3v2(_ frames: [(id: String, text: String)]) -> Data {
+    var body: [UInt8] = []
+    for frame in frames {
+        let payload = [0] + Array(frame.text.utf8)  // encoding 0, ISO-8859-1
+        body += Array(frame.id.utf8) + withUnsafeBytes(of: UInt32(payload.count).bigEndian, Array.init) + [0, 0] + payload
+    }
+    let n = body.count
+    let size = [n >> 21, n >> 14, n >> 7, n].map { UInt8($0 & 0x7f) }  // syncsafe
+    return Data(Array("ID3".utf8) + [3, 0, 0] + size + body)
+}
+
+private func playbackStatusGet(_ player: RunningPlayer) -> OpaquePointer {
+    BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
+                         [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
 }
 
 // MARK: - 2. Big library
@@ -713,6 +804,23 @@ enum LibraryReport {
             out += "| books in the library afterwards (ListBooks(0, true)) | \(i.bookCount) | |\n"
             out += String(format: "| FileFingerprint.of per file (files in the page cache), µs | %.1f | |\n\n", i.fingerprintMicros)
         }
+        if !r.shapes.isEmpty {
+            out += "Import by the shape of the library: each a fresh lecternd and database, the files 2 s MP3s, a folder and "
+                + "an album tag a book.\n\n"
+            out += "| books of | files; books | Import → ImportFinished, s | files per second | books per second "
+                + "| lecternd CPU, ms per file | MPRIS Get meanwhile, p50 / p99 / max, ms (n; errors) | error |\n"
+                + "|---|---|---|---|---|---|---|---|\n"
+            for shape in r.shapes {
+                let run = shape.run
+                let cpu = run.cpu.map { String(format: "%.2f", $0.cpuSeconds * 1000 / Double(shape.files)) } ?? "—"
+                out += "| \(shape.filesPerBook) file\(shape.filesPerBook == 1 ? "" : "s") | \(shape.files); \(run.books) | "
+                    + String(format: "%.2f | %.0f | %.0f", run.seconds, Double(shape.files) / run.seconds,
+                             Double(shape.folders) / run.seconds)
+                    + " | \(cpu) | \(ms(run.gets.p50)) / \(ms(run.gets.p99)) / \(ms(run.gets.max)) (\(run.gets.count); "
+                    + "\(run.getErrors)) | \(run.error.isEmpty ? "none" : run.error) |\n"
+            }
+            out += "\n"
+        }
         if let b = r.big {
             out += "Big library: \(b.books) books, \(b.files) files, \(b.shelves) shelves (\(settings.parentShelves) "
                 + "× \(settings.shelvesPerParent) leaf shelves), written through LecternLibrary.importBook.\n\n"
@@ -759,6 +867,13 @@ enum LibraryReport {
                                     "fingerprintMicros": i.fingerprintMicros]
             if let again = i.again { o["again"] = run(again) }
             root["import"] = o
+        }
+        if !r.shapes.isEmpty {
+            root["importShapes"] = r.shapes.map { shape -> [String: Any] in
+                ["filesPerBook": shape.filesPerBook, "files": shape.files, "folders": shape.folders,
+                 "generateSeconds": shape.generateSeconds, "import": run(shape.run),
+                 "filesPerSecond": Double(shape.files) / shape.run.seconds]
+            }
         }
         if let b = r.big {
             root["bigLibrary"] = [
