@@ -82,114 +82,180 @@ extension Library {
     /// book from another folder that is still there (a copy) is left out, and a book every file of which is such a
     /// copy is not imported again.
     public func importBook(_ imported: ImportedBook, into shelf: Int64?) throws -> ImportedBook.Outcome {
-        let title = try Self.checkName(Self.prefix(imported.title, Limits.name), "a book's title")
-        guard !imported.files.isEmpty else { throw LibraryError.invalidArgument("a book needs at least one file") }
+        let written = try importBooks([imported], into: shelf)
+        if let failure = written.failure { throw failure.error }
+        return written.outcomes[0]
+    }
+
+    /// What ``importBooks(_:into:for:)`` wrote: the books' outcomes, in order, and the book that could not be written.
+    public struct ImportedBooks: Sendable {
+        /// One for each book written, from the first: fewer than the books given when one failed or time ran out.
+        public var outcomes: [ImportedBook.Outcome]
+        /// The book after the last written, when it could not be (its title, its tags, a rule of the schema): nothing
+        /// of it was written.
+        public var failure: (index: Int, error: LibraryError)?
+    }
+
+    /// Imports `books` as ``importBook(_:into:)`` does each, in one transaction (a commit, and the search index's
+    /// new entries merged, once for them all, not once a book): from the first, until one fails or `budget` has run out
+    /// after a book. A book that fails is undone alone (a savepoint of its own), the books before it are written, and
+    /// the rest are not: ``ImportedBooks/failure`` says which and why. A write that fails otherwise (the disk full)
+    /// throws, and writes none of them. Each book's search row is made once, after its files (Schema v17).
+    public func importBooks(_ books: [ImportedBook], into shelf: Int64?, for budget: Duration? = nil) throws -> ImportedBooks {
+        let start = ContinuousClock.now
         return try write { db in
             if let shelf { _ = try Self.existingShelf(db, shelf) }
-            let known = try KnownFiles(db, imported.files)
-            if let original = known.bookHoldingEveryFile() {
-                return ImportedBook.Outcome(id: original, created: false, duplicates: imported.files.map(\.path))
-            }
-            let now = Date()
-            var book: Book
-            let created: Bool
-            // Whether what the book says changed (its author, cover, files and their tags): what moves `modifiedAt`.
-            // Where its files are (paths, present or missing, offline) is not what it says.
-            var says = false
-            if let existing = try Self.bookToUpdate(db, imported, known) {
-                book = existing
-                created = false
-                if let shelf { book.shelfId = shelf }
-                if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
-                if book.author == nil { book.author = imported.author }
-                if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey {
-                    // Found by its files in another folder (moved) or under another album tag (re-tagged): no book
-                    // has the imported folder and album (bookToUpdate looked for that one first).
-                    book.sourcePath = imported.sourcePath
-                    book.albumKey = imported.albumKey
-                }
-                // Found on disk: not offline, and on the mount it was found on.
-                book.offline = false
-                book.mountPath = imported.mountPath ?? book.mountPath
-                says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
-                try book.update(db)
-            } else {
-                let nextOrder = try Int64.fetchOne(db, sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book") ?? 1
-                book = Book(id: nil, shelfId: shelf, title: title, author: imported.author, narrator: nil,
-                            coverPath: imported.coverPath, sourcePath: imported.sourcePath, albumKey: imported.albumKey,
-                            addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
-                            volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
-                            userOrder: nextOrder, mountPath: imported.mountPath)
-                try book.insert(db)
-                created = true
-            }
-            let bookId = book.id!
-            let rows = try BookFile.filter(Column("bookId") == bookId).fetchAll(db)
-            let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
-            guard !files.isEmpty else {
-                if says && !created { try Self.touch(db, bookId) }
-                return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
-            }
-            // The search index and progress made once, after every file (Schema v7's bookDeferred).
-            try db.execute(sql: "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", arguments: [bookId])
-            let matched = known.match(files, to: rows)
-            // Paths that change go through a name of their own first: files may have swapped names.
-            for (path, row) in matched where row.path != path {
-                try db.execute(sql: "UPDATE bookFile SET path = ? WHERE id = ?", arguments: ["\u{1}moving \(row.id!)", row.id!])
-            }
-            var nextPosition = (rows.map(\.position).max() ?? -1) + 1
-            for file in files {
-                var record: BookFile
-                if let known = matched[file.path] {
-                    record = known
-                    record.path = file.path
-                } else {
-                    record = BookFile(id: nil, bookId: bookId, path: file.path, position: nextPosition, duration: nil,
-                                      title: nil, artist: nil, album: nil, albumArtist: nil, composer: nil, genre: nil,
-                                      trackNumber: nil, discNumber: nil, available: true)
-                    nextPosition += 1
-                }
-                record.duration = file.duration
-                record.title = file.title.map { Self.prefix($0, Limits.name) }
-                record.artist = file.artist
-                record.album = file.album
-                record.albumArtist = file.albumArtist
-                record.composer = file.composer
-                record.genre = file.genre
-                record.trackNumber = file.trackNumber
-                record.discNumber = file.discNumber
-                record.available = true
-                if let fingerprint = file.fingerprint {
-                    (record.size, record.modified, record.fingerprint) = (fingerprint.size, fingerprint.modified, fingerprint.value)
-                }
-                // The same row, fingerprint included: the same bytes, so the same chapters. Nothing to write (a rescan
-                // of an unchanged folder writes no file).
-                if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
-                try record.save(db)
-                let chapters = file.chapters.enumerated().map { index, chapter in
-                    Chapter(id: nil, fileId: record.id!, position: Int64(index), title: Self.prefix(chapter.title, Limits.name),
-                            start: max(0, chapter.start), end: chapter.end.map { max($0, max(0, chapter.start)) })
-                }
-                let old = try Chapter.filter(Column("fileId") == record.id!).order(Column("position")).fetchAll(db)
-                let oldLyrics = try String.fetchOne(db, sql: "SELECT text FROM fileLyrics WHERE fileId = ?", arguments: [record.id!])
-                says = says || matched[file.path].map { !$0.saysTheSame(as: record) } ?? true
-                    || old.map(\.said) != chapters.map(\.said) || oldLyrics != file.lyrics
-                try Chapter.filter(Column("fileId") == record.id!).deleteAll(db)
-                for var chapter in chapters { try chapter.insert(db) }
-                try db.execute(sql: "DELETE FROM fileLyrics WHERE fileId = ?", arguments: [record.id!])
-                if let lyrics = file.lyrics {
-                    try db.execute(sql: "INSERT INTO fileLyrics(fileId, text) VALUES (?, ?)", arguments: [record.id!, lyrics])
+            var written = ImportedBooks(outcomes: [], failure: nil)
+            // Books inserted while this row exists make no search row of their own: their rows of bookDeferred do.
+            try Self.run(db, "INSERT INTO bookDeferred(bookId) VALUES (0)")
+            for (index, imported) in books.enumerated() {
+                if let budget, index > 0, ContinuousClock.now - start >= budget { break }
+                do {
+                    let title = try Self.checkName(Self.prefix(imported.title, Limits.name), "a book's title")
+                    guard !imported.files.isEmpty else { throw LibraryError.invalidArgument("a book needs at least one file") }
+                    var outcome: ImportedBook.Outcome?
+                    try db.inSavepoint {
+                        outcome = try Self.importBook(db, imported, title: title, into: shelf)
+                        return .commit
+                    }
+                    written.outcomes.append(outcome!)
+                } catch let error as LibraryError {
+                    written.failure = (index, error)
+                    break
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    written.failure = (index, Self.translate(error))
+                    break
                 }
             }
+            try Self.run(db, "DELETE FROM bookDeferred WHERE bookId = 0")
+            return written
+        }
+    }
+
+    /// ``importBook(_:into:)``'s write, in the caller's transaction; `title` checked.
+    private static func importBook(_ db: Database, _ imported: ImportedBook, title: String, into shelf: Int64?) throws -> ImportedBook.Outcome {
+        let known = try KnownFiles(db, imported.files)
+        if let original = known.bookHoldingEveryFile() {
+            return ImportedBook.Outcome(id: original, created: false, duplicates: imported.files.map(\.path))
+        }
+        let now = Date()
+        var book: Book
+        let created: Bool
+        // Whether what the book says changed (its author, cover, files and their tags): what moves `modifiedAt`.
+        // Where its files are (paths, present or missing, offline) is not what it says.
+        var says = false
+        if let existing = try Self.bookToUpdate(db, imported, known) {
+            book = existing
+            created = false
+            if let shelf { book.shelfId = shelf }
+            if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
+            if book.author == nil { book.author = imported.author }
+            if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey {
+                // Found by its files in another folder (moved) or under another album tag (re-tagged): no book
+                // has the imported folder and album (bookToUpdate looked for that one first).
+                book.sourcePath = imported.sourcePath
+                book.albumKey = imported.albumKey
+            }
+            // Found on disk: not offline, and on the mount it was found on.
+            book.offline = false
+            book.mountPath = imported.mountPath ?? book.mountPath
+            says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
+            try book.update(db)
+        } else {
+            let nextOrder = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book")) ?? 1
+            book = Book(id: nil, shelfId: shelf, title: title, author: imported.author, narrator: nil,
+                        coverPath: imported.coverPath, sourcePath: imported.sourcePath, albumKey: imported.albumKey,
+                        addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
+                        volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
+                        userOrder: nextOrder, mountPath: imported.mountPath)
+            try book.insert(db)
+            created = true
+        }
+        let bookId = book.id!
+        // The search index and progress made once, after every file (Schema v7's bookDeferred): a new book's, which
+        // its insert left to this row (v17), and an old book's when a file of it is written (a book none of whose
+        // files changed makes no row again).
+        var isDeferred = false
+        func deferRows() throws {
+            guard !isDeferred else { return }
+            try Self.run(db, "INSERT OR IGNORE INTO bookDeferred(bookId) VALUES (?)", [bookId])
+            isDeferred = true
+        }
+        if created { try deferRows() }
+        let rows = try BookFile.fetchAll(db.cachedStatement(sql: "SELECT * FROM bookFile WHERE bookId = ?"), arguments: [bookId])
+        let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
+        guard !files.isEmpty else {
             if says && !created { try Self.touch(db, bookId) }
-            let kept = Set(matched.values.compactMap(\.id))
-            for var gone in rows where gone.available && !kept.contains(gone.id!) {
-                gone.available = false
-                try gone.update(db)
-            }
-            try db.execute(sql: "DELETE FROM bookDeferred WHERE bookId = ?", arguments: [bookId])
+            if isDeferred { try Self.run(db, "DELETE FROM bookDeferred WHERE bookId = ?", [bookId]) }
             return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
         }
+        let matched = known.match(files, to: rows)
+        // Paths that change go through a name of their own first: files may have swapped names.
+        for (path, row) in matched where row.path != path {
+            try deferRows()
+            try Self.run(db, "UPDATE bookFile SET path = ? WHERE id = ?", ["\u{1}moving \(row.id!)", row.id!])
+        }
+        var nextPosition = (rows.map(\.position).max() ?? -1) + 1
+        for file in files {
+            var record: BookFile
+            if let known = matched[file.path] {
+                record = known
+                record.path = file.path
+            } else {
+                record = BookFile(id: nil, bookId: bookId, path: file.path, position: nextPosition, duration: nil,
+                                  title: nil, artist: nil, album: nil, albumArtist: nil, composer: nil, genre: nil,
+                                  trackNumber: nil, discNumber: nil, available: true)
+                nextPosition += 1
+            }
+            record.duration = file.duration
+            record.title = file.title.map { Self.prefix($0, Limits.name) }
+            record.artist = file.artist
+            record.album = file.album
+            record.albumArtist = file.albumArtist
+            record.composer = file.composer
+            record.genre = file.genre
+            record.trackNumber = file.trackNumber
+            record.discNumber = file.discNumber
+            record.available = true
+            if let fingerprint = file.fingerprint {
+                (record.size, record.modified, record.fingerprint) = (fingerprint.size, fingerprint.modified, fingerprint.value)
+            }
+            // The same row, fingerprint included: the same bytes, so the same chapters. Nothing to write (a rescan
+            // of an unchanged folder writes no file).
+            if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
+            try deferRows()
+            try record.save(db)
+            let chapters = file.chapters.enumerated().map { index, chapter in
+                Chapter(id: nil, fileId: record.id!, position: Int64(index), title: Self.prefix(chapter.title, Limits.name),
+                        start: max(0, chapter.start), end: chapter.end.map { max($0, max(0, chapter.start)) })
+            }
+            let old = try Chapter.fetchAll(db.cachedStatement(sql: "SELECT * FROM chapter WHERE fileId = ? ORDER BY position"),
+                                           arguments: [record.id!])
+            let oldLyrics = try String.fetchOne(db.cachedStatement(sql: "SELECT text FROM fileLyrics WHERE fileId = ?"), arguments: [record.id!])
+            says = says || matched[file.path].map { !$0.saysTheSame(as: record) } ?? true
+                || old.map(\.said) != chapters.map(\.said) || oldLyrics != file.lyrics
+            if !old.isEmpty { try Self.run(db, "DELETE FROM chapter WHERE fileId = ?", [record.id!]) }
+            for var chapter in chapters { try chapter.insert(db) }
+            if oldLyrics != nil { try Self.run(db, "DELETE FROM fileLyrics WHERE fileId = ?", [record.id!]) }
+            if let lyrics = file.lyrics {
+                try Self.run(db, "INSERT INTO fileLyrics(fileId, text) VALUES (?, ?)", [record.id!, lyrics])
+            }
+        }
+        if says && !created { try Self.touch(db, bookId) }
+        let kept = Set(matched.values.compactMap(\.id))
+        for var gone in rows where gone.available && !kept.contains(gone.id!) {
+            gone.available = false
+            try gone.update(db)
+        }
+        if isDeferred { try Self.run(db, "DELETE FROM bookDeferred WHERE bookId = ?", [bookId]) }
+        return ImportedBook.Outcome(id: bookId, created: created, duplicates: duplicates)
+    }
+
+    /// Runs `sql`, a statement an import runs for each book or file, prepared once per connection: preparing a
+    /// statement compiles the triggers it fires (a book's search row, from the view `bookSearchText`), which cost an
+    /// import of one-file books more than their writes.
+    private static func run(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
     }
 
     private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }
@@ -197,7 +263,8 @@ extension Library {
     /// The book `imported` updates: the one from the same folder and album, else the one most of whose files it
     /// holds (more than half of them, by path or moved); nil for a new book.
     private static func bookToUpdate(_ db: Database, _ imported: ImportedBook, _ known: KnownFiles) throws -> Book? {
-        if let same = try Book.filter(Column("sourcePath") == imported.sourcePath && Column("albumKey") == imported.albumKey).fetchOne(db) {
+        let sameSource = try db.cachedStatement(sql: "SELECT * FROM book WHERE sourcePath = ? AND albumKey = ?")
+        if let same = try Book.fetchOne(sameSource, arguments: [imported.sourcePath, imported.albumKey]) {
             return same
         }
         for (book, files) in known.booksByFilesFound() {

@@ -430,7 +430,40 @@ enum Schema {
                 t.add(column: "silence", .integer).notNull().defaults(to: 0).check { $0 >= 0 }
             }
         }
+        migrator.registerMigration("v17: an import's new books make their search rows once") { db in
+            // An import made a new book's search row twice: at its insert (with no files yet), and again from its row
+            // of bookDeferred after its files. While the row of book 0 is in bookDeferred (an import's transaction
+            // holds it: ``Library/importBooks(_:into:for:)``), a book inserted makes none of its own; deleting that
+            // row makes nothing.
+            try db.execute(sql: """
+                DROP TRIGGER bookSearch_bookInserted;
+                DROP TRIGGER bookDeferred_done;
+                \(bookInsertedTrigger(remake: remakeOnce))
+                \(deferredDoneTrigger(remake: remakeOnce))
+                """)
+        }
         return migrator
+    }
+
+    /// v17's trigger of a new book: its search row, unless an import makes it (a row of book 0 in `bookDeferred`).
+    static func bookInsertedTrigger(remake: Remake) -> String {
+        """
+        CREATE TRIGGER bookSearch_bookInserted AFTER INSERT ON book WHEN \(undeferred("0"))
+        BEGIN \(remake("NEW.id")) END;
+        """
+    }
+
+    /// v17's end of a deferred book: its search rows and progress made once (v7's, but for book 0).
+    static func deferredDoneTrigger(remake: Remake) -> String {
+        """
+        CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred WHEN OLD.bookId <> 0
+        BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
+        """
+    }
+
+    /// The SQL that measures the stored progress of `books` again from `bookProgress` (see v7).
+    static func measure(_ books: String) -> String {
+        "UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id) WHERE id IN (\(books));"
     }
 
     /// The SQL that makes the search rows of `books` again (a list or a SELECT of book ids) from `bookSearchText`.
@@ -492,10 +525,7 @@ enum Schema {
     /// The triggers that keep each book's stored progress (see v7), and the one that makes a deferred book's search
     /// rows and progress once.
     static func progressTriggers(remake: Remake) -> String {
-        func measure(_ books: String) -> String {
-            "UPDATE book SET progress = (SELECT progress FROM bookProgress WHERE id = book.id) WHERE id IN (\(books));"
-        }
-        return """
+        """
             CREATE TRIGGER bookProgress_placeChanged AFTER UPDATE OF positionFileId, positionOffset, finished ON book
             WHEN NEW.positionFileId IS NOT OLD.positionFileId OR NEW.positionOffset <> OLD.positionOffset
               OR NEW.finished <> OLD.finished

@@ -3,6 +3,9 @@ import GStreamer
 import LecternCore
 import Logging
 import MP4
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
 /// lists a folder's audio files in natural order, reads tags with a ``MediaReader`` (GStreamer's discoverer, in a
@@ -163,10 +166,12 @@ public final class MediaOpener: Sendable {
                 logger.warning("cannot cache cover", metadata: ["path": "\(target.path)", "error": "\(error)"])
             }
         }
-        let folder = file.deletingLastPathComponent()
+        // Paths joined as strings, not URLs: an import of one-file books looks once a book (Foundation's URL and
+        // FileManager cost most of a look).
+        let folder = file.deletingLastPathComponent().path
         for name in ["cover.jpg", "cover.png", "folder.jpg", "folder.png", "front.jpg", "Cover.jpg", "Folder.jpg"] {
-            let candidate = folder.appendingPathComponent(name)
-            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+            let candidate = folder + (folder.hasSuffix("/") ? "" : "/") + name
+            if access(candidate, F_OK) == 0 { return URL(fileURLWithPath: candidate, isDirectory: false) }
         }
         return nil
     }

@@ -96,4 +96,88 @@ import Testing
         #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Plain") == ["a", "b", "z"].map { root.path + "/Plain/\($0).mp3" })
         #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Gone").isEmpty)
     }
+
+    /// One-file books (an m4b library's shape) are written many to a transaction: each is a book of its own, found by
+    /// its title, author and file as one written alone is; an album in two folders of different batches is one book.
+    @Test func oneFileBooksAreWrittenManyToATransactionAndFound() async throws {
+        let directory = try TemporaryDirectory(prefix: "lectern-importer")
+        let root = directory.appending("library")
+        let count = 24
+        try await offThePool {
+            for n in 0..<count {
+                let url = root.appendingPathComponent("Tale \(n)/tale.mp3")
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try AudioFiles.mp3(url, seconds: 0.3, frequency: 200 + 37 * n,
+                                   tags: .init(title: "Telling\(n)", artist: "Teller\(n % 3)", album: "Tale \(n)"))
+            }
+        }
+        // A cover beside the file of one book: that book's cover, no other's.
+        try Data([0xFF, 0xD8, 0xFF]).write(to: root.appendingPathComponent("Tale 3/folder.jpg"))
+        let rig = try Rig(directory, name: "one-file", batchSize: 10)
+        var skipped = SkippedFiles()
+        let ids = try await rig.importer.run(root, shelfPath: "Tales", skipped: &skipped) { _ in }
+        #expect(ids.count == count)
+        #expect(skipped.all.map { "\($0.kind) \($0.entry.count)" } == ["notAudio 1"], "the cover, and nothing else")
+        let library = rig.library
+        #expect(try library.books(in: nil, recursive: true).count == count)
+        func found(_ text: String) throws -> [String] { try library.search(text, offset: 0, limit: 50).books.map(\.title).sorted() }
+        for n in [0, 11, 23] {
+            #expect(try found("tale \(n)") == ["Tale \(n)"], "the title")
+            #expect(try found("telling\(n)") == ["Tale \(n)"], "the file's title")
+        }
+        #expect(try found("teller1").count == 8, "the author")
+        #expect(try found("tales").count == count, "the shelf")
+        // Each book once, with its one file present; none left half made.
+        for book in try library.books(in: nil, recursive: true) {
+            #expect(try library.files(of: book.id!).map(\.available) == [true])
+            #expect(book.coverPath == (book.title == "Tale 3" ? root.path + "/Tale 3/folder.jpg" : nil), "\(book.title)")
+        }
+        // Again, nothing changed: the same books, none new.
+        let again = try await rig.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+        #expect(Set(again) == Set(ids))
+    }
+
+    /// A book that can't be written in the middle of a transaction of many ends the import with its folder; the books
+    /// written before it are kept whole and found, none is left half made, and the import again writes the rest.
+    @Test func aBookThatCannotBeWrittenEndsTheImportAndLosesNoOther() async throws {
+        let sqlite3 = try #require(Subprocess.findExecutable("sqlite3"), "the sqlite3 shell adds the trigger that refuses a book")
+        let directory = try TemporaryDirectory(prefix: "lectern-importer")
+        let root = directory.appending("library")
+        try await offThePool {
+            for n in 0..<8 {
+                let url = root.appendingPathComponent("Tale \(n)/tale.mp3")
+                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try AudioFiles.mp3(url, seconds: 0.3, frequency: 300 + 41 * n, tags: .init(title: "Telling\(n)", album: "Tale \(n)"))
+            }
+        }
+        let rig = try Rig(directory, name: "refused", batchSize: 1_000)
+        // A rule of the schema that refuses one book, as a book the library can't take would be.
+        let refuse = "CREATE TRIGGER refuseTale5 BEFORE INSERT ON bookFile WHEN NEW.title = 'Telling5' BEGIN SELECT RAISE(ABORT, 'refused'); END;"
+        let added = try await Subprocess.run(sqlite3, [directory.path + "/refused.sqlite", refuse], timeout: .seconds(30))
+        try #require(added.status == 0, "\(added.stderr)")
+
+        var skipped = SkippedFiles()
+        do {
+            _ = try await rig.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+            Issue.record("the import of a book the library refuses succeeded")
+        } catch let error as Importer.BookNotWritten {
+            #expect(error.folder == root.path + "/Tale 5")
+            #expect("\(error)".contains("Tale 5"))
+        }
+        let written = try rig.library.books(in: nil, recursive: true)
+        #expect(written.count < 8)
+        #expect(!written.map(\.title).contains("Tale 5"))
+        for book in written {
+            let n = book.title.split(separator: " ").last.map(String.init) ?? "?"
+            #expect(try rig.library.files(of: book.id!).map(\.available) == [true], "\(book.title) whole")
+            #expect(try rig.library.search("telling\(n)", offset: 0, limit: 5).books.map(\.id) == [book.id], "\(book.title) found")
+        }
+        #expect(try rig.library.search("telling5", offset: 0, limit: 5).books.isEmpty)
+
+        let dropped = try await Subprocess.run(sqlite3, [directory.path + "/refused.sqlite", "DROP TRIGGER refuseTale5"], timeout: .seconds(30))
+        try #require(dropped.status == 0, "\(dropped.stderr)")
+        let ids = try await rig.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+        #expect(ids.count == 8)
+        #expect(try rig.library.search("telling5", offset: 0, limit: 5).books.map(\.title) == ["Tale 5"])
+    }
 }

@@ -78,6 +78,7 @@ struct Importer: Sendable {
 
         let mounts = Mounts.current()
         var books: [(title: String, id: Int64)] = []
+        var seen: Set<Int64> = []
         var unchangedCount = 0
         var readAny = false
         // The books written by earlier batches, by group: a later batch's files of the same album (or untagged, of
@@ -97,22 +98,39 @@ struct Importer: Sendable {
                                     skipped: &skipped, progress: progress)
             done += batch.reduce(0) { $0 + $1.files }
             readAny = readAny || !found.isEmpty
+            var groups: [(key: String, book: ImportedBook)] = []
             for var group in Self.group(found) {
                 if let earlier = written[group.key] {
                     let before = try library.importedFiles(ofBook: earlier).filter { earlierFolders.contains(Self.folder(of: $0.path)) }
                     group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
                 }
-                let imported = book(from: group, mounts: mounts)
-                let outcome = try await writer.write { try $0.importBook(imported, into: shelf) }
-                outcome.duplicates.forEach { skipped.add(.copy, $0) }
-                if !outcome.duplicates.isEmpty {
-                    logger.notice("left out files the library has in another folder",
-                                  metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+                groups.append((group.key, book(from: group, mounts: mounts)))
+            }
+            // The batch's books, many in a transaction (``writeLimits``).
+            var pending = groups[...]
+            while !pending.isEmpty {
+                let chunk = Array(pending.prefix(Self.writeLimits.books).map(\.book))
+                let result = try await writer.write { try $0.importBooks(chunk, into: shelf, for: Self.writeLimits.time) }
+                for ((key, imported), outcome) in zip(pending, result.outcomes) {
+                    outcome.duplicates.forEach { skipped.add(.copy, $0) }
+                    if !outcome.duplicates.isEmpty {
+                        logger.notice("left out files the library has in another folder",
+                                      metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+                    }
+                    logger.info(outcome.created ? "imported a book" : "updated a book",
+                                metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
+                    written[key] = outcome.id
+                    if !seen.contains(outcome.id) { books.append((imported.title, outcome.id)) }
+                    seen.insert(outcome.id)
                 }
-                logger.info(outcome.created ? "imported a book" : "updated a book",
-                            metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
-                written[group.key] = outcome.id
-                if !books.contains(where: { $0.id == outcome.id }) { books.append((imported.title, outcome.id)) }
+                if let failure = result.failure {
+                    // The books before it are written; the import ends with the book and why.
+                    let bad = chunk[failure.index]
+                    logger.warning("a book could not be written", metadata: ["folder": "\(bad.sourcePath)", "title": "\(bad.title)",
+                                                                             "error": "\(failure.error)"])
+                    throw BookNotWritten(folder: bad.sourcePath, albumKey: bad.albumKey, error: failure.error)
+                }
+                pending = pending.dropFirst(result.outcomes.count)
             }
             earlierFolders.formUnion(batch.map(\.path))
         }
@@ -121,6 +139,23 @@ struct Importer: Sendable {
         }
         guard readAny else { throw LibraryError.invalidArgument("none of the files in \(folder.path) can be played") }
         return books.sorted { NaturalOrder.areInIncreasingOrder($0.title, $1.title) }.map(\.id)
+    }
+
+    /// The most books written in one transaction, and the time after which it ends with the book being written (the
+    /// next books go in the next one). One transaction a book cost a one-file book more than reading it (a commit, and
+    /// the search index's new entries merged, each time); many share them. The time bounds how long the writer thread
+    /// is held: a position save and a client's write (a bookmark, a rename) wait behind the transaction, never more
+    /// than about 50 ms and a book. Reads never wait: they run beside the writer (WAL).
+    static let writeLimits = (books: 500, time: Duration.milliseconds(50))
+
+    /// A book of the import could not be written (its title, a rule of the library): the books before it are.
+    struct BookNotWritten: Error, CustomStringConvertible {
+        var folder: String
+        var albumKey: String
+        var error: LibraryError
+        var description: String {
+            "the book of \(folder)\(albumKey.isEmpty ? "" : " (album \"\(albumKey)\")") could not be written: \(error)"
+        }
     }
 
     /// The fewest files an import reads before it writes their books: about what it holds at once, whatever the
@@ -253,6 +288,7 @@ struct Importer: Sendable {
     }
 
     static func commonFolder(of files: [URL]) -> URL {
+        if files.count == 1 { return files[0].deletingLastPathComponent() }
         var common = files[0].deletingLastPathComponent().pathComponents
         for file in files.dropFirst() {
             let components = file.deletingLastPathComponent().pathComponents
