@@ -1,9 +1,9 @@
 import Foundation
 import GStreamer
 import Logging
-import TestSupport
 import Testing
-@testable import LecternDaemon
+import TestSupport
+@testable import LecternBooks
 @testable import LecternMedia
 
 /// The loudness meter (libebur128 over GStreamer's decoders), against FFmpeg's own EBU R128 meter, and in the media

@@ -1,9 +1,8 @@
 import Foundation
 import GStreamer
 import Logging
-import TestSupport
 import Testing
-@testable import LecternDaemon
+import TestSupport
 @testable import LecternMedia
 
 /// The media reader: lecternd reads media files in a child process (`lecternd --media-reader`). The real child,
