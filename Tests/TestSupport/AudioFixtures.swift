@@ -1,12 +1,4 @@
 import Foundation
-import GStreamer
-import TestSupport
-
-/// `Discoverer.discover(url)` on a thread of its own (``offThePool``): it blocks while GStreamer reads the file, and
-/// the test process's other suites need the two threads of the cooperative pool meanwhile.
-func discoverOffThePool(_ url: URL) async throws -> MediaInfo {
-    try await offThePool { try Discoverer.discover(url) }
-}
 
 /// Small audio (and non-audio) files for tests, made with gst-launch-1.0 and ffmpeg in a temporary directory.
 ///
@@ -15,9 +7,9 @@ func discoverOffThePool(_ url: URL) async throws -> MediaInfo {
 /// let info = try Discoverer.discover(files.url(.ogg10s))
 /// ```
 /// Files are generated once per test process, on first use, and shared by all tests (read-only).
-final class AudioFixtures: Sendable {
+public final class AudioFixtures: Sendable {
     /// A generated file and what it contains.
-    enum File: String, CaseIterable, Sendable {
+    public enum File: String, CaseIterable, Sendable {
         /// A 320×240 PNG (one videotestsrc frame). Listed first: ``mp3WithCover`` embeds it.
         case png = "cover.png"
         /// Vorbis in Ogg, 430 × 1024 samples at 44.1 kHz mono ≈ 9.985 s, no tags.
@@ -43,22 +35,22 @@ final class AudioFixtures: Sendable {
     }
 
     /// The tags written into the tagged files.
-    enum Tags {
-        static let title = "Chapter One: The Beginning"
-        static let artist = "Ann Author"
-        static let album = "A Long Book"
-        static let albumArtist = "Ann Author & Friends"
-        static let genre = "Audiobook"
-        static let track = 3
-        static let disc = 2
-        static let all = AudioFiles.Tags(title: title, artist: artist, album: album, albumArtist: albumArtist,
+    public enum Tags {
+        public static let title = "Chapter One: The Beginning"
+        public static let artist = "Ann Author"
+        public static let album = "A Long Book"
+        public static let albumArtist = "Ann Author & Friends"
+        public static let genre = "Audiobook"
+        public static let track = 3
+        public static let disc = 2
+        public static let all = AudioFiles.Tags(title: title, artist: artist, album: album, albumArtist: albumArtist,
                                          genre: genre, track: track, disc: disc)
     }
 
-    let directory: URL
+    public let directory: URL
 
     /// The process-wide fixtures, generated on first call (blocks while generating, a few seconds).
-    static func shared() async throws -> AudioFixtures {
+    public static func shared() async throws -> AudioFixtures {
         AudioFixtures(directory: try await GeneratedFiles.directory("gst-fixtures") { root in
             for file in File.allCases { try make(file, in: root) }
         })
@@ -68,12 +60,12 @@ final class AudioFixtures: Sendable {
         self.directory = directory
     }
 
-    func url(_ file: File) -> URL {
+    public func url(_ file: File) -> URL {
         directory.appendingPathComponent(file.rawValue)
     }
 
     /// A fresh path in the fixture directory for a test's output.
-    func scratchURL(_ name: String) -> URL {
+    public func scratchURL(_ name: String) -> URL {
         directory.appendingPathComponent("\(UUID().uuidString.prefix(8))-\(name)")
     }
 
@@ -111,7 +103,7 @@ final class AudioFixtures: Sendable {
     // MARK: Reading WAV output
 
     /// The number of sample frames in a PCM WAV file (the "data" chunk size divided by the frame size).
-    static func wavFrameCount(_ url: URL) throws -> Int {
+    public static func wavFrameCount(_ url: URL) throws -> Int {
         let bytes = [UInt8](try Data(contentsOf: url))
         func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }

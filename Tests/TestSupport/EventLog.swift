@@ -1,20 +1,19 @@
 import Foundation
 import Synchronization
-import Testing
 
 /// Records events from any thread (a bus-thread handler, or a stream drained by a task) so a test can wait
 /// for one with a timeout, without giving up on the events that came before or after.
-final class EventLog<Event: Sendable>: Sendable {
-    struct Timeout: Error, CustomStringConvertible {
-        let description: String
+public final class EventLog<Event: Sendable>: Sendable {
+    public struct Timeout: Error, CustomStringConvertible {
+        public let description: String
     }
 
     private let events = Mutex<[Event]>([])
 
-    init() {}
+    public init() {}
 
     /// Drains `stream` into the log on a task of its own until the stream finishes.
-    init(draining stream: AsyncStream<Event>) {
+    public init(draining stream: AsyncStream<Event>) {
         Task { [self] in
             for await event in stream {
                 append(event)
@@ -22,17 +21,17 @@ final class EventLog<Event: Sendable>: Sendable {
         }
     }
 
-    func append(_ event: Event) {
+    public func append(_ event: Event) {
         events.withLock { $0.append(event) }
     }
 
-    var all: [Event] { events.withLock { $0 } }
-    var count: Int { events.withLock { $0.count } }
+    public var all: [Event] { events.withLock { $0 } }
+    public var count: Int { events.withLock { $0.count } }
 
     /// Waits for the first event at index `after` or later that matches, polling every 10 ms.
     /// - Returns: its index and value. - Throws: `Timeout` listing what arrived.
     @discardableResult
-    func waitFor(
+    public func waitFor(
         after start: Int = 0, timeout: Duration = .seconds(10), _ what: String = "event",
         _ matches: @Sendable (Event) -> Bool
     ) async throws -> (index: Int, event: Event) {
@@ -48,23 +47,4 @@ final class EventLog<Event: Sendable>: Sendable {
             try await Task.sleep(for: .milliseconds(10))
         }
     }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}
-
-/// `#expect(abs(actual - expected) <= tolerance)` for durations, with a readable failure.
-func expectClose(
-    _ actual: Duration?, _ expected: Duration, within tolerance: Duration,
-    sourceLocation: SourceLocation = #_sourceLocation
-) {
-    guard let actual else {
-        Issue.record("expected ≈ \(expected), got nil", sourceLocation: sourceLocation)
-        return
-    }
-    #expect(abs((actual - expected).seconds) <= tolerance.seconds,
-            "expected \(expected) ± \(tolerance), got \(actual)", sourceLocation: sourceLocation)
 }

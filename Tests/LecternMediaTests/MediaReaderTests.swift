@@ -42,7 +42,7 @@ struct MediaReaderTests {
     func sameAsInProcess(file: AudioFixtures.File) async throws {
         signal(SIGHUP, SIG_IGN)  // as the daemon does (it watches SIGHUP with a dispatch source): the child must not
         // Read in this process first: the child leaves after its idle time, which a wait between could outlast.
-        let inProcess = try await discoverOffThePool(files.url(file))
+        let inProcess = try await offThePool { [files] in try Discoverer.discover(files.url(file)) }
         let reader = reader()
         let read = try await reader.read(files.url(file))
         #expect(read == inProcess)

@@ -2,6 +2,7 @@ import Foundation
 import GStreamer
 import LecternCore
 import Testing
+import TestSupport
 @testable import LecternEngine
 
 /// The engine's decisions alone, fed plain events: which calls the worker makes and what the player hears.
