@@ -79,10 +79,24 @@ let package = Package(
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
+        // A serial executor on a thread of its own, for actors that do blocking work (the database's writes).
+        .target(name: "Threads"),
+        // The library at work, no D-Bus: the current book opened into the player and what it does recorded, undo,
+        // imports, the library folders watched, loudness measured, the writes clients ask for.
+        .target(name: "LecternBooks", dependencies: [
+            "FolderWatch", "GStreamer", "LecternConfiguration", "LecternCore", "LecternLibrary", "LecternMedia", "Threads",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The D-Bus faces: MPRIS, Lectern's own interfaces (Library1, Bookmarks1, History1, Player1, Output1, Prompts1,
+        // Configuration1) and the desktop's Application, over the player, the books and the other parts.
+        .target(name: "LecternServices", dependencies: [
+            "DBus", "LecternBooks", "LecternConfiguration", "LecternCore", "LecternLibrary", "LecternMedia",
+            "LecternSoundServer", "LecternSpeech", .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The daemon: its parts made and wired together, the database's lock, signals, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
-            "DBus", "GStreamer", "FolderWatch", "LecternConfiguration", "LecternCore", "LecternEngine", "LecternLibrary",
-            "LecternMedia", "LecternSoundServer", "LecternSpeech", .product(name: "Logging", package: "swift-log"),
+            "DBus", "LecternBooks", "LecternConfiguration", "LecternCore", "LecternEngine", "LecternLibrary", "LecternMedia",
+            "LecternServices", "LecternSoundServer", "LecternSpeech", "Threads", .product(name: "Logging", package: "swift-log"),
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),
@@ -109,11 +123,13 @@ let package = Package(
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "ChildProcessTests", dependencies: ["ChildProcess", "TestSupport"]),
         .testTarget(name: "FolderWatchTests", dependencies: ["FolderWatch", "TestSupport"]),
-        .testTarget(name: "LecternMediaTests", dependencies: ["LecternMedia", "GStreamer", "TestSupport"]),
+        .testTarget(name: "LecternMediaTests", dependencies: ["LecternMedia", "GStreamer", "TestSupport", "lecternd"]),
         .testTarget(name: "LecternSoundServerTests", dependencies: ["LecternSoundServer", "PulseAudio"]),
         .testTarget(name: "LecternConfigurationTests", dependencies: ["LecternConfiguration", "LecternCore", "TestSupport"]),
-        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "TestSupport"]),
+        .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "TestSupport"]),
+        .testTarget(name: "LecternEngineTests", dependencies: ["LecternEngine", "LecternCore", "TestSupport"]),
+        .testTarget(name: "LecternBooksTests", dependencies: ["LecternBooks", "LecternMedia", "LecternLibrary", "GStreamer", "Threads", "TestSupport", "lecternd"]),
+        .testTarget(name: "LecternServicesTests", dependencies: ["LecternServices", "LecternLibrary", "DBus", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

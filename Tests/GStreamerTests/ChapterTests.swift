@@ -79,8 +79,8 @@ struct ChapterTests {
         let info = try await discoverOffThePool(files.url(file))
         #expect(info.chapters.map(\.title) == ChapterBook.titles)
         for (index, chapter) in info.chapters.enumerated() where index < 3 {
-            expectClose(chapter.start, ChapterBook.starts[index], within: .milliseconds(1))
-            expectClose(chapter.end, ChapterBook.ends[index], within: .milliseconds(1))
+            #expect(isClose(chapter.start, to: ChapterBook.starts[index], within: .milliseconds(1)))
+            #expect(isClose(chapter.end, to: ChapterBook.ends[index], within: .milliseconds(1)))
         }
     }
 
@@ -90,8 +90,8 @@ struct ChapterTests {
         #expect(info.chapters.map(\.title) == ["", "", ""])
         let expected: [Duration] = [.zero, .seconds(10), .milliseconds(20_500), .seconds(30)]
         for (index, chapter) in info.chapters.enumerated() where index < 3 {
-            expectClose(chapter.start, expected[index], within: .milliseconds(1))
-            expectClose(chapter.end, expected[index + 1], within: .milliseconds(1))
+            #expect(isClose(chapter.start, to: expected[index], within: .milliseconds(1)))
+            #expect(isClose(chapter.end, to: expected[index + 1], within: .milliseconds(1)))
         }
     }
 

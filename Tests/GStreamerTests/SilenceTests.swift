@@ -1,9 +1,9 @@
 import CGStreamer
 import CGStreamerShims
 import Foundation
-@testable import GStreamer
 import Testing
 import TestSupport
+@testable import GStreamer
 
 extension PlaybackTests {
     /// Skip silence (lecternsilence, Sources/CGStreamerShims/silence.c), heard through a file sink (what comes out) and
@@ -187,7 +187,7 @@ extension PlaybackTests {
                 let heard = Self.parts(of: rendered.samples).map(\.seconds)
                 let expected = [1, 0.52, 1, 0.3, 1, 0.52, 1]
                 #expect(zip(heard, expected).allSatisfy { abs($0 - $1) <= 0.01 }, "\(heard)")
-                expectClose(rendered.removed, .milliseconds(3_960), within: .milliseconds(10))
+                #expect(isClose(rendered.removed, to: .milliseconds(3_960), within: .milliseconds(10)))
             }
             if speed == 2, amount == 1 {
                 // Twice as fast: tones of 0.5 s (scaletempo's own edges move them by up to 15 ms), pauses of 0.25 s,
@@ -318,8 +318,8 @@ extension PlaybackTests {
             expectFileTime(played)
             // 9.3 s of file, 3.96 s of it removed.
             #expect(elapsed > .milliseconds(5_200) && elapsed < .seconds(7.5), "played in \(elapsed)")
-            expectClose(played.last?.position, duration, within: .milliseconds(50))
-            expectClose(playbin.position, duration, within: .milliseconds(50))
+            #expect(isClose(played.last?.position, to: duration, within: .milliseconds(50)))
+            #expect(isClose(playbin.position, to: duration, within: .milliseconds(50)))
             #expect(played.contains { $0.position > .milliseconds(1_600) && $0.position < .milliseconds(2_900) } == false,
                     "the dropped part of the 2 s pause is never reported: \(played)")
 
@@ -330,18 +330,18 @@ extension PlaybackTests {
             mark = log.count
             #expect(playbin.seek(to: .milliseconds(6_800)))
             try await log.waitFor(after: mark, "the seek's async-done") { $0 == .asyncDone }
-            expectClose(playbin.position, .milliseconds(6_800), within: .milliseconds(50))
+            #expect(isClose(playbin.position, to: .milliseconds(6_800), within: .milliseconds(50)))
             mark = log.count
             playbin.setState(.playing)
             let afterSeek = try await sample(playbin, log, after: mark) { $0 > .milliseconds(8_700) }
-            expectClose(afterSeek.first?.position, .milliseconds(6_800), within: .milliseconds(100))
+            #expect(isClose(afterSeek.first?.position, to: .milliseconds(6_800), within: .milliseconds(100)))
             expectFileTime(afterSeek)
 
             // Back to 0.5 s while playing: the target at once, then the first tone from there.
             mark = log.count
             #expect(playbin.seek(to: .milliseconds(500)))
             try await log.waitFor(after: mark, "the seek's async-done") { $0 == .asyncDone }
-            expectClose(playbin.position, .milliseconds(500), within: .milliseconds(50))
+            #expect(isClose(playbin.position, to: .milliseconds(500), within: .milliseconds(50)))
             let fromStart = try await sample(playbin, log, after: mark) { $0 > .milliseconds(4_700) }
             expectFileTime(fromStart)
             #expect(fromStart.first { $0.heard != nil }.map { $0.position < .milliseconds(1_000) } == true)
@@ -401,12 +401,12 @@ extension PlaybackTests {
             let before = try await sample(playbin, log) { $0 > .milliseconds(3_300) }
             playbin.skipSilence = nil
             let removed = playbin.silenceRemoved
-            expectClose(removed, .milliseconds(1_480), within: .milliseconds(10))
+            #expect(isClose(removed, to: .milliseconds(1_480), within: .milliseconds(10)))
             let after = try await sample(playbin, log)
             expectFileTime(before + after)
             #expect(after.contains { $0.position > .milliseconds(6_500) && $0.position < .milliseconds(8_000) },
                     "the 3 s pause is played whole: \(after)")
-            expectClose(after.last?.position, .milliseconds(9_300), within: .milliseconds(50))
+            #expect(isClose(after.last?.position, to: .milliseconds(9_300), within: .milliseconds(50)))
             #expect(playbin.silenceRemoved == removed)
         }
 
@@ -423,7 +423,7 @@ extension PlaybackTests {
             #expect(played.first.map { $0.position < .milliseconds(300) } == true, "the next file starts at \(played.prefix(3))")
             // Right at the handover the sink may still hold the first file's last buffer.
             expectFileTime(Array(played.drop { $0.position < .milliseconds(100) }))
-            expectClose(played.last?.position, .milliseconds(9_300), within: .milliseconds(50))
+            #expect(isClose(played.last?.position, to: .milliseconds(9_300), within: .milliseconds(50)))
             // Twice 5.34 s: the time removed in the first file is not waited for at the handover.
             #expect(elapsed > .milliseconds(10_500) && elapsed < .milliseconds(12_500), "played in \(elapsed)")
         }
@@ -437,7 +437,7 @@ extension PlaybackTests {
             let elapsed = ContinuousClock.now - start
             // 0.1 s, 0.52 s, 0.1 s.
             #expect(elapsed > .milliseconds(700) && elapsed < .seconds(3), "played in \(elapsed)")
-            expectClose(played.last?.position, .milliseconds(20_200), within: .milliseconds(50))
+            #expect(isClose(played.last?.position, to: .milliseconds(20_200), within: .milliseconds(50)))
             #expect(playbin.silenceRemoved > .seconds(19.4) && playbin.silenceRemoved < .seconds(19.5))
         }
 

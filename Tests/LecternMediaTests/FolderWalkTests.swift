@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 @testable import LecternMedia
 
 /// Opening a folder (OpenUri, Application.Open) walks it within bounds: a book's folder plays, the root of the file

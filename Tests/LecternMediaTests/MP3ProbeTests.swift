@@ -1,7 +1,7 @@
 import Foundation
 import GStreamer
-import TestSupport
 import Testing
+import TestSupport
 @testable import LecternMedia
 
 /// MP3Probe says of an MP3 file what the discoverer says (to the nanosecond), or leaves it to the discoverer.

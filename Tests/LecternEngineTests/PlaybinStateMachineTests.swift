@@ -1,0 +1,188 @@
+import Foundation
+import GStreamer
+import LecternCore
+import Testing
+import TestSupport
+@testable import LecternEngine
+
+/// The engine's decisions alone, fed plain events: which calls the worker makes and what the player hears.
+@Suite("Playbin state machine")
+struct PlaybinStateMachineTests {
+    struct Pipeline: PipelineQueries {
+        var position: Duration?
+        var duration: Duration?
+    }
+
+    let a = URL(fileURLWithPath: "/books/a.ogg")
+    let b = URL(fileURLWithPath: "/books/b.ogg")
+    let pipeline = Pipeline(position: .seconds(1), duration: .seconds(60))
+    typealias Machine = PlaybinStateMachine
+
+    /// Loads `url` at `position` up to the preroll's async-done (the worker's NULL, then its NULL→READY).
+    func prerolled(_ machine: inout Machine, _ url: URL, at position: Duration = .zero) -> Machine.Effects {
+        let load = machine.load(url, at: position)
+        guard case .load(_, let number)? = load.calls.first else {
+            Issue.record("load made no load call: \(load)")
+            return load
+        }
+        let started = machine.loadStarted(number)
+        #expect(started)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        return machine.handle(.asyncDone, pipeline: pipeline)
+    }
+
+    @Test("a load at a position seeks there once prerolled, then is ready and plays if asked")
+    func loadAtPosition() {
+        var machine = Machine()
+        let load = machine.load(a, at: .seconds(30))
+        #expect(load.calls == [.load(a, number: 1)])
+        #expect(machine.position(pipeline: pipeline) == .seconds(30), "the start position while loading")
+        let early = machine.play()
+        #expect(early == Machine.Effects(), "nothing plays before the seek to the start")
+        let started = machine.loadStarted(1)
+        #expect(started)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        let prerolled = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(prerolled.calls == [.seek(.seconds(30), rate: 1, purpose: .start(load: 1))])
+        #expect(prerolled.events == [])
+        let landed = machine.seekDone(.start(load: 1), accepted: true, pipeline: pipeline)
+        #expect(landed == Machine.Effects())
+        let ready = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(ready.events == [.ready(a, duration: .seconds(60))])
+        #expect(ready.calls == [.setState(.playing)])
+    }
+
+    @Test("a start seek GStreamer refuses leaves the stream ready where it is")
+    func refusedStartSeek() {
+        var machine = Machine()
+        _ = prerolled(&machine, a, at: .seconds(5))
+        let refused = machine.seekDone(.start(load: 1), accepted: false, pipeline: pipeline)
+        #expect(refused.events == [.ready(a, duration: .seconds(60))])
+        #expect(machine.position(pipeline: pipeline) == .seconds(1), "where the pipeline is")
+    }
+
+    @Test("messages before the worker's NULL of the latest load are not that load's")
+    func outdatedLoad() {
+        var machine = Machine()
+        _ = machine.load(a, at: .zero)
+        _ = machine.load(b, at: .zero)
+        let outdated = machine.loadStarted(1)
+        #expect(!outdated, "the first load is outdated and goes no further")
+        // The first file's own preroll, had it gone on: not taken for the second's.
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        let stale = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(stale == Machine.Effects())
+        let started = machine.loadStarted(2)
+        #expect(started)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        let ready = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(ready.events == [.ready(b, duration: .seconds(60))])
+    }
+
+    @Test("a stop outdates a load still queued")
+    func stopOutdatesLoad() {
+        var machine = Machine()
+        _ = machine.load(a, at: .zero)
+        let stop = machine.stop()
+        #expect(stop.calls == [.setState(.null)])
+        let outdated = machine.loadStarted(1)
+        #expect(!outdated)
+        #expect(machine.position(pipeline: pipeline) == nil)
+    }
+
+    @Test("a seek reads as its target until it lands; a refused one reads where the pipeline is")
+    func seekTarget() {
+        var machine = Machine()
+        _ = prerolled(&machine, a)
+        let seek = machine.seek(to: .seconds(20))
+        #expect(seek.calls == [.seek(.seconds(20), rate: 1, purpose: .move(1))])
+        #expect(machine.position(pipeline: pipeline) == .seconds(20))
+        // An async-done before the seek's mark on the bus is an earlier operation's.
+        _ = machine.handle(.asyncDone, pipeline: pipeline)
+        _ = machine.handle(.seekMarked(0), pipeline: pipeline)  // an earlier seek's mark
+        _ = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(machine.position(pipeline: pipeline) == .seconds(20))
+        // After it, the seek's own, whether the worker has reported the seek made or not (the bus thread may
+        // read the async-done first).
+        _ = machine.handle(.seekMarked(1), pipeline: pipeline)
+        _ = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(machine.position(pipeline: pipeline) == .seconds(1))
+        _ = machine.seekDone(.move(1), accepted: true, pipeline: pipeline)
+        #expect(machine.position(pipeline: pipeline) == .seconds(1))
+
+        _ = machine.seek(to: .seconds(40))
+        _ = machine.seekDone(.move(2), accepted: false, pipeline: pipeline)
+        #expect(machine.position(pipeline: pipeline) == .seconds(1))
+    }
+
+    @Test("a rate change seeks where the stream is, and a new stream gets the rate again")
+    func rate() {
+        var machine = Machine()
+        _ = prerolled(&machine, a)
+        let rate = machine.setRate(1.5, pipeline: pipeline)
+        #expect(rate.calls == [.seek(.seconds(1), rate: 1.5, purpose: .move(1))])
+        _ = machine.setNext(b)
+        _ = machine.handle(.streamStart, pipeline: pipeline)  // the loaded stream's own
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        let advanced = machine.handle(.streamStart, pipeline: pipeline)
+        #expect(advanced.events == [.advanced(b), .durationChanged(.seconds(60))])
+        #expect(advanced.calls == [.seek(.zero, rate: 1.5, purpose: .move(2))])
+    }
+
+    @Test("the next stream's failure is reported once, and the current stream is not stopped")
+    func nextFails() {
+        var machine = Machine()
+        _ = prerolled(&machine, a)
+        _ = machine.setNext(b)
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        let error = PlaybinEvent.error(message: "not audio", debug: nil, fromSink: false, streamURI: b.absoluteString)
+        let first = machine.handle(error, pipeline: pipeline)
+        #expect(first == Machine.Effects(events: [.nextFailed(b, "not audio")]))
+        let again = machine.handle(error, pipeline: pipeline)
+        #expect(again == Machine.Effects())
+        let ownError = PlaybinEvent.error(message: "broken", debug: nil, fromSink: false, streamURI: a.absoluteString)
+        let own = machine.handle(ownError, pipeline: pipeline)
+        #expect(own == Machine.Effects(calls: [.setState(.null)], events: [.failed("broken")]))
+        #expect(machine.position(pipeline: pipeline) == nil)
+    }
+
+    @Test("after a hang, a load goes on in the new pipeline once; a ready stream is reported lost")
+    func replaced() {
+        var machine = Machine()
+        _ = machine.load(a, at: .seconds(3))
+        _ = machine.play()
+        let first = machine.pipelineReplaced(because: "going to NULL hung")
+        #expect(first == Machine.Effects(calls: [.load(a, number: 2)]))
+        #expect(machine.position(pipeline: pipeline) == .seconds(3))
+        guard case .outputFailed? = machine.pipelineReplaced(because: "going to PAUSED hung").events.first else {
+            Issue.record("a second hang in the same load is reported")
+            return
+        }
+        #expect(machine.position(pipeline: pipeline) == nil)
+
+        _ = prerolled(&machine, b)
+        guard case .outputFailed? = machine.pipelineReplaced(because: "a seek hung").events.first else {
+            Issue.record("a ready stream lost to a hang is reported")
+            return
+        }
+        let idle = machine.pipelineReplaced(because: "going to NULL hung")
+        #expect(idle == Machine.Effects(), "nothing was loaded")
+    }
+
+    @Test("the sound server's cork and uncork requests reach the player as they are, and change no state")
+    func interruptions() {
+        var machine = Machine()
+        let before = machine.handle(.requestState(.paused), pipeline: pipeline)
+        #expect(before == Machine.Effects(), "nothing loaded: a request of an old stream")
+        _ = prerolled(&machine, a)
+        _ = machine.play()
+        let cork = machine.handle(.requestState(.paused), pipeline: pipeline)
+        #expect(cork == Machine.Effects(events: [.interruptionBegan]), "no call: the player decides")
+        let uncork = machine.handle(.requestState(.playing), pipeline: pipeline)
+        #expect(uncork == Machine.Effects(events: [.interruptionEnded]))
+        #expect(machine.phase == .ready)
+        _ = machine.stop()
+        let stale = machine.handle(.requestState(.playing), pipeline: pipeline)
+        #expect(stale == Machine.Effects(), "stopped: the stream it concerned is gone")
+    }
+}
