@@ -12,6 +12,7 @@ enum BenchCommand {
                              [--signal-iterations N] [--startup-runs N] [--wait-for-quiet SECONDS]
                              [--no-renice] [--no-sound-server] [--library | --library-only] [--library-calls N]
                              [--library-books N] [--import-files N] [--import-id3v1] [--import-only]
+                             [--library-waits] [--library-listers N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --baseline-lecternd  another lecternd (e.g. an earlier commit's) measured in the same run, in a column
                        of its own after Lectern's
@@ -30,6 +31,10 @@ enum BenchCommand {
           --import-files N   files generated for the import benchmark (default 1000, in 50 folders)
           --import-id3v1  the import's files tagged in ID3v1 alone (older rips), not ID3v2
           --import-only  only the import benchmark (no player comparison, no big library)
+          --library-waits  only how long method calls (PlayPause, ListShelves, GetBook) wait: during the import, and
+                       on the big library while other clients list in a loop (no player comparison, no series of
+                       each call alone)
+          --library-listers N  the clients that list in a loop while calls are timed (default 4)
         The Markdown table goes to stdout, progress to stderr. Always exits 0: it is a measurement.
 
         """
@@ -89,6 +94,10 @@ enum BenchCommand {
             case "--library-books": librarySettings.books = max(100, int(arg))
             case "--import-files": librarySettings.importFiles = max(1, int(arg))
             case "--import-id3v1": librarySettings.importID3v1 = true
+            case "--library-waits":
+                library = (true, true)
+                librarySettings.waitsOnly = true
+            case "--library-listers": librarySettings.listers = max(1, int(arg))
             case "--import-only":
                 library = (true, true)
                 librarySettings.bigLibrary = false
