@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
         // Media files read: in a child process (the discoverer, or MP3Probe), their tags, covers, chapters and the
         // words beside them or in their tags; folders walked for audio; what a client opens turned into queue items.
-        .target(name: "LecternMedia", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternLibrary", "MP4",
+        .target(name: "LecternMedia", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternLibrary", "MP4", "Threads",
                                                     .product(name: "Logging", package: "swift-log")]),
         // The sound server's outputs watched through libpulse: an output lost pauses, its return resumes (OutputPolicy).
         .target(name: "LecternSoundServer", dependencies: ["PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log")]),
@@ -69,13 +69,17 @@ let package = Package(
         .target(name: "LecternSpeech", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternEngine"]),
         // Starting a program as a child with a clean signal mask; how it ended, in words.
         .target(name: "ChildProcess"),
+        // Threads of Lectern's own for blocking work, off Swift's cooperative pool: a serial executor on a thread
+        // (ThreadExecutor: the database's writes) and pools of threads that async callers hand blocking work to
+        // (ThreadPool: file-system work, the library's reads). No dependencies: any target may use them.
+        .target(name: "Threads"),
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
-        .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "LecternLibrary", dependencies: ["Threads", .product(name: "GRDB", package: "GRDB.swift"),
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // The daemon: the MPRIS adapter and Lectern's own interfaces, media reading, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
             "DBus", "GStreamer", "PulseAudio", "MP4", "FolderWatch", "LecternCore", "LecternEngine", "LecternLibrary", "LecternMedia", "LecternSoundServer", "LecternSpeech", "ChildProcess",
-            .product(name: "Logging", package: "swift-log"),
+            "Threads", .product(name: "Logging", package: "swift-log"),
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
@@ -102,7 +106,8 @@ let package = Package(
         .testTarget(name: "LecternLibraryTests", dependencies: ["LecternLibrary", "TestSupport"]),
         .testTarget(name: "MP4Tests", dependencies: ["MP4", "TestSupport"]),
         .testTarget(name: "GStreamerTests", dependencies: ["GStreamer", "LecternCore", "LecternEngine", "LecternMedia", "LecternDaemon", "TestSupport", "lecternd"]),
-        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport"]),
+        .testTarget(name: "LecternDaemonTests", dependencies: ["LecternDaemon", "LecternMedia", "LecternLibrary", "FolderWatch", "TestSupport", "Threads"]),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

@@ -3,6 +3,7 @@ import LecternLibrary
 import Logging
 import TestSupport
 import Testing
+import Threads
 @testable import LecternDaemon
 @testable import LecternMedia
 

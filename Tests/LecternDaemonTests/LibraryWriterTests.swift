@@ -2,6 +2,7 @@ import Foundation
 import LecternLibrary
 import Testing
 import TestSupport
+import Threads
 @testable import LecternDaemon
 
 /// The name the OS knows the calling thread by, as gdb and top show it.

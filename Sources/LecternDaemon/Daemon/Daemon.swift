@@ -8,6 +8,7 @@ import LecternMedia
 import LecternSoundServer
 import LecternSpeech
 import Logging
+import Threads
 
 /// `lecternd`: wires the bus, the engine, the player and the MPRIS face together, and runs until
 /// SIGTERM/SIGINT, a client's Quit, or the bus going away. Then it saves the position first and stops within
@@ -96,7 +97,10 @@ public enum Daemon {
             _ = try await connection.requestName(mprisName)
         }
 
-        let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
+        // Opened (migrated, checked, a corrupt file moved aside) on a thread for blocking work: the MPRIS calls are
+        // answered meanwhile.
+        let databasePath = options.databasePath
+        let (library, databaseStatus) = await ThreadPool.fileSystem.run { openLibrary(databasePath, logger: logger) }
         // One thread for the database's writes, the book session's and those made for clients (LibraryWriter).
         let databaseWrites = ThreadExecutor(name: "lectern-db")
         let writer = LibraryWriter(library: library, executor: databaseWrites)
@@ -121,7 +125,7 @@ public enum Daemon {
             }
         }
         sessionOnceOpen.set(session)
-        let bookCount = (try? library.bookCount()) ?? 0
+        let bookCount = (try? await library.reading { try $0.bookCount() }) ?? 0
         mpris.publishPlaylists(bookCount: bookCount)
         playlistsCalls.release()
 
@@ -147,7 +151,7 @@ public enum Daemon {
             + [listening.makeInterface(player: player), OutputService.makeInterface(outputWatcher), configuration.makeInterface(),
                prompts.makeInterface(prompter: prompter)]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
-        let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
+        let availability = (try? await library.reading { try $0.availability() }) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: bookCount)),

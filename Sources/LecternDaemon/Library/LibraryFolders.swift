@@ -2,6 +2,7 @@ import FolderWatch
 import Foundation
 import LecternLibrary
 import Logging
+import Threads
 
 /// How the library folders are watched.
 public struct WatchOptions: Sendable {
@@ -50,6 +51,8 @@ actor LibraryFolders {
     private var someOffline = false
     /// Whether ``watch(_:)`` was called: the first call looks at the books' mounts even without library folders.
     private var started = false
+    /// Counts the calls of ``watch(_:)``: one that a later call overtook while its watcher was being made lets it go.
+    private var watchCalls = 0
     /// Asks for a fallback scan every ``WatchOptions/fallbackScan`` while there is something for it: folders beyond
     /// the watch limit, or offline books (no timer otherwise).
     private var fallbackTicks: Task<Void, Never>?
@@ -73,14 +76,29 @@ actor LibraryFolders {
     /// Watches `folders` from now on (none: nothing), in place of those watched before; those not watched before
     /// are imported again (in ``run()``, after what is queued). The first call also marks offline the books whose
     /// mount is not there, wherever they are.
-    func watch(_ folders: [String]) {
+    func watch(_ folders: [String]) async {
+        watchCalls += 1
+        let call = watchCalls
+        // The watcher walks the folders' trees as it starts, a watch per folder: on a thread for file-system work,
+        // not on this actor's (the cooperative pool's). Another call may come meanwhile: the later one wins.
+        var made: FolderWatcher?
+        if !folders.isEmpty {
+            let options = options
+            made = await ThreadPool.fileSystem.run {
+                FolderWatcher(roots: folders, watchLimit: options.watchLimit, rootCheck: options.rootCheck)
+            }
+        }
+        guard call == watchCalls else {
+            made?.stop()
+            return
+        }
         watcher?.stop()
         forwarding?.cancel()
         let added = folders.filter { !self.folders.contains($0) }
         self.folders = folders
         gone = []
         unwatched = []
-        watcher = folders.isEmpty ? nil : FolderWatcher(roots: folders, watchLimit: options.watchLimit, rootCheck: options.rootCheck)
+        watcher = made
         if !folders.isEmpty && watcher == nil {
             logger.warning("the library folders cannot be watched: no inotify instance left", metadata: ["folders": "\(folders)"])
         }
@@ -138,12 +156,12 @@ actor LibraryFolders {
             await handle(change)
         case .rescan(let roots, let reason):
             await refreshOffline()
-            for root in roots where FileManager.default.fileExists(atPath: root) {
+            for root in roots where await Self.exists(root) {
                 await importAgain(root, because: reason)
             }
         case .fallbackScan:
             let cameBack = await refreshOffline()
-            for folder in bookFolders(unwatched.union(cameBack)) where FileManager.default.fileExists(atPath: folder) {
+            for folder in await bookFolders(unwatched.union(cameBack)) where await Self.exists(folder) {
                 await importAgain(folder, because: cameBack.contains(folder) ? "its disk is back" : "it is beyond the watch limit")
             }
         }
@@ -152,8 +170,8 @@ actor LibraryFolders {
     private func handle(_ change: FolderWatcher.Change) async {
         switch change {
         case .settled(let folders):
-            for folder in bookFolders(Set(folders)) {
-                if FileManager.default.fileExists(atPath: folder) {
+            for folder in await bookFolders(Set(folders)) {
+                if await Self.exists(folder) {
                     await importAgain(folder, because: "it changed")
                 } else {
                     logger.info("a watched folder was removed or moved away: its files are missing", metadata: ["folder": "\(folder)"])
@@ -181,8 +199,16 @@ actor LibraryFolders {
 
     /// `folders`, each as the folder of the book it is in, if any (a change inside a book's folder, one disc of
     /// several, is read as the whole book's: the disc's alone would be a book of its own), the outermost.
-    private func bookFolders(_ folders: Set<String>) -> [String] {
-        FolderWatcher.outermost(Set(folders.map { folder in (try? service.library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }))
+    private func bookFolders(_ folders: Set<String>) async -> [String] {
+        FolderWatcher.outermost(await service.library.reading { library in
+            Set(folders.map { folder in (try? library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder })
+        })
+    }
+
+    /// Whether `path` is there: a stat, on a thread for file-system work (a library folder may be on a slow disk or a
+    /// network share), not on this actor's.
+    private static func exists(_ path: String) async -> Bool {
+        await ThreadPool.fileSystem.run { FileManager.default.fileExists(atPath: path) }
     }
 
     /// Imports `folder` again, then marks missing what of it is no longer on disk (the import marks the files of
@@ -199,11 +225,12 @@ actor LibraryFolders {
 
     private func markMissing(under folder: String) async {
         do {
-            let files = try service.library.filesGone(under: folder)
+            // A read and a stat of each of its files: on a thread for file-system work.
+            let files = try await ThreadPool.fileSystem.run { [library = service.library] in try library.filesGone(under: folder) }
             let books = try await service.writer.write { try $0.markMissing(files) }
             if !books.isEmpty {
                 logger.notice("files no longer on disk are missing", metadata: ["folder": "\(folder)", "books": "\(books)"])
-                service.availabilityChanged(books)
+                await service.availabilityChanged(books)
             }
         } catch {
             logger.warning("files no longer on disk could not be marked missing", metadata: ["folder": "\(folder)", "error": "\(error)"])
@@ -214,15 +241,17 @@ actor LibraryFolders {
     /// the folders of the books back (to import again).
     @discardableResult
     private func refreshOffline() async -> Set<String> {
-        let mounts = Mounts.current()
-        let goneFolders = gone.union(folders.filter { !FileManager.default.fileExists(atPath: $0) })
+        let (mounts, missing) = await ThreadPool.fileSystem.run { [folders] in
+            (Mounts.current(), folders.filter { !FileManager.default.fileExists(atPath: $0) })
+        }
+        let goneFolders = gone.union(missing)
         func isOffline(_ place: BookPlace) -> Bool {
             if let mount = place.mountPath, !mounts.isMounted(mount) { return true }
             guard let source = place.sourcePath else { return false }
             return goneFolders.contains { source == $0 || source.hasPrefix($0 + "/") }
         }
         do {
-            let places = try service.library.bookPlaces()
+            let places = try await service.library.reading { try $0.bookPlaces() }
             let nowOffline = places.filter { !$0.offline && isOffline($0) }
             let back = places.filter { $0.offline && !isOffline($0) }
             someOffline = places.count(where: \.offline) - back.count + nowOffline.count > 0
@@ -231,7 +260,7 @@ actor LibraryFolders {
             }
             if !nowOffline.isEmpty { logger.notice("books offline", metadata: ["books": "\(nowOffline.map(\.id))"]) }
             if !back.isEmpty { logger.notice("books available again", metadata: ["books": "\(back.map(\.id))"]) }
-            if !changed.isEmpty { service.availabilityChanged(changed) }
+            if !changed.isEmpty { await service.availabilityChanged(changed) }
             return Set(back.compactMap(\.sourcePath).filter { source in folders.contains { source == $0 || source.hasPrefix($0 + "/") } })
         } catch {
             logger.warning("the books' state could not be updated", metadata: ["error": "\(error)"])

@@ -11,30 +11,21 @@ import Synchronization
 /// }
 /// ```
 /// The thread lives as long as the process: one per such actor, made once by the daemon.
-final class ThreadExecutor: SerialExecutor {
+public final class ThreadExecutor: SerialExecutor {
     private let jobs = Mutex<[UnownedJob]>([])
     private let wake = DispatchSemaphore(value: 0)
 
-    init(name: String) {
-        // Foundation gives the OS the name only when it is set from the thread itself (see EventLoop.start), and only
-        // once `start()` has returned: before, the Thread does not know its pthread yet and keeps the name to itself.
-        let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            started.wait()
-            Thread.current.name = name
-            run()
-        }
-        thread.start()
-        started.signal()
+    public init(name: String) {
+        startThread(named: name) { [self] in run() }
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         jobs.withLock { $0.append(job) }
         wake.signal()
     }
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
