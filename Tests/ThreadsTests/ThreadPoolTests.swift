@@ -19,9 +19,10 @@ import Glibc
         let released = Atomic(false)
     }
 
-    /// Polls `condition` until it holds, for at most 20 s (a loaded machine); whether it held.
+    /// Polls `condition` until it holds, for at most 60 s (the whole test run starts at once on two cores, and the
+    /// tasks that ask for the jobs wait for the cooperative pool as every other test does); whether it held.
     private func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition() {
             if ContinuousClock.now > deadline { return false }
             try? await Task.sleep(for: .milliseconds(5))
@@ -49,7 +50,7 @@ import Glibc
             tasks.append(Task {
                 await pool.run {
                     shared.started.withLock { $0.append(n) }
-                    _ = gate.wait(timeout: .now() + 30)  // bounded: a pool that ran jobs inline would fail, not hang
+                    _ = gate.wait(timeout: .now() + 120)  // bounded: a pool that ran jobs inline would fail, not hang
                 }
             })
             if n < running {
@@ -98,14 +99,14 @@ import Glibc
         // A net, on a thread of its own: were the blocked jobs holding the cooperative pool's threads, nothing below
         // would run until it lets them go.
         Thread {
-            Thread.sleep(forTimeInterval: 30)
+            Thread.sleep(forTimeInterval: 120)
             release()
         }.start()
         let blocked = (0..<count).map { _ in
             Task {
                 await pool.run {
                     shared.running.add(1, ordering: .relaxed)
-                    _ = gate.wait(timeout: .now() + 30)  // bounded: a pool that ran jobs inline would fail, not hang
+                    _ = gate.wait(timeout: .now() + 120)  // bounded: a pool that ran jobs inline would fail, not hang
                 }
             }
         }
