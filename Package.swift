@@ -61,7 +61,7 @@ let package = Package(
         .target(name: "LecternEngine", dependencies: ["GStreamer", "LecternCore", .product(name: "Logging", package: "swift-log")]),
         // Media files read: in a child process (the discoverer, or MP3Probe), their tags, covers, chapters and the
         // words beside them or in their tags; folders walked for audio; what a client opens turned into queue items.
-        .target(name: "LecternMedia", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternLibrary", "MP4",
+        .target(name: "LecternMedia", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternLibrary", "MP4", "Threads",
                                                     .product(name: "Logging", package: "swift-log")]),
         // The sound server's outputs watched through libpulse: an output lost pauses, its return resumes (OutputPolicy).
         .target(name: "LecternSoundServer", dependencies: ["PulseAudio", "LecternCore", .product(name: "Logging", package: "swift-log")]),
@@ -69,8 +69,12 @@ let package = Package(
         .target(name: "LecternSpeech", dependencies: ["ChildProcess", "GStreamer", "LecternCore", "LecternEngine"]),
         // Starting a program as a child with a clean signal mask; how it ended, in words.
         .target(name: "ChildProcess"),
+        // Threads of Lectern's own for blocking work, off Swift's cooperative pool: a serial executor on a thread
+        // (ThreadExecutor: the database's writes) and pools of threads that async callers hand blocking work to
+        // (ThreadPool: file-system work, the library's reads). No dependencies: any target may use them.
+        .target(name: "Threads"),
         // The library in SQLite: shelves, books, files, chapters, bookmarks, positions, settings. No D-Bus, no C.
-        .target(name: "LecternLibrary", dependencies: [.product(name: "GRDB", package: "GRDB.swift"),
+        .target(name: "LecternLibrary", dependencies: ["Threads", .product(name: "GRDB", package: "GRDB.swift"),
                                                         .product(name: "GRDBSQLite", package: "GRDB.swift")]),
         // What lecternd is asked to do: its settings from flags, the environment and the YAML file, with where each came
         // from; the daemon's options made from them; the XDG paths; the log level.
@@ -79,8 +83,6 @@ let package = Package(
             .product(name: "Configuration", package: "swift-configuration"), .product(name: "Yams", package: "Yams"),
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        // A serial executor on a thread of its own, for actors that do blocking work (the database's writes).
-        .target(name: "Threads"),
         // The library at work, no D-Bus: the current book opened into the player and what it does recorded, undo,
         // imports, the library folders watched, loudness measured, the writes clients ask for.
         .target(name: "LecternBooks", dependencies: [
@@ -130,6 +132,7 @@ let package = Package(
         .testTarget(name: "LecternEngineTests", dependencies: ["LecternEngine", "LecternCore", "TestSupport"]),
         .testTarget(name: "LecternBooksTests", dependencies: ["LecternBooks", "LecternMedia", "LecternLibrary", "GStreamer", "Threads", "TestSupport", "lecternd"]),
         .testTarget(name: "LecternServicesTests", dependencies: ["LecternServices", "LecternLibrary", "DBus", "TestSupport"]),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "LecternClient", "TestSupport", "lecternd", "lectern"]),
         // The reliability suite (issue 6): crashes, bad media, floods, hostile calls, a fuzzer. scripts/reliability.sh
         // runs it with LECTERN_RELIABILITY=short|full and prints a table; the short profile runs with every test.

@@ -13,6 +13,7 @@ enum BenchCommand {
                              [--no-renice] [--no-sound-server] [--library | --library-only] [--library-calls N]
                              [--library-books N] [--import-files N] [--import-id3v1] [--import-only]
                              [--import-shape-files N]
+                             [--library-waits] [--library-listers N]
           --lecternd   the lecternd to measure (a release build; default: next to this tool)
           --baseline-lecternd  another lecternd (e.g. an earlier commit's) measured in the same run, in a column
                        of its own after Lectern's
@@ -33,6 +34,10 @@ enum BenchCommand {
           --import-only  only the import benchmark (no player comparison, no big library)
           --import-shape-files N  files imported as one-file books and as books of 20 files, each into a fresh
                        database (default 10000; 0: none)
+          --library-waits  only how long method calls (PlayPause, ListShelves, GetBook) wait: during the import, and
+                       on the big library while other clients list in a loop (no player comparison, no series of
+                       each call alone)
+          --library-listers N  the clients that list in a loop while calls are timed (default 4)
         The Markdown table goes to stdout, progress to stderr. Always exits 0: it is a measurement.
 
         """
@@ -93,6 +98,10 @@ enum BenchCommand {
             case "--import-files": librarySettings.importFiles = max(1, int(arg))
             case "--import-id3v1": librarySettings.importID3v1 = true
             case "--import-shape-files": librarySettings.shapeFiles = max(0, int(arg))
+            case "--library-waits":
+                library = (true, true)
+                librarySettings.waitsOnly = true
+            case "--library-listers": librarySettings.listers = max(1, int(arg))
             case "--import-only":
                 library = (true, true)
                 librarySettings.bigLibrary = false

@@ -138,6 +138,21 @@ final class BusClient {
     /// send to reply) and whether the reply was a method return. The reply is freed after the clock stops.
     @inline(__always)
     func timedCall(_ message: OpaquePointer, timeoutMs: Int32 = 25_000) -> (ns: UInt64, ok: Bool) {
+        let (ns, outcome) = timedRoundTrip(message, timeoutMs: timeoutMs)
+        return (ns, outcome == .returned)
+    }
+
+    /// Like ``timedCall(_:timeoutMs:)``, for a call whose reply may be an error: whether any reply came (not a timeout,
+    /// nor the connection lost).
+    func timedAnswer(_ message: OpaquePointer, timeoutMs: Int32 = 25_000) -> (ns: UInt64, answered: Bool) {
+        let (ns, outcome) = timedRoundTrip(message, timeoutMs: timeoutMs)
+        return (ns, outcome != .noReply)
+    }
+
+    enum Outcome { case returned, error, noReply }
+
+    @inline(__always)
+    private func timedRoundTrip(_ message: OpaquePointer, timeoutMs: Int32) -> (ns: UInt64, outcome: Outcome) {
         var error = DBusError()
         dbus_error_init(&error)
         let start = DispatchTime.now().uptimeNanoseconds
@@ -145,12 +160,15 @@ final class BusClient {
         let end = DispatchTime.now().uptimeNanoseconds
         dbus_message_unref(message)
         if let reply {
-            let ok = dbus_message_get_type(reply) == 2  // DBUS_MESSAGE_TYPE_METHOD_RETURN
+            let returned = dbus_message_get_type(reply) == 2  // DBUS_MESSAGE_TYPE_METHOD_RETURN
             dbus_message_unref(reply)
-            return (end - start, ok)
+            return (end - start, returned ? .returned : .error)
         }
+        // An error reply comes back as `error` set and no message; a timeout or a lost connection as one of these.
+        let name = error.name.map { String(cString: $0) }
         dbus_error_free(&error)
-        return (end - start, false)
+        let lost = name == nil || name == "org.freedesktop.DBus.Error.NoReply" || name == "org.freedesktop.DBus.Error.Disconnected"
+        return (end - start, lost ? .noReply : .error)
     }
 
     /// A blocking call whose reply the caller inspects (and must unref).

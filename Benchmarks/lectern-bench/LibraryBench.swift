@@ -19,6 +19,9 @@ import Glibc
 //    directly through LecternLibrary; then lecternd on it: ListBooks, ListBooksPage, Search, ListShelves, Find,
 //    Group, GetPlaylists, each against the same LecternLibrary call in this process (the same SQL, the same
 //    transaction); and MPRIS Gets while another client loops on the largest page of a listing or a search.
+// Method calls, which take their turn on the call queue and run a handler (PlayPause through the player actor,
+// ListShelves and GetBook reading the library), are timed during the import and while clients list: how long a
+// call waits behind the daemon's other work. `--library-waits` runs these alone.
 
 struct LibrarySettings {
     var calls = 200
@@ -44,6 +47,11 @@ struct LibrarySettings {
     var authors = 1000
     /// Pause between the Gets issued during an import (and on the idle daemon, for comparison).
     var getPace: Duration = .milliseconds(10)
+    /// Only how long calls wait (`--library-waits`): the import, then the big library's rows of calls made while
+    /// other clients list, without its series of each call alone.
+    var waitsOnly = false
+    /// The clients that list at once while calls are timed (the rows "while N clients call ... in a loop").
+    var listers = 4
 }
 
 struct ImportRun {
@@ -58,6 +66,11 @@ struct ImportRun {
     var rssAfterKB = 0
     var gets = Samples([])
     var getErrors = 0
+    /// PlayPause (nothing loaded: the player answers with an error) and ListShelves(0), each made after a Get.
+    var playPauses = Samples([])
+    var listShelves = Samples([])
+    /// Calls that got no reply at all (a timeout).
+    var unanswered = 0
 }
 
 struct ImportResult {
@@ -70,6 +83,8 @@ struct ImportResult {
     var startupMs = Double.nan
     var rssBeforeKB = 0
     var idleGets = Samples([])
+    var idlePlayPauses = Samples([])
+    var idleListShelves = Samples([])
     var first = ImportRun()
     var again: ImportRun?
     var bookCount = 0
@@ -276,14 +291,18 @@ private func measureImport(lecternd: String, settings: LibrarySettings, work: Te
     sleepFor(.seconds(1))
     result.rssBeforeKB = ProcStats.memory(player.pid)?.rssKB ?? 0
 
-    // Gets on the idle daemon, paced as during the import.
+    // Gets on the idle daemon, paced as during the import, and the method calls after them.
     for _ in 0..<settings.warmup { _ = client.timedCall(playbackStatusGet(player)) }
-    var idle: [UInt64] = []
+    var idle: [UInt64] = [], idlePlayPauses: [UInt64] = [], idleListShelves: [UInt64] = []
     for _ in 0..<settings.calls {
         sleepFor(settings.getPace)
         idle.append(client.timedCall(playbackStatusGet(player)).ns)
+        idlePlayPauses.append(client.timedAnswer(playPauseCall(player)).ns)
+        idleListShelves.append(client.timedAnswer(listShelvesCall()).ns)
     }
     result.idleGets = Samples(idle)
+    result.idlePlayPauses = Samples(idlePlayPauses)
+    result.idleListShelves = Samples(idleListShelves)
 
     let rule = "type='signal',path='\(libraryPath)',interface='\(libraryInterface)'"
     try client.addMatch(rule)
@@ -300,7 +319,7 @@ private func measureImport(lecternd: String, settings: LibrarySettings, work: Te
 }
 
 /// Imports `root` (`files` audio files) over D-Bus into lecternd's library, timing Import → ImportFinished, and makes a
-/// timed MPRIS Get whenever no signal came for `settings.getPace`.
+/// timed MPRIS Get, PlayPause and ListShelves whenever no signal came for `settings.getPace`.
 private func importOnce(_ root: URL, files: Int, label: String, client: BusClient, player: RunningPlayer,
                         settings: LibrarySettings) throws -> ImportRun {
     progress("library: \(label) of \(root.path) (\(files) files), Gets every \(settings.getPace) meanwhile")
@@ -318,7 +337,7 @@ private func importOnce(_ root: URL, files: Int, label: String, client: BusClien
     if let failure { throw BenchFailure("Import failed: \(failure)") }
     guard let job else { throw BenchFailure("Import: no job number in the reply") }
 
-    var gets: [UInt64] = []
+    var gets: [UInt64] = [], playPauses: [UInt64] = [], listShelvesTimes: [UInt64] = []
     var finishedAt: UInt64?
     var lastSample = UInt64(0)
     let deadline = start + 600 * 1_000_000_000
@@ -344,6 +363,11 @@ private func importOnce(_ root: URL, files: Int, label: String, client: BusClien
         let (ns, ok) = client.timedCall(playbackStatusGet(player))
         gets.append(ns)
         if !ok { run.getErrors += 1 }
+        let played = client.timedAnswer(playPauseCall(player))
+        let listed = client.timedAnswer(listShelvesCall())
+        playPauses.append(played.ns)
+        listShelvesTimes.append(listed.ns)
+        run.unanswered += (played.answered ? 0 : 1) + (listed.answered ? 0 : 1)
     }
     guard let finishedAt else { throw BenchFailure("no ImportFinished within 600 s") }
     run.seconds = Double(finishedAt - start) / 1e9
@@ -353,6 +377,8 @@ private func importOnce(_ root: URL, files: Int, label: String, client: BusClien
         (run.rssAfterKB, run.hwmAfterKB) = (m.rssKB, m.hwmKB)
     }
     run.gets = Samples(gets)
+    run.playPauses = Samples(playPauses)
+    run.listShelves = Samples(listShelvesTimes)
     return run
 }
 
@@ -423,6 +449,16 @@ private func id3v2(_ frames: [(id: String, text: String)]) -> Data {
 private func playbackStatusGet(_ player: RunningPlayer) -> OpaquePointer {
     BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
                          [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
+}
+
+/// PlayPause, through the call queue to the player actor (with nothing loaded its reply is an error).
+private func playPauseCall(_ player: RunningPlayer) -> OpaquePointer {
+    BusClient.methodCall(player.busName, mprisPath, "org.mpris.MediaPlayer2.Player", "PlayPause")
+}
+
+/// ListShelves(0): a read of the library, through the call queue.
+private func listShelvesCall() -> OpaquePointer {
+    BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
 }
 
 // MARK: - 2. Big library
@@ -572,6 +608,105 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
     let shelf = leaves[0]
     let perShelf = settings.books / leaves.count + (settings.books % leaves.count > 0 ? 1 : 0)
     let firstPage = min(Library.defaultPageSize, settings.books)
+    // Pages sorted by the database, at the start and 90 % of the way into the listing; the largest page last.
+    let deep = max(0, settings.books * 9 / 10)
+    @Sendable func listPage(_ order: BookSort, _ index: Int, _ size: Int) -> OpaquePointer {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooksPage",
+                             [.int64(0), .bool(true), .string(order.rawValue), .uint32(UInt32(index)), .uint32(UInt32(size))])
+    }
+    // Full-text search: an author's name.
+    let author = authorName(42 % settings.authors)
+    let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
+    @Sendable func searchCall(_ text: String, byAuthor: Bool, _ offset: Int, _ size: Int) -> OpaquePointer {
+        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Search",
+                             [.string(text), .stringVardict(byAuthor ? [("author", author)] : []), .uint32(UInt32(offset)),
+                              .uint32(UInt32(size))])
+    }
+
+    // Other callers while clients loop on a heavy call (the largest page of a listing or of a search): `clients` other
+    // connections (one by default) make it again and again, each on a thread of its own, and this one times a call
+    // (MPRIS Get(PlaybackStatus), ListShelves(0), PlayPause, GetBook), paced like the Gets during the import. With
+    // `anyReply`, an error reply counts as an answer (PlayPause with nothing loaded); only no reply is an error.
+    func whileLooping(_ name: String, clients: Int = 1, anyReply: Bool = false, on loop: @escaping @Sendable () -> OpaquePointer,
+                      _ make: () -> OpaquePointer) -> CallSeries {
+        progress("library: \(name)")
+        let listings = ListingCount()
+        let address = bus.address
+        let listers = (0..<max(1, clients)).map { _ in
+            Thread {
+                guard let other = try? BusClient(address: address) else { return }
+                while !listings.state.withLock({ $0.stop }) {
+                    _ = other.timedCall(loop(), timeoutMs: 60_000)
+                    listings.state.withLock { $0.done += 1 }
+                }
+            }
+        }
+        listers.forEach { $0.start() }
+        sleepFor(.milliseconds(50))
+        var s = CallSeries(name: name)
+        var values: [UInt64] = []
+        var errors = 0
+        // Until the other client has made its call 5 times and this one `calls` (at least 20, at most the series budget).
+        let deadline = ContinuousClock.now + settings.seriesBudget
+        while values.count < 20
+                || (listings.state.withLock({ $0.done }) < 5 || values.count < settings.calls) && ContinuousClock.now < deadline {
+            sleepFor(settings.getPace)
+            let (ns, ok) = anyReply ? client.timedAnswer(make(), timeoutMs: 60_000) : client.timedCall(make(), timeoutMs: 60_000)
+            values.append(ns)
+            if !ok { errors += 1 }
+        }
+        listings.state.withLock { $0.stop = true }
+        while listers.contains(where: { !$0.isFinished }) { sleepFor(.milliseconds(10)) }
+        s.dbus = Samples(values)
+        s.errors = errors
+        return s
+    }
+    let getStatus = {
+        BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
+                             [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
+    }
+    let largest = Library.maximumPageSize
+    let loopedList = "ListBooksPage(0, true, title, 0, \(largest))"
+
+    // Method calls, through the call queue, while `settings.listers` clients call the largest page of a listing or a
+    // search in a loop: PlayPause (the player actor; an error reply, nothing being loaded) and GetBook (a read).
+    func waitRows() {
+        let listers = settings.listers
+        let playPause = { BusClient.methodCall(player.busName, mprisPath, "org.mpris.MediaPlayer2.Player", "PlayPause") }
+        let getBook = { BusClient.methodCall(libraryName, libraryPath, libraryInterface, "GetBook", [.int64(1)]) }
+        let loops: [(String, @Sendable () -> OpaquePointer)] = [
+            (loopedList, { listPage(.title, 0, largest) }),
+            ("Search(\"part\", {}, 0, \(largest))", { searchCall("part", byAuthor: false, 0, largest) }),
+        ]
+        // The same calls with nobody else calling, paced the same: what they cost alone.
+        for (name, make, anyReply) in [("PlayPause (nothing loaded: an error reply), no other client", playPause, true),
+                                       ("GetBook(1), no other client", getBook, false)] {
+            progress("library: \(name)")
+            var alone = CallSeries(name: name)
+            var values: [UInt64] = []
+            for _ in 0..<settings.calls {
+                sleepFor(settings.getPace)
+                let (ns, ok) = anyReply ? client.timedAnswer(make()) : client.timedCall(make())
+                values.append(ns)
+                if !ok { alone.errors += 1 }
+            }
+            alone.dbus = Samples(values)
+            result.series.append(alone)
+        }
+        for (looped, loop) in loops {
+            result.series.append(whileLooping("PlayPause (nothing loaded: an error reply) while \(listers) clients call \(looped) in a loop",
+                                              clients: listers, anyReply: true, on: loop, playPause))
+            result.series.append(whileLooping("GetBook(1) while \(listers) clients call \(looped) in a loop",
+                                              clients: listers, on: loop, getBook))
+        }
+    }
+    if settings.waitsOnly {
+        waitRows()
+        if let m = ProcStats.memory(player.pid) { (result.endRSSKB, result.endHWMKB) = (m.rssKB, m.hwmKB) }
+        if !player.process.isRunning { notes.append("lecternd exited during the big-library run:\n\(player.logTail)") }
+        return result
+    }
+
     result.series.append(try series("ListBooks(shelf, false), a shelf of \(perShelf) books", expect: min(perShelf, firstPage), {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooks", [.int64(shelf), .bool(false)])
     }, library: {
@@ -586,12 +721,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         return page.books.count
     }))
 
-    // Pages sorted by the database, at the start and 90 % of the way into the listing; the largest page last.
-    let deep = max(0, settings.books * 9 / 10)
-    @Sendable func listPage(_ order: BookSort, _ index: Int, _ size: Int) -> OpaquePointer {
-        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListBooksPage",
-                             [.int64(0), .bool(true), .string(order.rawValue), .uint32(UInt32(index)), .uint32(UInt32(size))])
-    }
     let pages = BookSort.allCases.flatMap { order in [(order, 0, 50), (order, deep, 50)] } + [(BookSort.title, 0, Library.maximumPageSize)]
     for (order, index, size) in pages {
         result.series.append(try series("ListBooksPage(0, true, \(order.rawValue), \(index), \(size))",
@@ -605,8 +734,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
 
     // Full-text search: title words, an author, a word with a filter, and a word of every book (pages of 50 at the
     // start and deep, and the largest page).
-    let author = authorName(42 % settings.authors)
-    let booksPerAuthor = settings.books / settings.authors + (42 % settings.authors < settings.books % settings.authors ? 1 : 0)
     let searches: [(text: String, byAuthor: Bool, offset: Int, size: Int, expect: Int?)] = [
         ("silent riv", false, 0, 50, nil),
         (author.lowercased(), false, 0, 50, booksPerAuthor),
@@ -615,11 +742,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         ("part", false, deep, 50, min(50, max(0, settings.books - deep))),
         ("part", false, 0, Library.maximumPageSize, min(Library.maximumPageSize, settings.books)),
     ]
-    @Sendable func searchCall(_ text: String, byAuthor: Bool, _ offset: Int, _ size: Int) -> OpaquePointer {
-        BusClient.methodCall(libraryName, libraryPath, libraryInterface, "Search",
-                             [.string(text), .stringVardict(byAuthor ? [("author", author)] : []), .uint32(UInt32(offset)),
-                              .uint32(UInt32(size))])
-    }
     for search in searches {
         let described = search.byAuthor ? "{author: \"\(author)\"}" : "{}"
         result.series.append(try series("Search(\"\(search.text)\", \(described), \(search.offset), \(search.size))", expect: search.expect, {
@@ -660,46 +782,6 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
         return try library.search(common[libraryCalls % common.count], offset: 0, limit: 50).books.count
     }))
 
-    // Other callers while one client loops on a heavy call (the largest page of a listing or of a search): a second
-    // connection makes it again and again, and this one times MPRIS Get(PlaybackStatus) and ListShelves(0), paced
-    // like the Gets during the import.
-    func whileLooping(_ name: String, on loop: @escaping @Sendable () -> OpaquePointer, _ make: () -> OpaquePointer) -> CallSeries {
-        progress("library: \(name)")
-        let listings = ListingCount()
-        let address = bus.address
-        let lister = Thread {
-            guard let other = try? BusClient(address: address) else { return }
-            while !listings.state.withLock({ $0.stop }) {
-                _ = other.timedCall(loop(), timeoutMs: 60_000)
-                listings.state.withLock { $0.done += 1 }
-            }
-        }
-        lister.start()
-        sleepFor(.milliseconds(50))
-        var s = CallSeries(name: name)
-        var values: [UInt64] = []
-        var errors = 0
-        // Until the other client has made its call 5 times and this one `calls` (at least 20, at most the series budget).
-        let deadline = ContinuousClock.now + settings.seriesBudget
-        while values.count < 20
-                || (listings.state.withLock({ $0.done }) < 5 || values.count < settings.calls) && ContinuousClock.now < deadline {
-            sleepFor(settings.getPace)
-            let (ns, ok) = client.timedCall(make(), timeoutMs: 60_000)
-            values.append(ns)
-            if !ok { errors += 1 }
-        }
-        listings.state.withLock { $0.stop = true }
-        while !lister.isFinished { sleepFor(.milliseconds(10)) }
-        s.dbus = Samples(values)
-        s.errors = errors
-        return s
-    }
-    let getStatus = {
-        BusClient.methodCall(player.busName, mprisPath, "org.freedesktop.DBus.Properties", "Get",
-                             [.string("org.mpris.MediaPlayer2.Player"), .string("PlaybackStatus")])
-    }
-    let largest = Library.maximumPageSize
-    let loopedList = "ListBooksPage(0, true, title, 0, \(largest))"
     result.series.append(whileLooping("MPRIS Get(PlaybackStatus) while another client calls \(loopedList) in a loop",
                                       on: { listPage(.title, 0, largest) }, getStatus))
     result.series.append(whileLooping("MPRIS Get(PlaybackStatus) while another client calls Search(\"part\", {}, 0, \(largest)) in a loop",
@@ -708,6 +790,7 @@ private func measureBigLibrary(lecternd: String, settings: LibrarySettings, work
                                       on: { listPage(.title, 0, largest) }) {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
     })
+    waitRows()
 
     result.series.append(try series("ListShelves(0), \(settings.parentShelves) shelves", expect: settings.parentShelves, {
         BusClient.methodCall(libraryName, libraryPath, libraryInterface, "ListShelves", [.int64(0)])
@@ -801,6 +884,16 @@ enum LibraryReport {
             }
             out += "| same Get on the idle daemon before, p50 / p95 / p99 / max, ms (n) | "
                 + "\(triple(i.idleGets)) / \(ms(i.idleGets.max)) (\(i.idleGets.count)) | |\n"
+            both("MPRIS PlayPause (a method call: the player actor; an error reply, nothing loaded) during the import, "
+                 + "p50 / p95 / p99 / max, ms (n; unanswered, both calls)") { run in
+                "\(triple(run.playPauses)) / \(ms(run.playPauses.max)) (\(run.playPauses.count); \(run.unanswered))"
+            }
+            both("Library1.ListShelves(0) (a method call reading the library) during the import, p50 / p95 / p99 / max, ms (n)") { run in
+                "\(triple(run.listShelves)) / \(ms(run.listShelves.max)) (\(run.listShelves.count))"
+            }
+            out += "| same PlayPause; ListShelves(0) on the idle daemon before, p50 / p95 / p99 / max, ms | "
+                + "\(triple(i.idlePlayPauses)) / \(ms(i.idlePlayPauses.max)); \(triple(i.idleListShelves)) / "
+                + "\(ms(i.idleListShelves.max)) | |\n"
             out += "| books in the library afterwards (ListBooks(0, true)) | \(i.bookCount) | |\n"
             out += String(format: "| FileFingerprint.of per file (files in the page cache), µs | %.1f | |\n\n", i.fingerprintMicros)
         }
@@ -857,12 +950,15 @@ enum LibraryReport {
             ["seconds": x.seconds, "importReplyMs": x.importReplyMs, "books": x.books, "error": x.error,
              "progressSignals": x.progressSignals, "cpuSeconds": x.cpu?.cpuSeconds ?? Double.nan,
              "peakRSSKB": x.peakRSSKB, "rssAfterKB": x.rssAfterKB, "hwmAfterKB": x.hwmAfterKB,
-             "getsMs": x.gets.json(unit: 1e6), "getErrors": x.getErrors]
+             "getsMs": x.gets.json(unit: 1e6), "getErrors": x.getErrors, "playPausesMs": x.playPauses.json(unit: 1e6),
+             "listShelvesMs": x.listShelves.json(unit: 1e6), "unanswered": x.unanswered]
         }
         if let i = r.importResult {
             var o: [String: Any] = ["files": i.files, "folders": i.folders, "fileBytes": i.fileBytes,
                                     "startupMs": i.startupMs, "rssBeforeKB": i.rssBeforeKB,
                                     "idleGetsMs": i.idleGets.json(unit: 1e6), "first": run(i.first),
+                                    "idlePlayPausesMs": i.idlePlayPauses.json(unit: 1e6),
+                                    "idleListShelvesMs": i.idleListShelves.json(unit: 1e6),
                                     "filesPerSecond": Double(i.files) / i.first.seconds, "bookCount": i.bookCount,
                                     "fingerprintMicros": i.fingerprintMicros]
             if let again = i.again { o["again"] = run(again) }

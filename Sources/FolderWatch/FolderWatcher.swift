@@ -66,6 +66,10 @@ public final class FolderWatcher: @unchecked Sendable {
 
     /// Starts watching `roots` (absolute paths; those that don't exist yet are looked for every `rootCheck`).
     /// Returns nil when no inotify instance can be made (the user's `max_user_instances` is used up).
+    ///
+    /// Blocks until every folder of the trees has its watch: a walk of the whole trees, on the watcher's queue, which
+    /// a big library or a slow disk makes long. Make a watcher on a thread for blocking work (the daemon's
+    /// `ThreadPool.fileSystem`), not in a task or an actor, which would hold one of the cooperative pool's threads.
     public init?(roots: [String], quiet: Duration = .seconds(2), watchLimit: Int = 8192, rootCheck: Duration = .seconds(30)) {
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }

@@ -220,13 +220,14 @@ public actor BookSession {
         return entry
     }
 
-    /// The words of each file: the LRC file beside it, else the text its tags gave the library. On the cooperative
-    /// pool, never on the actor's thread.
-    @concurrent
+    /// The words of each file: the LRC file beside it, else the text its tags gave the library. On a thread for
+    /// file-system work, never on the actor's thread nor the cooperative pool.
     private static func words(of files: [(path: String, tags: String?)], logger: Logger) async -> [Lyrics?] {
-        files.map { path, tags in
-            LyricsFile.lyrics(beside: URL(fileURLWithPath: path), logger: logger)
-                ?? LyricsFile.lyrics(in: tags.map(TagLyrics.text), of: path, logger: logger)
+        await ThreadPool.fileSystem.run {
+            files.map { path, tags in
+                LyricsFile.lyrics(beside: URL(fileURLWithPath: path), logger: logger)
+                    ?? LyricsFile.lyrics(in: tags.map(TagLyrics.text), of: path, logger: logger)
+            }
         }
     }
 

@@ -3,6 +3,7 @@ import LecternLibrary
 import LecternMedia
 import Logging
 import Synchronization
+import Threads
 
 /// The imports started by Library1.Import: each is a numbered job that runs on its own, off the call queue (the
 /// daemon keeps answering and playing), and reports its progress, at most every 100 ms, and its end.
@@ -34,8 +35,8 @@ public final class ImportJobs: Sendable {
     /// Starts importing `path` (absolute; a folder or one file) onto `shelfPath` ("" for where the books are, or
     /// the top level) and returns the job's number; `events` hears of it from the job's task. Throws at once for a
     /// relative or missing path, or a library that can't be written.
-    public func start(path: String, shelfPath: String, events: @escaping @Sendable (Event) -> Void) throws -> UInt32 {
-        let (job, folder) = try prepare(path)
+    public func start(path: String, shelfPath: String, events: @escaping @Sendable (Event) async -> Void) async throws -> UInt32 {
+        let (job, folder) = try await prepare(path)
         // The import runs on its own, off the call queue: the daemon keeps answering and playing.
         Task.detached(priority: .utility) { [self] in
             await run(job, folder, shelfPath: shelfPath, events: events)
@@ -45,23 +46,27 @@ public final class ImportJobs: Sendable {
 
     /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done. With `emptyIsFine` (a
     /// library folder imported again), a folder without audio files imports no book, and is no failure.
-    func importNow(path: String, shelfPath: String, emptyIsFine: Bool = false, events: @escaping @Sendable (Event) -> Void) async throws {
-        let (job, folder) = try prepare(path)
+    public func importNow(path: String, shelfPath: String, emptyIsFine: Bool = false, events: @escaping @Sendable (Event) async -> Void) async throws {
+        let (job, folder) = try await prepare(path)
         await run(job, folder, shelfPath: shelfPath, emptyIsFine: emptyIsFine, events: events)
     }
 
-    /// Checks `path`, and makes it underway until ``run(_:_:shelfPath:emptyIsFine:events:)`` ends.
-    private func prepare(_ path: String) throws -> (job: UInt32, folder: URL) {
+    /// Checks `path`, and makes it underway until ``run(_:_:shelfPath:emptyIsFine:events:)`` ends. The checks stat
+    /// the database's file and `path`: on a thread for file-system work (a network share may take its time).
+    private func prepare(_ path: String) async throws -> (job: UInt32, folder: URL) {
         guard path.hasPrefix("/") else { throw LibraryError.invalidArgument("the path to import must be absolute, not '\(path)'") }
-        try library.checkWritable()
-        let folder = URL(fileURLWithPath: path).standardizedFileURL
-        guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
+        let folder = try await ThreadPool.fileSystem.run { [library] in
+            try library.checkWritable()
+            let folder = URL(fileURLWithPath: path).standardizedFileURL
+            guard FileManager.default.fileExists(atPath: folder.path) else { throw LibraryError.notFound("no such file or folder: \(folder.path)") }
+            return folder
+        }
         underway.begin([folder.path])
         return (nextJob.wrappingAdd(1, ordering: .relaxed).oldValue, folder)
     }
 
     private func run(_ job: UInt32, _ folder: URL, shelfPath: String, emptyIsFine: Bool = false,
-                     events: @escaping @Sendable (Event) -> Void) async {
+                     events: @escaping @Sendable (Event) async -> Void) async {
         defer { underway.end([folder.path]) }
         var lastReport = ContinuousClock.now - .seconds(1)
         var skipped = SkippedFiles()
@@ -71,7 +76,7 @@ public final class ImportJobs: Sendable {
                 let now = ContinuousClock.now
                 guard now - lastReport >= .milliseconds(100) || progress.done == progress.total else { return }
                 lastReport = now
-                events(.progress(job: job, progress))
+                await events(.progress(job: job, progress))
             })
         } catch is Importer.NoAudioFiles where emptyIsFine {
             result = .success([])
@@ -86,6 +91,6 @@ public final class ImportJobs: Sendable {
         }
         // Without this lecternd would stay at its peak after a big import (161 MB after 100,000 files, 42 trimmed).
         FreedMemory.giveBack()
-        events(.finished(job: job, result, skipped: skipped))
+        await events(.finished(job: job, result, skipped: skipped))
     }
 }

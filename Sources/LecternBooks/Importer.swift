@@ -5,18 +5,20 @@ import LecternCore
 import LecternLibrary
 import LecternMedia
 import Logging
+import Threads
 
 /// Turns a folder into books: walks it, reads every audio file's tags (off the D-Bus and player paths, one file per
 /// media reader at a time: as many readers as cores), groups the files into books, orders them and hands each book to
 /// the library (which finds a book imported before, even moved or renamed, instead of adding it twice). A file whose
 /// size and modification time are those the library has from the last import is not read again: its tags come from
-/// the library.
+/// the library. What blocks runs on threads of its own, never on the cooperative pool: the walk, the stats, the
+/// fingerprints, chapters and covers on ``ThreadPool/fileSystem``, the library's reads on its reader threads.
 ///
 /// Grouping: files with an album tag form one book per album; files without one, one book per folder.
 /// A book's identity is the folder holding its files plus its album tag, or its files (by path or fingerprint).
 /// Order: disc number, track number, then natural order of the path.
 public struct Importer: Sendable {
-    /// What the library has of each file already (read on the import's own task).
+    /// What the library has of each file already (read on the library's reader threads).
     let library: Library
     /// The library's writes (new shelves, the books) go through it: see ``LibraryWriter``.
     let writer: LibraryWriter
@@ -61,19 +63,26 @@ public struct Importer: Sendable {
     /// or where they already are). Returns the ids of the books imported, in title order; `skipped` counts what was
     /// left out (even when the import fails).
     func run(_ folder: URL, shelfPath: String?, skipped: inout SkippedFiles,
-             progress: (Progress) -> Void) async throws -> [Int64] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
-            throw LibraryError.notFound("no such file or folder: \(folder.path)")
-        }
+             progress: (Progress) async -> Void) async throws -> [Int64] {
         // The folders holding audio files, counted: each batch lists its folders' files when it comes to them, so
-        // that an import holds a batch's paths, not the whole walk's (docs/decisions/import-walk.md).
+        // that an import holds a batch's paths, not the whole walk's (docs/decisions/import-walk.md). Walked on a
+        // thread for file-system work, with the mounts (each book's), as the stats and reads below.
+        let (isDirectory, walked, reason, mounts) = try await ThreadPool.fileSystem.run {
+            () throws -> (Bool, (folders: [FolderWalk.AudioFolder], skipped: SkippedFiles)?, SkippedFiles.Kind?, Mounts) in
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
+                throw LibraryError.notFound("no such file or folder: \(folder.path)")
+            }
+            if isDirectory.boolValue {
+                return (true, try FolderWalk.audioFolders(in: folder.path, limits: Self.folderLimits), nil, Mounts.current())
+            }
+            return (false, nil, FolderWalk.reasonToSkip(file: folder.path), Mounts.current())
+        }
         let folders: [FolderWalk.AudioFolder]
-        if isDirectory.boolValue {
-            let walked = try FolderWalk.audioFolders(in: folder.path, limits: Self.folderLimits)
+        if let walked {
             skipped.merge(walked.skipped)
             folders = walked.folders
-        } else if let reason = FolderWalk.reasonToSkip(file: folder.path) {
+        } else if let reason {
             skipped.add(reason, folder.path)
             throw LibraryError.invalidArgument("not an audio file to import (\(reason.rawValue)): \(folder.path)")
         } else {
@@ -83,7 +92,6 @@ public struct Importer: Sendable {
         guard total > 0 else { throw NoAudioFiles(folder: folder.path) }
         let shelf = try await writer.write { library in try shelfPath.flatMap { try library.shelf(atPath: $0) } }
 
-        let mounts = Mounts.current()
         var books: [(title: String, id: Int64)] = []
         var seen: Set<Int64> = []
         var unchangedCount = 0
@@ -94,10 +102,14 @@ public struct Importer: Sendable {
         var earlierFolders: Set<String> = []
         var done = 0
         for batch in Self.batches(folders, size: batchSize) {
-            let paths = isDirectory.boolValue ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
-            let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
-            let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
-            let unchanged = try library.unchangedFiles(stamps)
+            // Listed, stat'ed and looked up in the library (which reads a file again whose fingerprint is of an
+            // older kind) on a thread for file-system work.
+            let (files, unchanged) = try await ThreadPool.fileSystem.run { [library, batch] in
+                let paths = isDirectory ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
+                let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
+                let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
+                return (files, try library.unchangedFiles(stamps))
+            }
             unchangedCount += unchanged.count
             var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
             let unread = files.filter { unchanged[$0.path] == nil }
@@ -105,16 +117,21 @@ public struct Importer: Sendable {
                                     skipped: &skipped, progress: progress)
             done += batch.reduce(0) { $0 + $1.files }
             readAny = readAny || !found.isEmpty
-            var groups: [(key: String, book: ImportedBook)] = []
+            var groups: [Group] = []
             for var group in Self.group(found) {
                 if let earlier = written[group.key] {
-                    let before = try library.importedFiles(ofBook: earlier).filter { earlierFolders.contains(Self.folder(of: $0.path)) }
+                    let before = try await library.reading { try $0.importedFiles(ofBook: earlier) }
+                        .filter { earlierFolders.contains(Self.folder(of: $0.path)) }
                     group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
                 }
-                groups.append((group.key, book(from: group, mounts: mounts)))
+                groups.append(group)
+            }
+            // Their covers looked for beside their files: on a thread for file-system work.
+            let made = await ThreadPool.fileSystem.run { [groups] in
+                groups.map { (key: $0.key, book: book(from: $0, mounts: mounts)) }
             }
             // The batch's books, many in a transaction (``writeLimits``).
-            var pending = groups[...]
+            var pending = made[...]
             while !pending.isEmpty {
                 let chunk = Array(pending.prefix(Self.writeLimits.books).map(\.book))
                 let result = try await writer.write { try $0.importBooks(chunk, into: shelf, for: Self.writeLimits.time) }
@@ -196,10 +213,10 @@ public struct Importer: Sendable {
     /// before these). A file that can't be read (a reader crashed on it, it is no audio) is left out, counted in
     /// `skipped`.
     private func read(_ urls: [URL], done: Int, of total: Int, skipped: inout SkippedFiles,
-                      progress: (Progress) -> Void) async throws -> [Found] {
+                      progress: (Progress) async -> Void) async throws -> [Found] {
         var found: [Found] = []
         var done = done
-        progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
+        await progress(Progress(done: done, total: total, current: urls.first?.path ?? ""))
         try await withThrowingTaskGroup(of: (reader: Int, found: Result<Found, Skipped>, path: String).self) { group in
             var pending = urls.makeIterator()
             func start(on reader: Int) {
@@ -214,7 +231,7 @@ public struct Importer: Sendable {
                 case .failure(let why): skipped.add(why.kind, result.path)
                 }
                 done += 1
-                progress(Progress(done: done, total: total, current: result.path))
+                await progress(Progress(done: done, total: total, current: result.path))
                 start(on: result.reader)
             }
         }
@@ -229,7 +246,7 @@ public struct Importer: Sendable {
     /// One file, read by media reader `reader`, with its fingerprint; why not when it can't be read.
     private func read(_ url: URL, with reader: Int) async -> Result<Found, Skipped> {
         // Not readable, or no longer a regular file since the walk (a FIFO in its place would block the reader).
-        guard let fingerprint = FileFingerprint.of(url.path) else {
+        guard let fingerprint = await ThreadPool.fileSystem.run({ FileFingerprint.of(url.path) }) else {
             logger.debug("skipping a file that can't be read", metadata: ["path": "\(url.path)"])
             return .failure(Skipped(kind: .unreadable))
         }
@@ -241,15 +258,18 @@ public struct Importer: Sendable {
             if case MediaError.unreadable = error { return .failure(Skipped(kind: .unreadable)) }
             return .failure(Skipped(kind: .unplayable))
         }
+        // On a thread for file-system work: the chapters read from the file, and the cover's bytes written to the
+        // cache now (an import of many files holds none of them).
+        let (fileChapters, cover) = await ThreadPool.fileSystem.run { [self] in
+            (chapters(of: url, info), info.cover.flatMap { opener.coverURL(for: url, $0) })
+        }
         let file = ImportedBook.File(path: url.path, duration: info.duration?.microseconds, title: info.title,
                                      artist: info.artists.isEmpty ? nil : info.artists.joined(separator: ", "),
                                      album: info.album, albumArtist: info.albumArtist, composer: nil, genre: info.genre,
                                      trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
-                                     chapters: chapters(of: url, info), fingerprint: fingerprint,
+                                     chapters: fileChapters, fingerprint: fingerprint,
                                      lyrics: LyricsFile.usableText(in: info.lyrics, of: url.path, logger: logger))
-        // The cover's bytes go to the cache now: an import of many files holds none of them.
-        return .success(Found(url: url, file: file, leadArtist: info.artists.first,
-                              cover: info.cover.flatMap { opener.coverURL(for: url, $0) }))
+        return .success(Found(url: url, file: file, leadArtist: info.artists.first, cover: cover))
     }
 
     struct Group {

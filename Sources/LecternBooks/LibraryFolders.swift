@@ -3,6 +3,7 @@ import Foundation
 import LecternConfiguration
 import LecternLibrary
 import Logging
+import Threads
 
 /// The configuration's library folders, kept in step with the disk (docs/decisions/watched-folders.md).
 ///
@@ -26,9 +27,9 @@ public actor LibraryFolders {
     private let writer: LibraryWriter
     private let imports: ImportJobs
     /// Told each import's progress and end, as a client's import is announced.
-    private let importEvents: @Sendable (ImportJobs.Event) -> Void
+    private let importEvents: @Sendable (ImportJobs.Event) async -> Void
     /// Told the books that went missing, offline or available again.
-    private let availabilityChanged: @Sendable ([Int64]) -> Void
+    private let availabilityChanged: @Sendable ([Int64]) async -> Void
     private let options: WatchOptions
     private let logger: Logger
     private var watcher: FolderWatcher?
@@ -42,6 +43,8 @@ public actor LibraryFolders {
     private var someOffline = false
     /// Whether ``watch(_:)`` was called: the first call looks at the books' mounts even without library folders.
     private var started = false
+    /// Counts the calls of ``watch(_:)``: one that a later call overtook while its watcher was being made lets it go.
+    private var watchCalls = 0
     /// Asks for a fallback scan every ``WatchOptions/fallbackScan`` while there is something for it: folders beyond
     /// the watch limit, or offline books (no timer otherwise).
     private var fallbackTicks: Task<Void, Never>?
@@ -57,8 +60,8 @@ public actor LibraryFolders {
     private let work = AsyncStream.makeStream(of: (work: Work, folders: [String]).self)
 
     public init(library: Library, writer: LibraryWriter, imports: ImportJobs, options: WatchOptions, logger: Logger,
-                importEvents: @escaping @Sendable (ImportJobs.Event) -> Void,
-                availabilityChanged: @escaping @Sendable ([Int64]) -> Void) {
+                importEvents: @escaping @Sendable (ImportJobs.Event) async -> Void,
+                availabilityChanged: @escaping @Sendable ([Int64]) async -> Void) {
         self.library = library
         self.writer = writer
         self.imports = imports
@@ -71,14 +74,29 @@ public actor LibraryFolders {
     /// Watches `folders` from now on (none: nothing), in place of those watched before; those not watched before
     /// are imported again (in ``run()``, after what is queued). The first call also marks offline the books whose
     /// mount is not there, wherever they are.
-    public func watch(_ folders: [String]) {
+    public func watch(_ folders: [String]) async {
+        watchCalls += 1
+        let call = watchCalls
+        // The watcher walks the folders' trees as it starts, a watch per folder: on a thread for file-system work,
+        // not on this actor's (the cooperative pool's). Another call may come meanwhile: the later one wins.
+        var made: FolderWatcher?
+        if !folders.isEmpty {
+            let options = options
+            made = await ThreadPool.fileSystem.run {
+                FolderWatcher(roots: folders, watchLimit: options.watchLimit, rootCheck: options.rootCheck)
+            }
+        }
+        guard call == watchCalls else {
+            made?.stop()
+            return
+        }
         watcher?.stop()
         forwarding?.cancel()
         let added = folders.filter { !self.folders.contains($0) }
         self.folders = folders
         gone = []
         unwatched = []
-        watcher = folders.isEmpty ? nil : FolderWatcher(roots: folders, watchLimit: options.watchLimit, rootCheck: options.rootCheck)
+        watcher = made
         if !folders.isEmpty && watcher == nil {
             logger.warning("the library folders cannot be watched: no inotify instance left", metadata: ["folders": "\(folders)"])
         }
@@ -136,12 +154,12 @@ public actor LibraryFolders {
             await handle(change)
         case .rescan(let roots, let reason):
             await refreshOffline()
-            for root in roots where FileManager.default.fileExists(atPath: root) {
+            for root in roots where await Self.exists(root) {
                 await importAgain(root, because: reason)
             }
         case .fallbackScan:
             let cameBack = await refreshOffline()
-            for folder in bookFolders(unwatched.union(cameBack)) where FileManager.default.fileExists(atPath: folder) {
+            for folder in await bookFolders(unwatched.union(cameBack)) where await Self.exists(folder) {
                 await importAgain(folder, because: cameBack.contains(folder) ? "its disk is back" : "it is beyond the watch limit")
             }
         }
@@ -150,8 +168,8 @@ public actor LibraryFolders {
     private func handle(_ change: FolderWatcher.Change) async {
         switch change {
         case .settled(let folders):
-            for folder in bookFolders(Set(folders)) {
-                if FileManager.default.fileExists(atPath: folder) {
+            for folder in await bookFolders(Set(folders)) {
+                if await Self.exists(folder) {
                     await importAgain(folder, because: "it changed")
                 } else {
                     logger.info("a watched folder was removed or moved away: its files are missing", metadata: ["folder": "\(folder)"])
@@ -179,8 +197,16 @@ public actor LibraryFolders {
 
     /// `folders`, each as the folder of the book it is in, if any (a change inside a book's folder, one disc of
     /// several, is read as the whole book's: the disc's alone would be a book of its own), the outermost.
-    private func bookFolders(_ folders: Set<String>) -> [String] {
-        FolderWatcher.outermost(Set(folders.map { folder in (try? library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder }))
+    private func bookFolders(_ folders: Set<String>) async -> [String] {
+        FolderWatcher.outermost(await library.reading { library in
+            Set(folders.map { folder in (try? library.bookFolder(enclosing: folder)).flatMap { $0 } ?? folder })
+        })
+    }
+
+    /// Whether `path` is there: a stat, on a thread for file-system work (a library folder may be on a slow disk or a
+    /// network share), not on this actor's.
+    private static func exists(_ path: String) async -> Bool {
+        await ThreadPool.fileSystem.run { FileManager.default.fileExists(atPath: path) }
     }
 
     /// Imports `folder` again, then marks missing what of it is no longer on disk (the import marks the files of
@@ -197,11 +223,12 @@ public actor LibraryFolders {
 
     private func markMissing(under folder: String) async {
         do {
-            let files = try library.filesGone(under: folder)
+            // A read and a stat of each of its files: on a thread for file-system work.
+            let files = try await ThreadPool.fileSystem.run { [library] in try library.filesGone(under: folder) }
             let books = try await writer.write { try $0.markMissing(files) }
             if !books.isEmpty {
                 logger.notice("files no longer on disk are missing", metadata: ["folder": "\(folder)", "books": "\(books)"])
-                availabilityChanged(books)
+                await availabilityChanged(books)
             }
         } catch {
             logger.warning("files no longer on disk could not be marked missing", metadata: ["folder": "\(folder)", "error": "\(error)"])
@@ -212,15 +239,17 @@ public actor LibraryFolders {
     /// the folders of the books back (to import again).
     @discardableResult
     private func refreshOffline() async -> Set<String> {
-        let mounts = Mounts.current()
-        let goneFolders = gone.union(folders.filter { !FileManager.default.fileExists(atPath: $0) })
+        let (mounts, missing) = await ThreadPool.fileSystem.run { [folders] in
+            (Mounts.current(), folders.filter { !FileManager.default.fileExists(atPath: $0) })
+        }
+        let goneFolders = gone.union(missing)
         func isOffline(_ place: BookPlace) -> Bool {
             if let mount = place.mountPath, !mounts.isMounted(mount) { return true }
             guard let source = place.sourcePath else { return false }
             return goneFolders.contains { source == $0 || source.hasPrefix($0 + "/") }
         }
         do {
-            let places = try library.bookPlaces()
+            let places = try await library.reading { try $0.bookPlaces() }
             let nowOffline = places.filter { !$0.offline && isOffline($0) }
             let back = places.filter { $0.offline && !isOffline($0) }
             someOffline = places.count(where: \.offline) - back.count + nowOffline.count > 0
@@ -229,7 +258,7 @@ public actor LibraryFolders {
             }
             if !nowOffline.isEmpty { logger.notice("books offline", metadata: ["books": "\(nowOffline.map(\.id))"]) }
             if !back.isEmpty { logger.notice("books available again", metadata: ["books": "\(back.map(\.id))"]) }
-            if !changed.isEmpty { availabilityChanged(changed) }
+            if !changed.isEmpty { await availabilityChanged(changed) }
             return Set(back.compactMap(\.sourcePath).filter { source in folders.contains { source == $0 || source.hasPrefix($0 + "/") } })
         } catch {
             logger.warning("the books' state could not be updated", metadata: ["error": "\(error)"])

@@ -32,7 +32,7 @@ public struct LibraryRules: Sendable {
 
     /// Deletes a book; the session lets go of it first when it is the current book.
     public func deleteBook(_ id: Int64) async throws {
-        try library.checkWritable()
+        try await writer.write { try $0.checkWritable() }
         if await session.book?.id == id { await session.detach() }
         try await writer.write { try $0.deleteBook(id) }
     }
@@ -40,12 +40,12 @@ public struct LibraryRules: Sendable {
     /// Changes a book's settings with `change` (which may refuse them by throwing), saves them, and applies them
     /// to the player when it is the current book.
     public func changeSettings(of id: Int64, _ change: (inout BookSettings) throws -> Void) async throws {
-        var settings = try library.book(id).settings
+        var settings = try await library.reading { try $0.book(id) }.settings
         try change(&settings)
         try await writer.write { [settings] in try $0.setSettings(of: id, settings) }
         if await session.book?.id == id { try await session.apply(settings) }
         // Normalisation turned on for a book never measured: measured now, in the background.
-        if settings.normalise, let book = try? library.book(id), book.loudness == nil, book.loudnessProblem == nil {
+        if settings.normalise, let book = try? await library.reading({ try $0.book(id) }), book.loudness == nil, book.loudnessProblem == nil {
             meter.measure(id)
         }
     }
@@ -63,7 +63,7 @@ public struct LibraryRules: Sendable {
     /// activation waits for an import to find the book's files (``BookSession/activation(of:play:)``). One undo
     /// returns to where the listener was: in this book, or in the book left for it.
     public func jump(toBookmark id: Int64) async throws -> BookSession.PendingActivation? {
-        let bookmark = try library.bookmark(id)
+        let bookmark = try await library.reading { try $0.bookmark(id) }
         let session = session
         let jump = { @Sendable (kind: MoveKind?) in try await session.jump(toFile: bookmark.fileId, offset: bookmark.offset, as: kind) }
         if await session.book?.id == bookmark.bookId {
@@ -90,8 +90,7 @@ public struct LibraryRules: Sendable {
     /// Where a new bookmark of `bookId` goes: the player's position when it is the current book, else its saved one.
     private func placeInBook(_ bookId: Int64) async throws -> (file: Int64, offset: Int64) {
         if let place = await session.currentPlace(), place.book.id == bookId { return (place.file.id ?? 0, place.offset) }
-        let book = try library.book(bookId)
-        let files = try library.files(of: bookId)
+        let (book, files) = try await library.reading { library in (try library.book(bookId), try library.files(of: bookId)) }
         guard let file = book.positionFileId ?? files.first?.id else { throw LibraryError.invalidArgument("the book has no files") }
         return (file, book.positionFileId == nil ? 0 : book.positionOffset)
     }

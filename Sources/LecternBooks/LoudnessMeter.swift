@@ -71,7 +71,7 @@ public final class LoudnessMeter: Sendable {
     private func measureNow(_ book: Int64) async {
         let outcome: Result<Double, LoudnessProblem>
         do {
-            let files = try library.files(of: book).filter(\.available)
+            let files = try await library.reading { try $0.files(of: book) }.filter(\.available)
             guard !files.isEmpty else { throw LoudnessProblem("the book has no files to measure") }
             let duration = Duration.microseconds(files.reduce(Int64(0)) { $0 + max(0, $1.duration ?? 0) })
             let started = ContinuousClock.now

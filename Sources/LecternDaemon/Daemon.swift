@@ -100,7 +100,10 @@ public enum Daemon {
             _ = try await connection.requestName(mprisName)
         }
 
-        let (library, databaseStatus) = openLibrary(options.databasePath, logger: logger)
+        // Opened (migrated, checked, a corrupt file moved aside) on a thread for blocking work: the MPRIS calls are
+        // answered meanwhile.
+        let databasePath = options.databasePath
+        let (library, databaseStatus) = await ThreadPool.fileSystem.run { openLibrary(databasePath, logger: logger) }
         // One thread for the database's writes, the book session's and those made for clients (LibraryWriter).
         let databaseWrites = ThreadExecutor(name: "lectern-db")
         let writer = LibraryWriter(library: library, executor: databaseWrites)
@@ -125,7 +128,7 @@ public enum Daemon {
             }
         }
         sessionOnceOpen.set(session)
-        let bookCount = (try? library.bookCount()) ?? 0
+        let bookCount = (try? await library.reading { try $0.bookCount() }) ?? 0
         mpris.publishPlaylists(bookCount: bookCount)
         playlistsCalls.release()
 
@@ -153,7 +156,7 @@ public enum Daemon {
             + [listening.makeInterface(player: player), OutputService.makeInterface(outputWatcher), configuration.makeInterface(),
                prompts.makeInterface(prompter: prompter)]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
-        let availability = (try? library.availability()) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
+        let availability = (try? await library.reading { try $0.availability() }) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
         lecternObject.update(LibraryService.libraryInterface, [
             "CurrentBook": .int64(0), "DatabaseStatus": .string(databaseStatus),
             "BookCount": .uint32(UInt32(clamping: bookCount)),

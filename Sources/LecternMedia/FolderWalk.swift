@@ -110,7 +110,7 @@ public enum FolderWalk {
     }
 
     /// A folder that holds audio files (directly, not in its subfolders), and how many.
-    public struct AudioFolder: Equatable {
+    public struct AudioFolder: Sendable, Equatable {
         public var path: String
         public var files: Int
 

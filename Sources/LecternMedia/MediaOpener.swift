@@ -6,11 +6,13 @@ import MP4
 #if canImport(Glibc)
 import Glibc
 #endif
+import Threads
 
 /// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
 /// lists a folder's audio files in natural order, reads tags with a ``MediaReader`` (GStreamer's discoverer, in a
 /// child process, never on the D-Bus thread, the player actor or the cooperative pool) and caches embedded covers
-/// as files.
+/// as files. The stats, the folder's walk, the LRC files, chapters and covers are read and written on
+/// ``ThreadPool/fileSystem``: never on the cooperative pool either.
 public final class MediaOpener: Sendable {
     public let supportedSchemes = ["file"]
     public let supportedMimeTypes = [
@@ -38,16 +40,18 @@ public final class MediaOpener: Sendable {
     /// Throws an ``OpenError`` a client can read; nothing is opened then.
     public func open(_ uri: String) async throws -> [MediaItem] {
         let url = try Self.fileURL(from: uri)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw OpenError(.notFound, "No such file or folder: \(url.path)")
+        let files = try await ThreadPool.fileSystem.run { () throws -> [URL] in
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw OpenError(.notFound, "No such file or folder: \(url.path)")
+            }
+            // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
+            // a symlink to one): refused from its name and stat, before anything opens it.
+            guard isDirectory.boolValue || Self.isPlayableFile(url) else {
+                throw OpenError(.invalid, "Not an audio file Lectern can play: \(url.path)")
+            }
+            return isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
         }
-        // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
-        // a symlink to one): refused from its name and stat, before anything opens it.
-        guard isDirectory.boolValue || Self.isPlayableFile(url) else {
-            throw OpenError(.invalid, "Not an audio file Lectern can play: \(url.path)")
-        }
-        let files = isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
         guard let first = files.first else {
             throw OpenError(.invalid, "No audio files in \(url.path)")
         }
@@ -57,13 +61,15 @@ public final class MediaOpener: Sendable {
         } catch {
             throw OpenError(.invalid, "Cannot play \(first.path): \(error)")
         }
-        var items = files.map { MediaItem(id: 0, url: $0) }
-        items[0] = item(for: first, info)
-        // The LRC file beside each file wins over its tags; the tags of all but the first are read later.
-        for index in items.indices {
-            items[index].lyrics = LyricsFile.lyrics(beside: items[index].url, logger: logger) ?? items[index].lyrics
+        return await ThreadPool.fileSystem.run { [self] in
+            var items = files.map { MediaItem(id: 0, url: $0) }
+            items[0] = item(for: first, info)
+            // The LRC file beside each file wins over its tags; the tags of all but the first are read later.
+            for index in items.indices {
+                items[index].lyrics = LyricsFile.lyrics(beside: items[index].url, logger: logger) ?? items[index].lyrics
+            }
+            return items
         }
-        return items
     }
 
     /// Plays `items` (files opened by URI, not a book of the library) in place of the current queue, and reads the
@@ -83,7 +89,8 @@ public final class MediaOpener: Sendable {
             for file in pending {
                 guard let info = try? await discover(file.url),
                       let current = queue.first(where: { $0.url == file.url }) else { continue }
-                var updated = item(for: file.url, info)
+                // Its cover cached and its chapters read on a thread for file-system work.
+                var updated = await ThreadPool.fileSystem.run { [self] in item(for: file.url, info) }
                 updated.id = current.id
                 updated.lyrics = current.lyrics ?? updated.lyrics  // an LRC file beside it, read at the open
                 await player.updateItem(updated)

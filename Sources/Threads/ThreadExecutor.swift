@@ -16,16 +16,7 @@ public final class ThreadExecutor: SerialExecutor {
     private let wake = DispatchSemaphore(value: 0)
 
     public init(name: String) {
-        // Foundation gives the OS the name only when it is set from the thread itself (see EventLoop.start), and only
-        // once `start()` has returned: before, the Thread does not know its pthread yet and keeps the name to itself.
-        let started = DispatchSemaphore(value: 0)
-        let thread = Thread { [self] in
-            started.wait()
-            Thread.current.name = name
-            run()
-        }
-        thread.start()
-        started.signal()
+        startThread(named: name) { [self] in run() }
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {

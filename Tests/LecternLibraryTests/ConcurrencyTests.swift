@@ -150,4 +150,15 @@ struct ConcurrencyTests {
             try await group.waitForAll()
         }
     }
+
+    @Test("An async read runs on a reader thread, not its caller's, sees the writes made before it and throws its errors")
+    func readingOnAReaderThread() async throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let id = try library.add(importedBook("/one", title: "One"))
+        let (title, thread) = try await library.reading { library in (try library.book(id).title, Thread.current.name) }
+        #expect(title == "One")
+        #expect(thread == "lectern-read")
+        await #expect(throws: LibraryError.self) { try await library.reading { try $0.book(id + 1) } }
+    }
 }

@@ -6,7 +6,7 @@ import TestSupport
 import Glibc
 #endif
 
-/// A library in a real SQLite file in a fresh temporary directory.
+/// A library in a real SQLite file in a fresh temporary directory: a copy of ``template``.
 final class TestLibrary: Sendable {
     let directory: TemporaryDirectory
     let path: String
@@ -15,7 +15,20 @@ final class TestLibrary: Sendable {
     init() throws {
         directory = try TemporaryDirectory(prefix: "lectern-library")
         path = directory.path + "/library.sqlite"
+        try FileManager.default.copyItem(atPath: try Self.template.get().path, toPath: path)
         library = try Library(path: path)
+    }
+
+    /// A library file with every migration applied, closed (its log copied into it), made once per test process.
+    /// Each test's library is a copy: the migrations of hundreds of tests, their transactions synchronous on the
+    /// cooperative pool, would hold its threads for half a minute at the start of the run, and every other test's
+    /// async work (a D-Bus handler, a poll) with them.
+    private static let template: Result<(directory: TemporaryDirectory, path: String), any Error> = Result {
+        let directory = try TemporaryDirectory(prefix: "lectern-library-template")
+        let path = directory.path + "/library.sqlite"
+        try Library(path: path).close()
+        atexit { if case .success(let template) = TestLibrary.template { template.directory.remove() } }
+        return (directory, path)
     }
 }
 

@@ -19,29 +19,30 @@ extension LibraryService {
                 method("RenameBookmark", in: [("id", .int64), ("title", .string)]) { call in
                     let (id, title) = try call.arguments(Int64.self, String.self)
                     try await self.writer.write { try $0.renameBookmark(id, to: title) }
-                    self.bookmarksChanged(try self.library.bookmark(id).bookId)
+                    self.bookmarksChanged(try await self.library.reading { try $0.bookmark(id) }.bookId)
                     return []
                 },
                 method("SetBookmarkNote", in: [("id", .int64), ("note", .string)]) { call in
                     let (id, note) = try call.arguments(Int64.self, String.self)
                     try await self.writer.write { try $0.setBookmarkNote(id, note) }
-                    self.bookmarksChanged(try self.library.bookmark(id).bookId)
+                    self.bookmarksChanged(try await self.library.reading { try $0.bookmark(id) }.bookId)
                     return []
                 },
                 method("DeleteBookmark", in: [("id", .int64)]) { call in
                     let id: Int64 = try call.argument(0)
-                    let bookmark = try self.library.bookmark(id)
+                    let bookmark = try await self.library.reading { try $0.bookmark(id) }
                     try await self.writer.write { try $0.deleteBookmark(id) }
                     self.bookmarksChanged(bookmark.bookId)
                     return []
                 },
                 method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(dict))]) { call in
-                    [.array(dict, try self.library.bookmarks(of: call.argument(0)).map(Self.encode))]
+                    let book: Int64 = try call.argument(0)
+                    return [.array(dict, try await self.library.reading { try $0.bookmarks(of: book) }.map(Self.encode))]
                 },
                 method("ImportBookmarks", in: [("book", .int64), ("bookmarks", .array(dict))],
                        out: [("added", .uint32), ("skipped", .uint32)]) { call in
                     let (bookId, entries) = try call.arguments(Int64.self, [[String: DBusValue]].self)
-                    let files = try self.library.files(of: bookId)
+                    let files = try await self.library.reading { try $0.files(of: bookId) }
                     let bookmarks = try entries.enumerated().map { n, entry in
                         try Self.importedBookmark(entry, number: n + 1, book: bookId, files: files)
                     }

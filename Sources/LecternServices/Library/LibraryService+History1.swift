@@ -17,7 +17,7 @@ extension LibraryService {
                 },
                 method("ListUndo", in: [("book", .int64)], out: [("places", .array(dict))]) { call in
                     let book = try await rules.bookOrCurrent(call.argument(0))
-                    return [.array(dict, try self.library.undoEntries(of: book).map(Self.encode))]
+                    return [.array(dict, try await self.library.reading { try $0.undoEntries(of: book) }.map(Self.encode))]
                 },
                 deferred("ListSessions", in: [("book", .int64), ("from", .int64), ("to", .int64)], out: [("sessions", .array(dict))]) { call, library in
                     let (book, from, to) = try call.arguments(Int64.self, Int64.self, Int64.self)

@@ -12,10 +12,11 @@ extension LibraryService {
         return Interface(Self.libraryInterface,
             methods: [
                 method("ListShelves", in: [("parent", .int64)], out: [("shelves", .array(dict))]) { call in
-                    [.array(dict, try self.library.shelves(in: Self.optionalID(call.argument(0))).map(Self.encode))]
+                    let parent = Self.optionalID(try call.argument(0))
+                    return [.array(dict, try await self.library.reading { try $0.shelves(in: parent) }.map(Self.encode))]
                 },
                 method("ListAllShelves", out: [("shelves", .array(dict))]) { _ in
-                    [.array(dict, try self.library.allShelves().map(Self.encode))]
+                    [.array(dict, try await self.library.reading { try $0.allShelves() }.map(Self.encode))]
                 },
                 method("CreateShelf", in: [("name", .string), ("parent", .int64)], out: [("id", .int64)]) { call in
                     let (name, parent) = try call.arguments(String.self, Int64.self)
@@ -39,7 +40,7 @@ extension LibraryService {
                     let (id, recursive) = try call.arguments(Int64.self, Bool.self)
                     let books = try await rules.deleteShelf(id, recursive: recursive)
                     for book in books { self.emit(Self.libraryInterface, "BookRemoved", [.int64(book)]) }
-                    if !books.isEmpty { self.refreshBookCount() }
+                    if !books.isEmpty { await self.refreshBookCount() }
                     self.emit(Self.libraryInterface, "ShelvesChanged")
                     return []
                 },
@@ -61,7 +62,8 @@ extension LibraryService {
                                                          offset: Int(offset), limit: Int(limit)))
                 },
                 method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { call in
-                    [try self.encodeDetails(call.argument(0))]
+                    let id: Int64 = try call.argument(0)
+                    return [try await self.library.reading { try Self.encodeDetails(id, in: $0) }]
                 },
                 method("RenameBook", in: [("id", .int64), ("title", .string)]) { call in
                     let (id, title) = try call.arguments(Int64.self, String.self)
@@ -79,7 +81,7 @@ extension LibraryService {
                     let id: Int64 = try call.argument(0)
                     try await rules.deleteBook(id)
                     self.emit(Self.libraryInterface, "BookRemoved", [.int64(id)])
-                    self.refreshBookCount()
+                    await self.refreshBookCount()
                     return []
                 },
                 method("ReorderFiles", in: [("id", .int64), ("files", .array(.int64))]) { call in
@@ -125,7 +127,7 @@ extension LibraryService {
                 },
                 method("MeasureLoudness", in: [("id", .int64)]) { call in
                     let id: Int64 = try call.argument(0)
-                    _ = try self.library.book(id)
+                    _ = try await self.library.reading { try $0.book(id) }
                     rules.meter.measure(id)
                     return []
                 },
@@ -147,7 +149,7 @@ extension LibraryService {
                 },
                 method("Import", in: [("path", .string), ("shelf_path", .string)], out: [("job", .uint32)]) { call in
                     let (path, shelfPath) = try call.arguments(String.self, String.self)
-                    return [.uint32(try self.startImport(path: path, shelfPath: shelfPath))]
+                    return [.uint32(try await self.startImport(path: path, shelfPath: shelfPath))]
                 },
                 deferred("Find", in: [("query", dict)], out: [("books", .array(Self.listedBook))]) { call, library in
                     let page = try library.search("", try Self.query(call.argument(0)), offset: 0, limit: Library.defaultPageSize)
@@ -201,13 +203,13 @@ extension LibraryService {
     }
 
     /// Starts an import job (announced: ``announce(_:)``).
-    private func startImport(path: String, shelfPath: String) throws -> UInt32 {
-        try imports.start(path: path, shelfPath: shelfPath) { [self] event in announce(event) }
+    private func startImport(path: String, shelfPath: String) async throws -> UInt32 {
+        try await imports.start(path: path, shelfPath: shelfPath) { [self] event in await announce(event) }
     }
 
     /// An import's progress and end as ImportProgress and ImportFinished, and the books it made as BookChanged,
     /// BookCount and ShelvesChanged: a client's import, and a watched library folder's (``LibraryFolders``).
-    public func announce(_ event: ImportJobs.Event) {
+    public func announce(_ event: ImportJobs.Event) async {
         switch event {
         case .progress(let job, let progress):
             emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
@@ -215,7 +217,7 @@ extension LibraryService {
         case .finished(let job, .success(let books), let skipped):
             for book in books { bookChanged(book) }
             booksImported(books)
-            refreshBookCount()
+            await refreshBookCount()
             emit(Self.libraryInterface, "ShelvesChanged")
             emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string(""),
                                                            Self.encode(skipped)])

@@ -169,7 +169,8 @@ extension LibraryService {
                         createdAt: created, kind: kind)
     }
 
-    func encodeDetails(_ id: Int64) throws -> DBusValue {
+    /// The book `id` with its files and their chapters, read from `library` (on its reader threads: see GetBook).
+    static func encodeDetails(_ id: Int64, in library: Library) throws -> DBusValue {
         let book = try library.book(id)
         guard case .dictionary(_, _, var entries) = Self.encode(book, try library.totals(of: [id])[id]) else { return .emptyVardict }
         let chapters = try library.chapters(of: id)

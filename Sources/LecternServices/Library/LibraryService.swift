@@ -61,11 +61,11 @@ public final class LibraryService: Sendable {
     }
 
     /// Publishes the number of books after an import or a delete (and OfflineBooks and MissingFiles): read here, on
-    /// the caller's task, so that `Get BookCount` and `PlaylistCount` are answered from the stored value, without
-    /// SQLite on the I/O thread.
-    func refreshBookCount() {
-        refreshAvailability()
-        guard let count = try? library.bookCount() else { return }
+    /// the library's reader threads before the caller goes on, so that `Get BookCount` and `PlaylistCount` are
+    /// answered from the stored value, without SQLite on the I/O thread.
+    func refreshBookCount() async {
+        await refreshAvailability()
+        guard let count = try? await library.reading({ try $0.bookCount() }) else { return }
         object.withLock { $0 }?.update(Self.libraryInterface, ["BookCount": .uint32(UInt32(clamping: count))])
         bookCountChanged(count)
     }
@@ -75,14 +75,14 @@ public final class LibraryService: Sendable {
 
     /// Files of `books` went missing or came back, or the books went offline or came back: BookChanged for each,
     /// and OfflineBooks and MissingFiles again.
-    public func availabilityChanged(_ books: [Int64]) {
+    public func availabilityChanged(_ books: [Int64]) async {
         for book in books { bookChanged(book) }
-        refreshAvailability()
+        await refreshAvailability()
     }
 
-    /// Publishes how many books are offline and how many files are missing, read here, on the caller's task.
-    func refreshAvailability() {
-        guard let counts = try? library.availability() else { return }
+    /// Publishes how many books are offline and how many files are missing, read on the library's reader threads.
+    func refreshAvailability() async {
+        guard let counts = try? await library.reading({ try $0.availability() }) else { return }
         object.withLock { $0 }?.update(Self.libraryInterface, Self.availabilityProperties(counts))
     }
 
@@ -144,12 +144,14 @@ public final class LibraryService: Sendable {
     /// A method that reads the library, and encodes its reply, off the call queue: other callers aren't kept waiting
     /// (Method.deferred). Its turn on the queue comes after the calls that arrived before it have returned, so the
     /// read, which begins after that turn, sees all they wrote; it may also see what later calls wrote by the time it
-    /// begins. Each read is one transaction: a reply shows the library at one moment.
+    /// begins. Each read is one transaction: a reply shows the library at one moment. The read and the encoding run on
+    /// the library's reader threads (``Library/reading(_:)``), not on the cooperative pool: many listings at once
+    /// keep no handler waiting for a thread.
     func deferred(_ name: String, in inputs: [(String, DBusType)] = [], out outputs: [(String, DBusType)] = [],
                   _ body: @escaping @Sendable (MethodCall, Library) throws -> [DBusValue]) -> Method {
         Method.deferred(name, in: inputs, out: outputs) { call in
             {
-                do { return try body(call, self.library) } catch let error as LibraryError { throw Self.busError(error) }
+                do { return try await self.library.reading { try body(call, $0) } } catch let error as LibraryError { throw Self.busError(error) }
             }
         }
     }

@@ -30,8 +30,9 @@ public enum MPRISPlaylists {
                     let library = await session.value.library
                     let books: [Book]
                     do {
-                        books = try library.books(sortedBy: ordering.sort, reversed: reversed != ordering.reversed,
-                                                  offset: Int(index), limit: Int(maxCount))
+                        books = try await library.reading {
+                            try $0.books(sortedBy: ordering.sort, reversed: reversed != ordering.reversed, offset: Int(index), limit: Int(maxCount))
+                        }
                     } catch let error as LibraryError {
                         throw LibraryService.busError(error)
                     }
