@@ -13,22 +13,23 @@ import Synchronization
 ///
 /// Jobs start in the order they were asked for, as many at once as the pool has threads; the others wait in the
 /// pool's queue, not on a thread. A job that has started runs to its end: cancelling the caller's task doesn't stop
-/// it. The threads live as long as the process: a pool is made once (``fileSystem``, the library's readers).
+/// it. A thread starts when a job finds none free, up to ``threads``, and then lives as long as the process: a pool
+/// whose jobs come one at a time keeps one thread (each costs its stack and its share of the heap's bookkeeping).
+/// A pool is made once (``fileSystem``, the library's readers).
 public final class ThreadPool: Sendable {
-    /// How many jobs run at once.
+    /// How many jobs run at once, at most.
     public let threads: Int
-    /// The jobs not started yet, oldest first.
-    private let queue = Mutex(JobQueue())
+    private let name: String
+    /// The jobs not started yet, and the threads.
+    private let state = Mutex(State())
     /// Signalled once per job queued; each thread waits on it for its next job.
     private let wake = DispatchSemaphore(value: 0)
 
-    /// Starts `threads` threads (at least one), each named `name` (what `top -H` and a debugger show; Linux keeps the
-    /// first 15 bytes).
+    /// A pool of up to `threads` threads (at least one), each named `name` (what `top -H` and a debugger show; Linux
+    /// keeps the first 15 bytes). None starts before the first job.
     public init(name: String, threads: Int) {
         self.threads = max(1, threads)
-        for _ in 0..<self.threads {
-            startThread(named: name) { [self] in serve() }
-        }
+        self.name = name
     }
 
     /// Runs `work` on one of the pool's threads and returns what it returns, or throws what it throws. The caller is
@@ -36,39 +37,75 @@ public final class ThreadPool: Sendable {
     /// goes on there, and no other thread is taken to make the request.
     public nonisolated(nonsending) func run<T: Sendable, E: Error>(_ work: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result = await withCheckedContinuation { (done: CheckedContinuation<Result<T, E>, Never>) in
-            enqueue { done.resume(returning: Result(catching: work)) }
+            enqueue {
+                let result = Result(catching: work)
+                return { done.resume(returning: result) }
+            }
         }
         return try result.get()
     }
 
     /// How many jobs wait for a thread now.
-    var waitingJobs: Int { queue.withLock { $0.count } }
+    var waitingJobs: Int { state.withLock { $0.jobs.count } }
 
-    /// Queues `job` for the next free thread.
-    private func enqueue(_ job: @escaping @Sendable () -> Void) {
-        queue.withLock { $0.push(job) }
+    /// How many threads have started.
+    var startedThreads: Int { state.withLock { $0.started } }
+
+    /// Queues `job` for a free thread: one waiting for work, else a new one while the pool has fewer than ``threads``.
+    private func enqueue(_ job: @escaping Job) {
+        let startsThread = state.withLock { state in
+            state.jobs.push(job)
+            if state.free > 0 {
+                state.free -= 1
+            } else if state.started < threads {
+                state.started += 1
+                return true
+            } else {
+                state.unclaimed += 1
+            }
+            return false
+        }
+        if startsThread { startThread(named: name) { [self] in serve() } }
         wake.signal()
     }
 
     private func serve() {
         while true {
             wake.wait()
-            let job = queue.withLock { $0.pop() }
-            job()
+            let job = state.withLock { $0.jobs.pop() }
+            let finish = job()
+            // Free before its caller goes on: a caller that asks again at once finds this thread, not a new one.
+            state.withLock { state in
+                if state.unclaimed > 0 { state.unclaimed -= 1 } else { state.free += 1 }
+            }
+            finish()
         }
+    }
+
+    /// A job does its work and returns what hands the outcome to its caller.
+    private typealias Job = @Sendable () -> @Sendable () -> Void
+
+    private struct State {
+        var jobs = JobQueue()
+        /// Threads started.
+        var started = 0
+        /// Threads done with their last job and not yet given another.
+        var free = 0
+        /// Jobs queued while every thread was busy: each goes to the next thread that is done.
+        var unclaimed = 0
     }
 
     /// First in, first out, with no copying per job: a flood of calls may queue thousands of reads.
     private struct JobQueue {
-        private var jobs: [(@Sendable () -> Void)?] = []
+        private var jobs: [Job?] = []
         private var head = 0
 
-        mutating func push(_ job: @escaping @Sendable () -> Void) { jobs.append(job) }
+        mutating func push(_ job: @escaping Job) { jobs.append(job) }
 
         var count: Int { jobs.count - head }
 
         /// The oldest job; called once per `wake` signal, so there is one.
-        mutating func pop() -> @Sendable () -> Void {
+        mutating func pop() -> Job {
             let job = jobs[head]!
             jobs[head] = nil
             head += 1

@@ -8,7 +8,7 @@ import Glibc
 
 /// A pool runs blocking work on threads of its own: its callers suspend and hold none of the cooperative pool's
 /// threads, at most as many jobs run at once as it has threads, the others start in the order they were asked for,
-/// and what the work returns or throws reaches its caller.
+/// a thread starts only when a job finds none free, and what the work returns or throws reaches its caller.
 @Suite struct ThreadPoolTests {
     struct Refused: Error {}
 
@@ -70,10 +70,29 @@ import Glibc
         let tasks = await ask(pool, 0..<6, running: 2, shared: shared, gate: gate)
         #expect(shared.started.withLock { $0.count } == 2, "no third thread")
         #expect(pool.waitingJobs == 4)
+        #expect(pool.startedThreads == 2)
         for _ in tasks { gate.signal() }
         for task in tasks { await task.value }
         #expect(shared.started.withLock { Set($0) } == Set(0..<6))
         #expect(pool.waitingJobs == 0)
+    }
+
+    @Test func aThreadStartsOnlyWhenAJobFindsNoneFree() async throws {
+        let pool = ThreadPool(name: "test-lazy", threads: 4)
+        #expect(pool.startedThreads == 0)
+        // One job at a time: each finds the thread the one before ran on free.
+        var threads: Set<pthread_t> = []
+        for _ in 0..<5 { threads.insert(await pool.run { pthread_self() }) }
+        #expect(threads.count == 1)
+        #expect(pool.startedThreads == 1)
+        // Three at once: two more threads, and no more than that.
+        let gate = DispatchSemaphore(value: 0)
+        let shared = Shared()
+        let tasks = await ask(pool, 0..<3, running: 3, shared: shared, gate: gate)
+        #expect(pool.startedThreads == 3)
+        for _ in tasks { gate.signal() }
+        for task in tasks { await task.value }
+        #expect(pool.startedThreads == 3)
     }
 
     @Test func jobsStartInTheOrderTheyWereAskedFor() async throws {
