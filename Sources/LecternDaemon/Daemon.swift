@@ -136,7 +136,7 @@ public enum Daemon {
         let configuration = ConfigurationService(settings: settings, logger: logger)
         let libraryFolders = LibraryFolders(library: library, writer: writer, imports: service.imports,
                                             options: options.watching, logger: logger,
-                                            importEvents: { service.announce($0) }, availabilityChanged: { service.availabilityChanged($0) })
+                                            importEvents: { await service.announce($0) }, availabilityChanged: { await service.availabilityChanged($0) })
         let outputWatcher = OutputWatcher(player: player, mode: options.outputPolicy, resumeWindow: options.resumeWindow,
                                           interruptions: options.interruptions, interruptionNews: interruptionNews,
                                           logger: logger) {
