@@ -101,62 +101,70 @@ public struct Importer: Sendable {
         var written: [String: Int64] = [:]
         var earlierFolders: Set<String> = []
         var done = 0
-        for batch in Self.batches(folders, size: batchSize) {
-            // Listed, stat'ed and looked up in the library (which reads a file again whose fingerprint is of an
-            // older kind) on a thread for file-system work.
-            let (files, unchanged) = try await ThreadPool.fileSystem.run { [library, batch] in
-                let paths = isDirectory ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
-                let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
-                let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
-                return (files, try library.unchangedFiles(stamps))
-            }
-            unchangedCount += unchanged.count
-            var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
-            let unread = files.filter { unchanged[$0.path] == nil }
-            found += try await read(unread, done: done + files.count - unread.count, of: total,
-                                    skipped: &skipped, progress: progress)
-            done += batch.reduce(0) { $0 + $1.files }
-            readAny = readAny || !found.isEmpty
-            var groups: [Group] = []
-            for var group in Self.group(found) {
-                if let earlier = written[group.key] {
-                    let before = try await library.reading { try $0.importedFiles(ofBook: earlier) }
-                        .filter { earlierFolders.contains(Self.folder(of: $0.path)) }
-                    group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
+        // A batch's books are written (on the writer's thread) while the next batch is listed and read: the two
+        // overlap, and the next batch's files are grouped only once the batch before is written, its groups known.
+        try await withThrowingTaskGroup(of: WrittenBatch.self) { writing in
+            var isWriting = false
+            // The batch being written, once written: its books are the import's, its groups those a later batch's
+            // files join; a book of it that could not be written ends the import.
+            func takeWritten() async throws {
+                guard isWriting else { return }
+                isWriting = false
+                guard let batch = try await writing.next() else { return }
+                for book in batch.books {
+                    book.outcome.duplicates.forEach { skipped.add(.copy, $0) }
+                    written[book.key] = book.outcome.id
+                    if !seen.contains(book.outcome.id) { books.append((book.title, book.outcome.id)) }
+                    seen.insert(book.outcome.id)
                 }
-                groups.append(group)
+                if let failure = batch.failure { throw failure }
             }
-            // Their covers looked for beside their files: on a thread for file-system work.
-            let made = await ThreadPool.fileSystem.run { [groups] in
-                groups.map { (key: $0.key, book: book(from: $0, mounts: mounts)) }
-            }
-            // The batch's books, many in a transaction (``writeLimits``).
-            var pending = made[...]
-            while !pending.isEmpty {
-                let chunk = Array(pending.prefix(Self.writeLimits.books).map(\.book))
-                let result = try await writer.write { try $0.importBooks(chunk, into: shelf, for: Self.writeLimits.time) }
-                for ((key, imported), outcome) in zip(pending, result.outcomes) {
-                    outcome.duplicates.forEach { skipped.add(.copy, $0) }
-                    if !outcome.duplicates.isEmpty {
-                        logger.notice("left out files the library has in another folder",
-                                      metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+            do {
+                for batch in Self.batches(folders, size: batchSize) {
+                    // Listed, stat'ed and looked up in the library (which reads a file again whose fingerprint is of
+                    // an older kind) on a thread for file-system work.
+                    let (files, unchanged) = try await ThreadPool.fileSystem.run { [library, batch] in
+                        let paths = isDirectory ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
+                        let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
+                        let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
+                        return (files, try library.unchangedFiles(stamps))
                     }
-                    logger.info(outcome.created ? "imported a book" : "updated a book",
-                                metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
-                    written[key] = outcome.id
-                    if !seen.contains(outcome.id) { books.append((imported.title, outcome.id)) }
-                    seen.insert(outcome.id)
+                    var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
+                    let unread = files.filter { unchanged[$0.path] == nil }
+                    // What this batch leaves out counts once the batches before it are written (an import that
+                    // ends with a book of them never came to this one).
+                    var left = SkippedFiles()
+                    found += try await read(unread, done: done + files.count - unread.count, of: total,
+                                            skipped: &left, progress: progress)
+                    try await takeWritten()
+                    skipped.merge(left)
+                    unchangedCount += unchanged.count
+                    done += batch.reduce(0) { $0 + $1.files }
+                    readAny = readAny || !found.isEmpty
+                    var groups: [Group] = []
+                    for var group in Self.group(found) {
+                        if let earlier = written[group.key] {
+                            let before = try await library.reading { try $0.importedFiles(ofBook: earlier) }
+                                .filter { earlierFolders.contains(Self.folder(of: $0.path)) }
+                            group = Group(files: before.map(Found.init(known:)) + group.files, albumKey: group.albumKey)
+                        }
+                        groups.append(group)
+                    }
+                    // Their covers looked for beside their files: on a thread for file-system work.
+                    let made = await ThreadPool.fileSystem.run { [groups] in
+                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts)) }
+                    }
+                    writing.addTask { try await write(made, into: shelf) }
+                    isWriting = true
+                    earlierFolders.formUnion(batch.map(\.path))
                 }
-                if let failure = result.failure {
-                    // The books before it are written; the import ends with the book and why.
-                    let bad = chunk[failure.index]
-                    logger.warning("a book could not be written", metadata: ["folder": "\(bad.sourcePath)", "title": "\(bad.title)",
-                                                                             "error": "\(failure.error)"])
-                    throw BookNotWritten(folder: bad.sourcePath, albumKey: bad.albumKey, error: failure.error)
-                }
-                pending = pending.dropFirst(result.outcomes.count)
+                try await takeWritten()
+            } catch {
+                // The batch being written is written whatever ended the import: its books are counted, and a book of
+                // it that could not be written is what ended it.
+                try await takeWritten()
+                throw error
             }
-            earlierFolders.formUnion(batch.map(\.path))
         }
         if unchangedCount > 0 {
             logger.info("files unchanged since they were read", metadata: ["folder": "\(folder.path)", "files": "\(unchangedCount)"])
@@ -171,6 +179,41 @@ public struct Importer: Sendable {
     /// is held: a position save and a client's write (a bookmark, a rename) wait behind the transaction, never more
     /// than about 50 ms and a book. Reads never wait: they run beside the writer (WAL).
     static let writeLimits = (books: 500, time: Duration.milliseconds(50))
+
+    /// A batch's books as written: each with its group's key and title, in order, and the book that could not be.
+    struct WrittenBatch: Sendable {
+        var books: [(key: String, title: String, outcome: ImportedBook.Outcome)] = []
+        var failure: BookNotWritten?
+    }
+
+    /// Writes `made` (a batch's books, by their groups' keys), many to a transaction (``writeLimits``), until one
+    /// can't be written: the books before it are.
+    private func write(_ made: [(key: String, book: ImportedBook)], into shelf: Int64?) async throws -> WrittenBatch {
+        var batch = WrittenBatch()
+        var pending = made[...]
+        while !pending.isEmpty {
+            let chunk = Array(pending.prefix(Self.writeLimits.books).map(\.book))
+            let result = try await writer.write { try $0.importBooks(chunk, into: shelf, for: Self.writeLimits.time) }
+            for ((key, imported), outcome) in zip(pending, result.outcomes) {
+                if !outcome.duplicates.isEmpty {
+                    logger.notice("left out files the library has in another folder",
+                                  metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
+                }
+                logger.info(outcome.created ? "imported a book" : "updated a book",
+                            metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
+                batch.books.append((key, imported.title, outcome))
+            }
+            if let failure = result.failure {
+                let bad = chunk[failure.index]
+                logger.warning("a book could not be written", metadata: ["folder": "\(bad.sourcePath)", "title": "\(bad.title)",
+                                                                         "error": "\(failure.error)"])
+                batch.failure = BookNotWritten(folder: bad.sourcePath, albumKey: bad.albumKey, error: failure.error)
+                return batch
+            }
+            pending = pending.dropFirst(result.outcomes.count)
+        }
+        return batch
+    }
 
     /// A book of the import could not be written (its title, a rule of the library): the books before it are.
     struct BookNotWritten: Error, CustomStringConvertible {

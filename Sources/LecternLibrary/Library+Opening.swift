@@ -52,6 +52,10 @@ extension Library {
         config.prepareDatabase { db in
             db.add(function: Folding.function)
             try Library.addTierFunction(db)
+            // The writer's savepoints and statements journal the pages they change (to undo them alone) in memory,
+            // not in a temporary file once past 64 KiB: an import's book, in a savepoint of its own, changes about
+            // 20 pages. Readers write nothing.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         }
         return config
     }

@@ -442,8 +442,26 @@ enum Schema {
                 \(deferredDoneTrigger(remake: remakeOnce))
                 """)
         }
+        migrator.registerMigration("v18: an import makes its books' search rows in one pass") { db in
+            // v17's end of a deferred book made its search row when its row of bookDeferred was deleted: a trigger's
+            // program for each book, in which the search index's reads and writes cost more than the book's own
+            // writes (SQLite's FTS5 prepares a statement again for each). While an import's row of book 0 is in
+            // bookDeferred, deleting a book's row makes nothing: the import makes the rows of all its books in a few
+            // statements (``Library/importBooks(_:into:for:)``).
+            try db.execute(sql: """
+                DROP TRIGGER bookDeferred_done;
+                \(deferredDoneTrigger(remake: remakeOnce, unlessImporting: true))
+                """)
+        }
         return migrator
     }
+
+    /// The search rows and progress of the books an import wrote (those of bookDeferred but book 0), made in a few
+    /// statements for them all: what v18's trigger leaves to the import.
+    static let remakeDeferred: String = {
+        let books = "SELECT bookId FROM bookDeferred WHERE bookId <> 0"
+        return remakeOnce(books) + "\n" + measure(books)
+    }()
 
     /// v17's trigger of a new book: its search row, unless an import makes it (a row of book 0 in `bookDeferred`).
     static func bookInsertedTrigger(remake: Remake) -> String {
@@ -453,10 +471,11 @@ enum Schema {
         """
     }
 
-    /// v17's end of a deferred book: its search rows and progress made once (v7's, but for book 0).
-    static func deferredDoneTrigger(remake: Remake) -> String {
+    /// v17's end of a deferred book: its search rows and progress made once (v7's, but for book 0). v18's
+    /// (`unlessImporting`): not while the row of book 0 is there, an import's, which makes them for all its books.
+    static func deferredDoneTrigger(remake: Remake, unlessImporting: Bool = false) -> String {
         """
-        CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred WHEN OLD.bookId <> 0
+        CREATE TRIGGER bookDeferred_done AFTER DELETE ON bookDeferred WHEN OLD.bookId <> 0\(unlessImporting ? " AND " + undeferred("0") : "")
         BEGIN \(remake("OLD.bookId")) \(measure("OLD.bookId")) END;
         """
     }
