@@ -48,7 +48,7 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("gstbase-1.0"), .linkedLibrary("gstaudio-1.0"), .linkedLibrary("ebur128")]),
 
         // Typed D-Bus over libdbus: values, names, connection, exported objects, client calls. Knows no MPRIS.
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        .target(name: "DBus", dependencies: ["CDBus", "Threads"]),
         // PulseAudio's sinks, ports and default sink as Swift events, from libpulse's threaded main loop.
         .target(name: "PulseAudio", dependencies: ["CPulse"]),
         // Folder trees watched with inotify: which folders changed, once quiet; roots that go and come back.

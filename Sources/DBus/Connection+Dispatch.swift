@@ -149,7 +149,7 @@ extension BusConnection {
                 }
                 // Before the queue moves on: the replies to this sender's later calls wait for this one.
                 replies.holdLaterReplies(after: call.serial, from: call.sender)
-                Task.detached { [self] in
+                Task.detached(executorPreference: Self.callThread) { [self] in
                     do {
                         answer(call, member, outputSignature, .success(try await completion()), deferred: true)
                     } catch {

@@ -1,6 +1,7 @@
 import CDBus
 import Foundation
 import Synchronization
+import Threads
 
 /// A connection to a message bus, with its own I/O thread (``EventLoop``).
 ///
@@ -223,9 +224,16 @@ public final class BusConnection: Sendable {
 
     /// Handles the exported objects' method calls and property sets, one at a time, each sender's in arrival
     /// order and senders in turn, until the connection closes. Run it once, in the owner's task group.
+    ///
+    /// The handlers run on ``callThread``, with the default actors they call: a call is answered however long the
+    /// cooperative pool's threads are held by other work.
     public func serveCalls() async {
-        await calls.serve()
+        await withTaskExecutorPreference(Self.callThread) { await calls.serve() }
     }
+
+    /// The thread of every connection's method calls and deferred replies in this process. A task that runs
+    /// ``serveCalls()`` and is made with it as its executor preference starts there too, not on the pool.
+    public static let callThread = ThreadExecutor(name: "dbus-calls")
 }
 
 extension BusError {

@@ -114,7 +114,7 @@ private final class Harness: Sendable {
         object.update(Self.interface, ["Name": .string("thing"), "Count": .int32(0), "Items": .strings([]),
                                        "Fixed": .string("fixed")])
         let server = self.server
-        serving = Task { if serve { await server.serveCalls() } }
+        serving = Task(executorPreference: BusConnection.callThread) { if serve { await server.serveCalls() } }
     }
 
     /// `timeout` is generous: on two busy cores (the whole suite, a release build beside it) a handler that needs
@@ -400,25 +400,29 @@ extension RawClient {
         let h = try await Harness()
         let replies = Recorder()
         let slow = Task {
-            let reply = try await h.call("SlowList", [.string("slow"), .uint32(1_000)])
+            let reply = try await h.call("HeldList", [.string("slow")])
             replies.append("slow")
             return reply
         }
-        // The deferred call is running (a fixed sleep was not always enough on a loaded machine: "quick" went first).
+        // The deferred call is running, its reply held until the gate opens.
         _ = try await poll({ h.log.entries }, until: { $0.contains("start slow") })
         // Sent after the deferred call by the same connection: handled at once, answered after it.
         let quick = Task {
             _ = try await h.call("Record", [.string("quick")])
             replies.append("quick")
-            // Held until the deferred call's reply went out, i.e. after its handler finished (it takes 1 s; answered
-            // at once, "done slow" would not be in the log yet). Which client task runs first after both replies
-            // arrived is up to the scheduler, so that order proves nothing.
+            // Held until the deferred call's reply went out, i.e. after its handler finished (answered at once,
+            // "done slow" would not be in the log yet). Which client task runs first after both replies arrived is up
+            // to the scheduler, so that order proves nothing.
             return h.log.entries
         }
         let get = Task {
             _ = try await h.get("Name")
             replies.append("get")
         }
+        // "quick" handled while the deferred call still runs; only then may it end.
+        _ = try await poll(timeout: .seconds(60), { h.log.entries }, until: { $0.contains("quick") })
+        #expect(replies.entries.isEmpty, "nothing answered before the deferred call: \(replies.entries)")
+        h.gate.open()
         _ = try await slow.value
         let logWhenQuickWasAnswered = try await quick.value
         try await get.value
@@ -526,7 +530,7 @@ extension RawClient {
 
     @Test func losingTheBusEndsServing() async throws {
         let h = try await Harness(serve: false)
-        let served = Task { await h.server.serveCalls(); return true }
+        let served = Task(executorPreference: BusConnection.callThread) { await h.server.serveCalls(); return true }
         h.bus.stop()
         #expect(await served.value)
         #expect(!h.server.isConnected)
@@ -595,7 +599,7 @@ extension RawClient {
 
     @Test(.timeLimit(.minutes(1))) func closingTheConnectionReleasesItsHolds() async throws {
         let h = try await Harness(serve: false)
-        let served = Task { await h.server.serveCalls(); return true }
+        let served = Task(executorPreference: BusConnection.callThread) { await h.server.serveCalls(); return true }
         _ = h.server.hold(ObjectPath("/org/example/Never")!)
         let raw = try RawClient(address: h.bus.address)
         defer { raw.close() }

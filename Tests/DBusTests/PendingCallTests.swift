@@ -34,7 +34,7 @@ import TestSupport
             ])
             _ = try server.export(ObjectPath(PendingCallTests.path)!, interfaces: [deaf])
             let server = self.server
-            serving = Task { await server.serveCalls() }
+            serving = Task(executorPreference: BusConnection.callThread) { await server.serveCalls() }
         }
 
         /// Calls `Never` from the client, in a task of its own.

@@ -29,7 +29,7 @@ extension Integration {
                        out: [("books", dictionaries), ("total", .uint32)]) { _ in [page, .uint32(1)] },
             ])
             let object = try server.export(ObjectPath("/org/lectern/Lectern1")!, interfaces: [library])
-            let serving = Task { await server.serveCalls() }
+            let serving = Task(executorPreference: BusConnection.callThread) { await server.serveCalls() }
             defer { serving.cancel(); withExtendedLifetime(object) {} }
             #expect(try await server.requestName("org.lectern.Lectern1") == .primaryOwner)
             for command in [["book", "list"], ["find", "old"]] {
@@ -53,7 +53,7 @@ extension Integration {
                 Method("ListBookmarks", in: [("book", .int64)], out: [("bookmarks", .array(.string))]) { _ in [.strings(["7"])] },
             ])
             let object = try server.export(ObjectPath("/org/lectern/Lectern1")!, interfaces: [player, bookmarks])
-            let serving = Task { await server.serveCalls() }
+            let serving = Task(executorPreference: BusConnection.callThread) { await server.serveCalls() }
             defer { serving.cancel(); withExtendedLifetime(object) {} }
             #expect(try await server.requestName("org.lectern.Lectern1") == .primaryOwner)
             for (command, member) in [(["chapter"], "GetStatus"), (["bookmark", "list", "--book", "1"], "ListBookmarks")] {
