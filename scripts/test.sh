@@ -30,12 +30,10 @@ done
 swift build --build-tests ${build_args[@]+"${build_args[@]}"}
 # The man pages' generator, beside the binaries: the install test installs the man pages it makes.
 swift build --product generate-manual ${build_args[@]+"${build_args[@]}"}
-# Suites run side by side (Swift Testing's default); those that share a resource (a daemon fixture, the sound
-# server) are marked .serialized. At most one test more than the cores runs at once: unbounded, every test starts at
-# once, and a test's D-Bus server, whose handlers run on Swift's cooperative pool (two threads on two cores), waits
-# behind hundreds of other tests' synchronous work for longer than a call's 15 s; bounded, a task on the pool waits
-# at most about 1.5 s. About 4.7 minutes on 2 cores.
-export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$(( $(nproc) + 1 ))}"
+# Suites run side by side, at Swift Testing's default width (every test may start at once); those that share a
+# resource (a daemon fixture, the sound server) are .serialized, and the integration suites run in three serialized
+# groups. Nothing that answers a test waits for Swift's cooperative pool (two threads on two cores, held by the tests'
+# own work): D-Bus calls are handled on a thread of their own, blocking work runs on Lectern's own threads.
 #
 # CI shows only the last lines of the output, so a failure's lines are repeated at the end.
 log=$(mktemp "${TMPDIR:-/tmp}/lectern-test.XXXXXX")

@@ -117,7 +117,7 @@ struct IntrospectedAPI: Equatable, CustomStringConvertible {
     }
 }
 
-extension Integration {
+extension Integration.Desktop {
     /// dbus/org.lectern.Library1.xml documents what the daemon exports.
     @Suite struct APIDocument {
         static var documentURL: URL {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Library {
     /// org.lectern.Bookmarks1.
     @Suite struct BookmarkAPI {
         @Test func bookmarksOfTheCurrentBookAreWhereThePlayerIs() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Desktop {
     /// The `lectern` command-line client against a real daemon.
     @Suite struct CLI {
         @Test func withoutADaemonCommandsSayItIsNotRunning() async throws {

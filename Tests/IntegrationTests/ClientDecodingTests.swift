@@ -4,7 +4,7 @@ import LecternClient
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Desktop {
     /// What the client (Sources/LecternClient) reads of each reply, signal and property is what the API documents:
     /// the arguments' names and types in dbus/*.xml; an `a{sv}`'s keys with the type its documentation gives them
     /// ("status s", "speed (d)", "listened and content (x, µs)"); a struct's fields in the order it lists them ("in

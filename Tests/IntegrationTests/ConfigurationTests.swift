@@ -26,7 +26,7 @@ extension DaemonFixture {
     }
 }
 
-extension Integration {
+extension Integration.Desktop {
     /// The configuration file as a user edits it: read at start under flags and environment, shown by
     /// `lecternd --print-config` and `lectern config`, reloaded on SIGHUP and by `lectern config reload` while a book
     /// plays; a bad file starts nothing, and a bad reload keeps what was in effect.

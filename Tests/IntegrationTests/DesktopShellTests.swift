@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Desktop {
     /// Lectern as a GNOME user meets it: the real GNOME Shell of Debian 12, headless, with the real gsd-media-keys, on
     /// the bus of an installed Lectern (its desktop entry and activation files). The shell's media card shows the
     /// playing book and its buttons act on it, the media keys reach it, a click on the card reaches the running daemon,

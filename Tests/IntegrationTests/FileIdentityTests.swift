@@ -6,7 +6,7 @@ import TestSupport
 import Glibc
 #endif
 
-extension Integration {
+extension Integration.Library {
     /// A book's files renamed and moved, while the daemon runs or while it is stopped, found again by `lectern import`
     /// with the place and bookmarks; a re-import that reads only what changed; a reader crash during a parallel read.
     @Suite struct FileIdentity {

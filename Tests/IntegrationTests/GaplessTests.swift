@@ -36,7 +36,7 @@ enum PCM {
     }
 }
 
-extension Integration {
+extension Integration.Player {
     /// Gapless, measured: a two-file book rendered through a file sink comes out as the files' samples one
     /// after the other, nothing inserted or lost at the boundary.
     @Suite struct Gapless {

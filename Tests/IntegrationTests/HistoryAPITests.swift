@@ -42,7 +42,7 @@ extension DaemonFixture {
     }
 }
 
-extension Integration {
+extension Integration.Library {
     @Suite struct HistoryAPI {
         @Test func undoReturnsToBeforeEachMoveNewestFirstThenHasNothingLeft() async throws {
             try await DaemonFixture.with { d in

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Library {
     /// `lectern undo`, `lectern history` and `lectern stats`.
     @Suite struct HistoryCLI {
         @Test func theCLIUndoesAndExportsTheHistory() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Library {
     /// Library1.Import: generated trees become books, with signals; re-imports keep what the user did.
     @Suite struct LibraryImport {
         private static func names(_ files: [[String: DBusValue]], components: Int = 1) -> [String] {

@@ -23,7 +23,7 @@ extension DaemonFixture {
     }
 }
 
-extension Integration {
+extension Integration.Library {
     /// org.lectern.Library1: every method, its errors and its signals, re-read through the API.
     @Suite struct LibraryAPI {
         @Test func shelvesCanBeCreatedRenamedMovedAndDeletedWithSignals() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Library {
     /// The library commands of `lectern`: import, shelf, book, play BOOK, bookmark, find.
     @Suite struct LibraryCLI {
         private static func json(_ text: String) -> Any? { try? JSONSerialization.jsonObject(with: Data(text.utf8)) }

@@ -6,7 +6,7 @@ import TestSupport
 import Glibc
 #endif
 
-extension Integration {
+extension Integration.Desktop {
     /// One instance per bus, and clean exits.
     @Suite struct Lifecycle {
         @Test func aSecondDaemonOnTheSameBusExitsWithStatus2AndTheFirstKeepsWorking() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Boost and loudness normalisation, heard through a WAV file sink: a real daemon, real GStreamer, the output's
     /// loudness measured by FFmpeg's EBU R128 meter.
     @Suite struct Loudness {

@@ -57,7 +57,7 @@ func trace(_ d: DaemonFixture, since mark: Int) -> String {
     return lines.joined(separator: "\n")
 }
 
-extension Integration {
+extension Integration.Player {
     /// Lyrics and transcripts: an LRC file beside a file gives its text (MPRIS xesam:asText) and its lines, one
     /// LyricsLineChanged at each, in step with playback.
     @Suite struct LyricsAPI {
@@ -155,11 +155,11 @@ extension Integration {
                 #expect(try await d.listenProperty("LyricsLine") == .string("one 1"))
                 let follow = try Subprocess(builtExecutable("lectern").path, ["lyrics", "--follow"], environment: d.environment)
                 defer { follow.kill() }
-                #expect(await follow.readLine(timeout: .seconds(5)) == "one 1", "the line heard now, at once")
+                #expect(await follow.readLine(timeout: .seconds(15)) == "one 1", "the line heard now, at once")
                 try await d.call("Play")
                 var lines: [String] = []
                 for _ in 0..<3 {
-                    guard let line = await follow.readLine(timeout: .seconds(5)) else { break }
+                    guard let line = await follow.readLine(timeout: .seconds(15)) else { break }
                     lines.append(line)
                 }
                 #expect(lines == ["one 2", "one 3", "one 4"])

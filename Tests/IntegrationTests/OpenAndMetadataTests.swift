@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Opening files and folders, and the metadata clients show for them.
     @Suite struct OpenAndMetadata {
         @Test func playerctlOpenFolderPlaysFirstFileInNaturalOrderWithMetadata() async throws {

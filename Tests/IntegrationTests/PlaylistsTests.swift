@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Library {
     /// MPRIS org.mpris.MediaPlayer2.Playlists: the library's books as playlists.
     @Suite struct Playlists {
         static let noPlaylist: DBusValue = .structure([.boolean(false), .structure([.objectPath(ObjectPath("/")!), .string(""), .string("")])])

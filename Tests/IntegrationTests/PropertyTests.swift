@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Writable properties: clamping, refusals, and PropertiesChanged only for real changes.
     @Suite struct Properties {
         @Test func volumeAnnouncesOnlyRealChangesAndClampsBelowZero() async throws {

@@ -6,7 +6,7 @@ import TestSupport
 import Glibc
 #endif
 
-extension Integration {
+extension Integration.Player {
     /// ActivateBook and restarts: books resume where they were left, with their settings.
     @Suite struct Resume {
         /// Imports longbook (3 × 20 s) and mp3book (2 × 20 s); leaves longbook paused 5 s into 2.ogg, saved, and

@@ -6,7 +6,7 @@ import FoundationXML
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Desktop {
     /// What a client sees before anything is played: the root interface, the Player's properties and their
     /// types, introspection, and a player with nothing loaded.
     @Suite struct RootAndIntrospection {

@@ -51,7 +51,7 @@ extension DaemonFixture {
     }
 }
 
-extension Integration {
+extension Integration.Library {
     /// org.lectern.Library1's Search and ListBooksPage, and the bounds of ListBooks and Find.
     @Suite struct SearchAPI {
         @Test func searchFindsPrefixesAccentsAndNotesAndFollowsEveryChange() async throws {

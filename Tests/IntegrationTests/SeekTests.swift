@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Seek, SetPosition and the Seeked signal.
     @Suite struct Seeking {
         @Test func playerctlPositionSeeksAbsoluteAndRelative() async throws {

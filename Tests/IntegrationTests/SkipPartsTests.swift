@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// A book's intros and outros skipped, over the bus: a real daemon playing into a fake sink that keeps time, a
     /// generated book of three 6 s files, 2 s skipped at each end of each.
     @Suite struct SkipParts {

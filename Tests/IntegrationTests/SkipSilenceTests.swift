@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// A book's pauses shortened, over the bus: a real daemon playing into a fake sink that keeps time, a generated
     /// book of two 12 s files, each a second of tone, 10 s of silence and a second of tone.
     @Suite struct SkipSilence {

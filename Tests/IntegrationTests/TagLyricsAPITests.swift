@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Lyrics in a file's tags (ID3 USLT and SYLT, Vorbis comments, MP4 ©lyr), written by mutagen: the text in MPRIS
     /// Metadata (xesam:asText), synced ones as lines on org.lectern.Player1, as an LRC file beside the file would give
     /// them; an LRC file beside it wins.

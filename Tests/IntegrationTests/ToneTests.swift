@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration.Loudness {
+extension Integration.Player.Loudness {
     /// A mono 16-bit WAV file (44.1 kHz) of a tone alternating each second between loud (peaking at 0.5: about -9 dBFS
     /// RMS) and quiet (0.03: about -33 dBFS), starting loud: an uneven recording.
     static func uneven(_ url: URL, seconds: Int, frequency: Double = 440) throws {

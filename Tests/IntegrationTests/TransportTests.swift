@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration {
+extension Integration.Player {
     /// Play, pause, stop, next and previous as playerctl and other clients use them.
     @Suite struct Transport {
         @Test func playPauseTogglesAndPlayNeverToggles() async throws {

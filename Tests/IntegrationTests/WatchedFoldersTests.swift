@@ -6,7 +6,7 @@ import TestSupport
 import Glibc
 #endif
 
-extension Integration {
+extension Integration.Library {
     /// The configuration's library folders, watched by the running daemon: a book copied in appears once its files
     /// are written, announced as an import; a file re-tagged in place changes its book; a book whose folder is
     /// removed keeps its place in the library, its files missing; a folder added to the configuration by a reload is

@@ -18,9 +18,10 @@ struct MediaReaderTests {
         scripts = try TemporaryDirectory(prefix: "lectern-reader")
     }
 
-    /// A reader starting `program` (default: the built lecternd).
+    /// A reader starting `program` (default: the built lecternd). Its child stays between reads (the idle time is
+    /// longer than any test) unless a test asks for a short one: a busy machine can hold a test for seconds.
     func reader(_ program: String? = nil, timeout: Duration = .seconds(5), answerGrace: Duration = .seconds(5),
-                idleTime: Duration = .seconds(3), readsPerChild: Int = 5_000) -> MediaReader {
+                idleTime: Duration = .seconds(600), readsPerChild: Int = 5_000) -> MediaReader {
         MediaReader(program: program ?? lecternd, timeout: timeout, answerGrace: answerGrace, idleTime: idleTime,
                     readsPerChild: readsPerChild, logger: Logger(label: "test"))
     }

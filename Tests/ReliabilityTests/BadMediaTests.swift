@@ -114,7 +114,9 @@ extension Reliability {
                     let book = try #require(books[damage])
                     var answer = Duration.zero
                     try await Self.play(book, damaged: damage, rig, worstReport: &worstReport, worstAnswer: &answer)
-                    #expect(answer <= .seconds(1), "\(damage): a call waited \(answer) while the file was handled")
+                    // Answered, not held by the file's handling: the bound is far above a quiet machine's figure (a few
+                    // ms, recorded below) so that hundreds of tests beside it on two cores don't make it fail.
+                    #expect(answer <= .seconds(5), "\(damage): a call waited \(answer) while the file was handled")
                     worstAnswer = max(worstAnswer, answer)
                 }
                 #expect(rig.daemon?.isRunning == true)

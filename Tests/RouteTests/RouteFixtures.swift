@@ -212,10 +212,10 @@ final class SoundServer: @unchecked Sendable {
         _ = await process.waitForExit(timeout: .seconds(10))
     }
 
-    /// Waits until `tool arguments` exits 0 (ready in ~0.1 s; generous because the whole test run starts many
-    /// suites at once on 2 cores).
+    /// Waits until `tool arguments` exits 0 (ready in ~0.1 s; generous because the whole test run starts every
+    /// suite at once on 2 cores, and three of them start a sound server).
     private func waitUntil(_ program: String, answers tool: String, _ arguments: [String]) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(90)
         while ContinuousClock.now < deadline {
             guard let process = lock.withLock({ processes[program] }), process.isRunning else {
                 let how = lock.withLock { processes[program] }?.termination.map { "\($0)" } ?? "?"
@@ -226,7 +226,11 @@ final class SoundServer: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw RouteTestError("\(program) did not answer \(tool) \(arguments.joined(separator: " ")) within 30 s\n\(log)")
+        // Where it is stuck, if it is: its state and the kernel function it waits in.
+        let pid = lock.withLock { processes[program] }?.pid ?? 0
+        let state = ["status", "wchan"].map { (try? String(contentsOfFile: "/proc/\(pid)/\($0)", encoding: .utf8)) ?? "" }
+        let stuck = "\(state[0].split(separator: "\n").first { $0.hasPrefix("State:") } ?? "no state"), wchan \(state[1])"
+        throw RouteTestError("\(program) did not answer \(tool) \(arguments.joined(separator: " ")) within 90 s (\(stuck))\n\(log)")
     }
 
     /// The servers' logs.
