@@ -168,27 +168,29 @@ extension RawClient {
         guard let connection, let message = Self.message(destination, path, interface, member, strings) else { return nil }
         defer { dbus_message_unref(message) }
         var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(connection, message, &pending, 10_000) != 0 else { return nil }
+        guard dbus_connection_send_with_reply(connection, message, &pending, 60_000) != 0 else { return nil }
         dbus_connection_flush(connection)
         return pending
     }
 
     /// The reply to a call made with ``start(_:_:_:_:_:)``: its arguments, or its error thrown.
-    /// Waits without blocking a thread of Swift's cooperative pool (two on two cores): the server's handlers need
-    /// one, and another test may hold the other for seconds (generating its audio files).
+    /// Waits without blocking a thread of Swift's cooperative pool (two on two cores), which other tests hold, and
+    /// this task with them, for seconds at a time: the socket is read once more after the deadline, so that a reply
+    /// that came while the task waited for a thread is read.
     func reply(to pending: OpaquePointer?) async throws -> [DBusValue] {
         guard let pending, let connection else { throw BusError.failed("the call was not sent") }
         defer { dbus_pending_call_unref(pending) }
-        let deadline = ContinuousClock.now + .seconds(15)
-        while dbus_pending_call_get_completed(pending) == 0 && ContinuousClock.now < deadline {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
             _ = dbus_connection_read_write(connection, 0)
             _ = dbus_connection_dispatch(connection)
-            if dbus_pending_call_get_completed(pending) == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            if dbus_pending_call_get_completed(pending) != 0 || ContinuousClock.now >= deadline { break }
+            try await Task.sleep(for: .milliseconds(2))
         }
         // libdbus aborts the process when a reply is stolen from a call not yet completed: fail the test instead.
         guard dbus_pending_call_get_completed(pending) != 0 else {
             dbus_pending_call_cancel(pending)
-            throw BusError.noReply("no reply within 15 s")
+            throw BusError.noReply("no reply within 60 s")
         }
         guard let reply = dbus_pending_call_steal_reply(pending) else { throw BusError.noReply("no reply") }
         defer { dbus_message_unref(reply) }
