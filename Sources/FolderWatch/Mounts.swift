@@ -25,12 +25,20 @@ public struct Mounts: Sendable, Equatable {
 
     /// The mount point `path` is on: the longest mounted path that is it or a folder above it.
     public func mountPoint(of path: String) -> String {
+        // An absolute path without a doubled or trailing slash (an import's folders): its folders by its slashes,
+        // as NSString's `deletingLastPathComponent` gives them, without bridging each.
+        let plain = path.hasPrefix("/") && !path.hasSuffix("/") && !path.contains("//")
         var candidate = path
         while candidate.count > 1 {
             if points.contains(candidate) { return candidate }
-            candidate = (candidate as NSString).deletingLastPathComponent
+            candidate = plain ? Self.folder(of: candidate) : (candidate as NSString).deletingLastPathComponent
         }
         return "/"
+    }
+
+    private static func folder(of plainPath: String) -> String {
+        guard let slash = plainPath.lastIndex(of: "/"), slash != plainPath.startIndex else { return "/" }
+        return String(plainPath[..<slash])
     }
 
     /// Whether a file system is mounted on `path` (true when the mounts could not be read).

@@ -101,6 +101,13 @@ public struct Importer: Sendable {
         var written: [String: Int64] = [:]
         var earlierFolders: Set<String> = []
         var done = 0
+        // The books written, new and found again: one line for the import (each book's is a debug line).
+        var (created, updated) = (0, 0)
+        defer {
+            if created + updated > 0 {
+                logger.info("imported books", metadata: ["folder": "\(folder.path)", "new": "\(created)", "updated": "\(updated)"])
+            }
+        }
         // A batch's books are written (on the writer's thread) while the next batch is listed and read: the two
         // overlap, and the next batch's files are grouped only once the batch before is written, its groups known.
         try await withThrowingTaskGroup(of: WrittenBatch.self) { writing in
@@ -112,6 +119,7 @@ public struct Importer: Sendable {
                 isWriting = false
                 guard let batch = try await writing.next() else { return }
                 for book in batch.books {
+                    if book.outcome.created { created += 1 } else { updated += 1 }
                     book.outcome.duplicates.forEach { skipped.add(.copy, $0) }
                     written[book.key] = book.outcome.id
                     if !seen.contains(book.outcome.id) { books.append((book.title, book.outcome.id)) }
@@ -123,11 +131,22 @@ public struct Importer: Sendable {
                 for batch in Self.batches(folders, size: batchSize) {
                     // Listed, stat'ed and looked up in the library (which reads a file again whose fingerprint is of
                     // an older kind) on a thread for file-system work.
-                    let (files, unchanged) = try await ThreadPool.fileSystem.run { [library, batch] in
-                        let paths = isDirectory ? batch.flatMap { FolderWalk.audioFiles(directlyIn: $0.path) } : [folder.path]
+                    // The folders listed with no image of a cover's name beside their files: no cover to look for.
+                    let (files, unchanged, coverless) = try await ThreadPool.fileSystem.run { [library, batch] in
+                        var paths: [String] = []
+                        var coverless: Set<String> = []
+                        if isDirectory {
+                            for listed in batch {
+                                let (files, noted) = FolderWalk.audioFiles(directlyIn: listed.path, noting: MediaOpener.lowercasedCoverNames)
+                                paths += files
+                                if !noted { coverless.insert(listed.path) }
+                            }
+                        } else {
+                            paths = [folder.path]
+                        }
                         let files = paths.map { URL(fileURLWithPath: $0, isDirectory: false) }
                         let stamps = files.compactMap { url in FileFingerprint.stamp(of: url.path).map { (path: url.path, stamp: $0) } }
-                        return (files, try library.unchangedFiles(stamps))
+                        return (files, try library.unchangedFiles(stamps), coverless)
                     }
                     var found = files.compactMap { url in unchanged[url.path].map(Found.init(known:)) }
                     let unread = files.filter { unchanged[$0.path] == nil }
@@ -152,7 +171,7 @@ public struct Importer: Sendable {
                     }
                     // Their covers looked for beside their files: on a thread for file-system work.
                     let made = await ThreadPool.fileSystem.run { [groups] in
-                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts)) }
+                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts, coverless: coverless)) }
                     }
                     writing.addTask { try await write(made, into: shelf) }
                     isWriting = true
@@ -199,8 +218,8 @@ public struct Importer: Sendable {
                     logger.notice("left out files the library has in another folder",
                                   metadata: ["book": "\(outcome.id)", "files": "\(outcome.duplicates)"])
                 }
-                logger.info(outcome.created ? "imported a book" : "updated a book",
-                            metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
+                logger.debug(outcome.created ? "imported a book" : "updated a book",
+                             metadata: ["id": "\(outcome.id)", "title": "\(imported.title)", "files": "\(imported.files.count)"])
                 batch.books.append((key, imported.title, outcome))
             }
             if let failure = result.failure {
@@ -367,11 +386,13 @@ public struct Importer: Sendable {
         return URL(fileURLWithPath: common.count <= 1 ? "/" : "/" + common.dropFirst().joined(separator: "/"))
     }
 
-    /// The book of `group`, with the mount its folder is on (``Book/mountPath``).
-    private func book(from group: Group, mounts: Mounts) -> ImportedBook {
+    /// The book of `group`, with the mount its folder is on (``Book/mountPath``). A folder in `coverless` has no image
+    /// beside its files to look for.
+    private func book(from group: Group, mounts: Mounts, coverless: Set<String>) -> ImportedBook {
         let first = group.files[0]
         let title = group.albumKey.isEmpty ? group.folder.lastPathComponent : group.albumKey
-        let cover = group.files.lazy.compactMap(\.cover).first ?? opener.coverURL(for: first.url, nil)
+        let cover = group.files.lazy.compactMap(\.cover).first
+            ?? (coverless.contains(Self.folder(of: first.url.path)) ? nil : opener.coverURL(for: first.url, nil))
         return ImportedBook(sourcePath: group.folder.path, albumKey: group.albumKey,
                             title: title.isEmpty ? "Untitled" : title, author: first.file.albumArtist ?? first.leadArtist,
                             coverPath: cover?.path, files: group.files.map(\.file), mountPath: mounts.mountPoint(of: group.folder.path))

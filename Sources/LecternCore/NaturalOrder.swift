@@ -23,8 +23,15 @@ public enum NaturalOrder {
                 if ta != tb { return ta < tb ? -1 : 1 }
                 continue
             }
-            let lx = String(x).lowercased(), ly = String(y).lowercased()
-            if lx != ly { return lx < ly ? -1 : 1 }
+            if x.isASCII && y.isASCII {
+                // What lowercased() and String's order give for two ASCII characters, without making strings: an
+                // import sorts its books' folders and titles by this, thousands of comparisons a second.
+                let lx = asciiLowercased(x), ly = asciiLowercased(y)
+                if lx != ly { return lx < ly ? -1 : 1 }
+            } else {
+                let lx = String(x).lowercased(), ly = String(y).lowercased()
+                if lx != ly { return lx < ly ? -1 : 1 }
+            }
             ca = i.next()
             cb = j.next()
         }
@@ -32,6 +39,9 @@ public enum NaturalOrder {
         return ca == nil ? -1 : 1
     }
 
+    private static func asciiLowercased(_ c: Unicode.Scalar) -> UInt32 {
+        c.value >= 65 && c.value <= 90 ? c.value + 32 : c.value
+    }
     private static func isDigit(_ c: Unicode.Scalar) -> Bool { c.value >= 48 && c.value <= 57 }
     private static func trimZeros(_ s: String) -> Substring {
         let trimmed = s.drop { $0 == "0" }

@@ -108,6 +108,7 @@ extension Library {
         return try write { db in
             if let shelf { _ = try Self.existingShelf(db, shelf) }
             var written = ImportedBooks(outcomes: [], failure: nil)
+            var order = UserOrder()
             // Books inserted while this row exists make no search row of their own: their rows of bookDeferred do.
             try Self.run(db, "INSERT INTO bookDeferred(bookId) VALUES (0)")
             for (index, imported) in books.enumerated() {
@@ -121,7 +122,7 @@ extension Library {
                     try Self.run(db, "SAVEPOINT importedBook")
                     let outcome: ImportedBook.Outcome
                     do {
-                        outcome = try Self.importBook(db, imported, title: title, into: shelf)
+                        outcome = try Self.importBook(db, imported, title: title, into: shelf, order: &order)
                         try Self.run(db, "RELEASE SAVEPOINT importedBook")
                     } catch {
                         try Self.run(db, "ROLLBACK TO SAVEPOINT importedBook")
@@ -147,8 +148,21 @@ extension Library {
         }
     }
 
+    /// The "User" order of the books a transaction adds: each after the last, read once a transaction (the
+    /// transaction's books are the only ones added meanwhile).
+    private struct UserOrder {
+        private var next: Int64?
+
+        mutating func take(_ db: Database) throws -> Int64 {
+            let order = try next ?? Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book")) ?? 1
+            next = order + 1
+            return order
+        }
+    }
+
     /// ``importBook(_:into:)``'s write, in the caller's transaction; `title` checked.
-    private static func importBook(_ db: Database, _ imported: ImportedBook, title: String, into shelf: Int64?) throws -> ImportedBook.Outcome {
+    private static func importBook(_ db: Database, _ imported: ImportedBook, title: String, into shelf: Int64?,
+                                   order: inout UserOrder) throws -> ImportedBook.Outcome {
         let known = try KnownFiles(db, imported.files)
         if let original = known.bookHoldingEveryFile() {
             return ImportedBook.Outcome(id: original, created: false, duplicates: imported.files.map(\.path))
@@ -177,13 +191,12 @@ extension Library {
             says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
             try book.update(db)
         } else {
-            let nextOrder = try Int64.fetchOne(db.cachedStatement(sql: "SELECT ifnull(max(userOrder), 0) + 1 FROM book")) ?? 1
             book = Book(id: nil, shelfId: shelf, title: title, author: imported.author, narrator: nil,
                         coverPath: imported.coverPath, sourcePath: imported.sourcePath, albumKey: imported.albumKey,
                         addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
                         volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
-                        userOrder: nextOrder, mountPath: imported.mountPath)
-            try book.insert(db)
+                        userOrder: try order.take(db), mountPath: imported.mountPath)
+            book.id = try Self.insertNew(db, book)
             created = true
         }
         let bookId = book.id!
@@ -197,7 +210,7 @@ extension Library {
             isDeferred = true
         }
         if created { try deferRows() }
-        let rows = try BookFile.fetchAll(db.cachedStatement(sql: "SELECT * FROM bookFile WHERE bookId = ?"), arguments: [bookId])
+        let rows = created ? [] : try BookFile.fetchAll(db.cachedStatement(sql: "SELECT * FROM bookFile WHERE bookId = ?"), arguments: [bookId])
         let (files, duplicates) = known.leavingOutCopies(in: bookId, imported.files)
         guard !files.isEmpty else {
             if says && !created { try Self.touch(db, bookId) }
@@ -238,18 +251,21 @@ extension Library {
             // of an unchanged folder writes no file).
             if let known = matched[file.path], record == known, record.fingerprint != nil { continue }
             try deferRows()
-            try record.save(db)
+            // A new row has no chapters nor words yet (a row deleted before it took its own with it: foreign keys).
+            let isNew = record.id == nil
+            if isNew { record.id = try Self.insertNew(db, record) } else { try record.save(db) }
             let chapters = file.chapters.enumerated().map { index, chapter in
                 Chapter(id: nil, fileId: record.id!, position: Int64(index), title: Self.prefix(chapter.title, Limits.name),
                         start: max(0, chapter.start), end: chapter.end.map { max($0, max(0, chapter.start)) })
             }
-            let old = try Chapter.fetchAll(db.cachedStatement(sql: "SELECT * FROM chapter WHERE fileId = ? ORDER BY position"),
-                                           arguments: [record.id!])
-            let oldLyrics = try String.fetchOne(db.cachedStatement(sql: "SELECT text FROM fileLyrics WHERE fileId = ?"), arguments: [record.id!])
+            let old = isNew ? [] : try Chapter.fetchAll(db.cachedStatement(sql: "SELECT * FROM chapter WHERE fileId = ? ORDER BY position"),
+                                                        arguments: [record.id!])
+            let oldLyrics = isNew ? nil : try String.fetchOne(db.cachedStatement(sql: "SELECT text FROM fileLyrics WHERE fileId = ?"),
+                                                              arguments: [record.id!])
             says = says || matched[file.path].map { !$0.saysTheSame(as: record) } ?? true
                 || old.map(\.said) != chapters.map(\.said) || oldLyrics != file.lyrics
             if !old.isEmpty { try Self.run(db, "DELETE FROM chapter WHERE fileId = ?", [record.id!]) }
-            for var chapter in chapters { try chapter.insert(db) }
+            for chapter in chapters { try Self.insertNew(db, chapter) }
             if oldLyrics != nil { try Self.run(db, "DELETE FROM fileLyrics WHERE fileId = ?", [record.id!]) }
             if let lyrics = file.lyrics {
                 try Self.run(db, "INSERT INTO fileLyrics(fileId, text) VALUES (?, ?)", [record.id!, lyrics])
@@ -269,6 +285,56 @@ extension Library {
     /// import of one-file books more than their writes.
     private static func run(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws {
         try db.cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
+    /// Inserts `book` (no id yet) and returns its id. The row is the one GRDB's `insert` writes from the record (every
+    /// column; the dates as ``StoredDate`` writes them), by a statement prepared once: encoding the record cost a
+    /// one-file book about as much as its SQL.
+    private static func insertNew(_ db: Database, _ book: Book) throws -> Int64 {
+        try run(db, insertBook, [
+            book.shelfId, book.title, book.author, book.narrator, book.coverPath, book.sourcePath, book.albumKey,
+            StoredDate.text(book.addedAt), StoredDate.text(book.modifiedAt), book.lastPlayedAt.map(StoredDate.text),
+            book.finished, book.note, book.volume, book.speed, book.shuffle, book.loop.rawValue, book.positionFileId,
+            book.positionOffset, book.userOrder, book.offline, book.mountPath, book.normalise, book.loudness,
+            book.loudnessProblem, book.skipIntro, book.skipOutro, book.compress, book.skipSilence, book.silenceThreshold,
+            book.silenceAmount,
+        ])
+        return db.lastInsertedRowID
+    }
+
+    private static let insertBook = insert(into: "book", [
+        "shelfId", "title", "author", "narrator", "coverPath", "sourcePath", "albumKey", "addedAt", "modifiedAt",
+        "lastPlayedAt", "finished", "note", "volume", "speed", "shuffle", "loop", "positionFileId", "positionOffset",
+        "userOrder", "offline", "mountPath", "normalise", "loudness", "loudnessProblem", "skipIntro", "skipOutro",
+        "compress", "skipSilence", "silenceThreshold", "silenceAmount",
+    ])
+
+    /// Inserts `file` (no id yet) as ``insertNew(_:_:)-(_,Book)`` inserts a book, and returns its id.
+    private static func insertNew(_ db: Database, _ file: BookFile) throws -> Int64 {
+        try run(db, insertFile, [
+            file.bookId, file.path, file.position, file.duration, file.title, file.artist, file.album, file.albumArtist,
+            file.composer, file.genre, file.trackNumber, file.discNumber, file.available, file.size, file.modified,
+            file.fingerprint,
+        ])
+        return db.lastInsertedRowID
+    }
+
+    private static let insertFile = insert(into: "bookFile", [
+        "bookId", "path", "position", "duration", "title", "artist", "album", "albumArtist", "composer", "genre",
+        "trackNumber", "discNumber", "available", "size", "modified", "fingerprint",
+    ])
+
+    /// Inserts `chapter` (no id yet) as ``insertNew(_:_:)-(_,Book)`` inserts a book.
+    private static func insertNew(_ db: Database, _ chapter: Chapter) throws {
+        try run(db, insertChapter, [chapter.fileId, chapter.position, chapter.title, chapter.start, chapter.end])
+    }
+
+    private static let insertChapter = insert(into: "chapter", ["fileId", "position", "title", "start", "end"])
+
+    /// `INSERT INTO table(columns) VALUES (?, …)`, the names quoted.
+    private static func insert(into table: String, _ columns: [String]) -> String {
+        "INSERT INTO \(table)(\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
     }
 
     private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }

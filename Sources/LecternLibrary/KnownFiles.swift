@@ -43,9 +43,9 @@ struct KnownFiles {
 
     /// Rows of which the imported file at `path` is a copy: the same fingerprint, in another folder, still there.
     private func originals(of path: String) -> [BookFile] {
-        guard let value = imported[path], !isKnownAtItsPath(path) else { return [] }
+        guard let value = imported[path], let rows = byFingerprint[value], !rows.isEmpty, !isKnownAtItsPath(path) else { return [] }
         let folder = Self.folder(of: path)
-        return (byFingerprint[value] ?? []).filter { Self.folder(of: $0.path) != folder && !hasLeft($0) }
+        return rows.filter { Self.folder(of: $0.path) != folder && !hasLeft($0) }
     }
 
     /// The book that has every one of the files already, from another folder still there (the import is a copy).
@@ -78,16 +78,16 @@ struct KnownFiles {
     func leavingOutCopies(in book: Int64, _ files: [ImportedBook.File]) -> (kept: [ImportedBook.File], copies: [String]) {
         var kept: [ImportedBook.File] = []
         var copies: [String] = []
-        var firstFolder: [String: String] = [:]
+        // The first path kept of each fingerprint.
+        var first: [String: String] = [:]
         for file in files {
             guard let value = imported[file.path] else { kept.append(file); continue }
-            let folder = Self.folder(of: file.path)
-            let repeated = !isKnownAtItsPath(file.path) && firstFolder[value].map { $0 != folder } == true
+            let repeated = first[value].map { Self.folder(of: $0) != Self.folder(of: file.path) } == true && !isKnownAtItsPath(file.path)
             if repeated || originals(of: file.path).contains(where: { $0.bookId == book }) {
                 copies.append(file.path)
                 continue
             }
-            if firstFolder[value] == nil { firstFolder[value] = folder }
+            if first[value] == nil { first[value] = file.path }
             kept.append(file)
         }
         return (kept, copies)

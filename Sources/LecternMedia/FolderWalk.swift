@@ -133,19 +133,30 @@ public enum FolderWalk {
     /// The audio files in `folder` itself (not its subfolders), in natural order: those a walk takes of it. Empty
     /// when it can't be read (any more).
     public static func audioFiles(directlyIn folder: String) -> [String] {
+        audioFiles(directlyIn: folder, noting: []).files
+    }
+
+    /// ``audioFiles(directlyIn:)``, and whether the folder holds an entry of any kind named one of `names`
+    /// (lowercased), in any case: what a look for a file of such a name (a cover beside the book) can skip when not.
+    /// A folder that can't be read may hold one (true): it may still be searchable (execute permission alone).
+    public static func audioFiles(directlyIn folder: String, noting names: Set<String>) -> (files: [String], noted: Bool) {
         let limits = Limits(depth: 0, entries: .max, files: .max)
-        return (try? walked(folder, limits: limits, keepingFiles: true, followingLink: false))?.files
-            .sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path) ?? []
+        guard let walk = try? walked(folder, limits: limits, keepingFiles: true, followingLink: false, noting: names) else {
+            return ([], true)
+        }
+        return (walk.files.sorted { NaturalOrder.areInIncreasingOrder($0.relative, $1.relative) }.map(\.path), walk.noted)
     }
 
     /// The walk of `folder`, done. With `followingLink` the folder is opened even through a link (a user chose it).
-    private static func walked(_ folder: String, limits: Limits, keepingFiles: Bool, followingLink: Bool = true) throws -> Walk {
+    private static func walked(_ folder: String, limits: Limits, keepingFiles: Bool, followingLink: Bool = true,
+                               noting names: Set<String> = []) throws -> Walk {
         let base = folder.count > 1 && folder.hasSuffix("/") ? String(folder.dropLast()) : folder
         let fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (followingLink ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
             throw OpenError(.failed, "Cannot read the folder \(base): \(String(cString: strerror(errno)))")
         }
         var walk = Walk(limits: limits, base: base, keepsFiles: keepingFiles)
+        walk.noting = names
         var info = stat()
         walk.device = fstat(fd, &info) == 0 ? info.st_dev : 0
         try walk.read(fd, path: base, relative: "", depth: 0)
@@ -186,6 +197,9 @@ public enum FolderWalk {
         /// Each folder that holds audio files, with how many.
         var folders: [(relative: String, path: String, files: Int)] = []
         var skipped = SkippedFiles()
+        /// Names (lowercased) looked for among the entries, and whether one was seen.
+        var noting: Set<String> = []
+        var noted = false
 
         init(limits: Limits, base: String, keepsFiles: Bool) {
             self.limits = limits
@@ -220,6 +234,7 @@ public enum FolderWalk {
                     }
                     continue
                 }
+                if !noting.isEmpty && !noted && noting.contains(name.lowercased()) { noted = true }
                 let child = path + "/" + name
                 var kind = type
                 var info = stat()

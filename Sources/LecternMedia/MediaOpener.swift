@@ -176,12 +176,19 @@ public final class MediaOpener: Sendable {
         // Paths joined as strings, not URLs: an import of one-file books looks once a book (Foundation's URL and
         // FileManager cost most of a look).
         let folder = file.deletingLastPathComponent().path
-        for name in ["cover.jpg", "cover.png", "folder.jpg", "folder.png", "front.jpg", "Cover.jpg", "Folder.jpg"] {
+        for name in Self.coverNames {
             let candidate = folder + (folder.hasSuffix("/") ? "" : "/") + name
             if access(candidate, F_OK) == 0 { return URL(fileURLWithPath: candidate, isDirectory: false) }
         }
         return nil
     }
+
+    /// The names of an image beside a file that is its cover, in the order looked for.
+    public static let coverNames = ["cover.jpg", "cover.png", "folder.jpg", "folder.png", "front.jpg", "Cover.jpg", "Folder.jpg"]
+
+    /// ``coverNames`` lowercased: a folder none of whose entries has one of these, in any case, has no cover beside
+    /// its files (``FolderWalk/audioFiles(directlyIn:noting:)``), on a file system that ignores case too.
+    public static let lowercasedCoverNames = Set(coverNames.map { $0.lowercased() })
 
     private func fnv1a(_ data: Data) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -96,6 +96,13 @@ import Threads
         #expect(walked.skipped[.notAudio]?.count == 1)
         #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Plain") == ["a", "b", "z"].map { root.path + "/Plain/\($0).mp3" })
         #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Gone").isEmpty)
+        // Whether an image of a cover's name is beside the files, in any case: where the import looks for a cover.
+        let covers = MediaOpener.lowercasedCoverNames
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Plain", noting: covers).noted)
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Solo", noting: covers) == ([root.path + "/Solo/x.mp3"], false))
+        try Data([1]).write(to: URL(fileURLWithPath: root.path + "/Solo/FOLDER.JPG"))
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Solo", noting: covers).noted)
+        #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Gone", noting: covers) == ([], true), "not known: looked for")
     }
 
     /// One-file books (an m4b library's shape) are written many to a transaction: each is a book of its own, found by
