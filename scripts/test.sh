@@ -31,7 +31,7 @@ swift build --build-tests ${build_args[@]+"${build_args[@]}"}
 # The man pages' generator, beside the binaries: the install test installs the man pages it makes.
 swift build --product generate-manual ${build_args[@]+"${build_args[@]}"}
 # Suites run side by side, at Swift Testing's default width (every test may start at once); those that share a
-# resource (a daemon fixture, the sound server) are .serialized, and the integration suites run in three serialized
+# resource (a daemon fixture, the sound server) are .serialized, and the integration suites run in four serialized
 # groups. Nothing that answers a test waits for Swift's cooperative pool (two threads on two cores, held by the tests'
 # own work): D-Bus calls are handled on a thread of their own, blocking work runs on Lectern's own threads.
 #

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-extension Integration.Desktop {
+extension Integration.Faults {
     /// What a careless or hostile client sends: the right D-Bus error, and playback goes on untouched.
     @Suite struct BadInput {
         @Test func wrongTypesUnknownMembersAndReadOnlyPropertiesAreRefused() async throws {

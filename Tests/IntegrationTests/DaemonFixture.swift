@@ -7,17 +7,19 @@ import TestSupport
 import Glibc
 #endif
 
-/// Every integration suite nests in one of three groups, each of which runs one daemon at a time, so that at most
-/// three daemons (with their pipelines, playerctl and ffmpeg) run at once. The groups run side by side: a test's
+/// Every integration suite nests in one of four groups, each of which runs one daemon at a time, so that at most
+/// four daemons (with their pipelines, playerctl and ffmpeg) run at once. The groups run side by side: a test's
 /// daemon mostly waits for real time to pass (audio to play, a watcher's delay), which leaves the cores idle.
 @Suite struct Integration {
-    /// The library: imports, watched folders, faults, history, bookmarks, search, the Playlists interface.
+    /// The library: imports, watched folders, history, bookmarks, search, the Playlists interface.
     @Suite(.serialized) struct Library {}
     /// Playback: opening, metadata, transport, seeking, resume, gapless, skips, loudness, lyrics.
     @Suite(.serialized) struct Player {}
-    /// What the desktop and the user see: the documented API, configuration, the CLI, bad input, GNOME Shell,
-    /// the daemon's lifecycle, the root interface.
+    /// What the desktop and the user see: the documented API, configuration, the CLI, GNOME Shell, the daemon's
+    /// lifecycle, the root interface.
     @Suite(.serialized) struct Desktop {}
+    /// What goes wrong: bad input from clients, the library's database and files failing under the daemon.
+    @Suite(.serialized) struct Faults {}
 }
 
 // MARK: - Names

@@ -95,7 +95,7 @@ extension DaemonFixture {
     func logLines(containing text: String) -> Int { log.split(separator: "\n").filter { $0.contains(text) }.count }
 }
 
-extension Integration.Library {
+extension Integration.Faults {
     @Suite struct LibraryFaults {
         @Test func aDatabaseCorruptInTheMiddleIsMovedAsideKeptAndReplaced() async throws {
             try await DaemonFixture.with { d in
@@ -324,7 +324,7 @@ extension Integration.Library {
     }
 }
 
-extension Integration.Library {
+extension Integration.Faults {
     /// Long library reads (the largest page of a search among thousands of books) don't hold up other callers.
     @Suite struct LibraryLongReads {
         /// Replies in the order they arrived, from several tasks.
