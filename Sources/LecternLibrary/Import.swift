@@ -291,7 +291,7 @@ extension Library {
     /// column; the dates as ``StoredDate`` writes them), by a statement prepared once: encoding the record cost a
     /// one-file book about as much as its SQL.
     private static func insertNew(_ db: Database, _ book: Book) throws -> Int64 {
-        try run(db, insertBook, [
+        try run(db, RawInsert.book.sql, [
             book.shelfId, book.title, book.author, book.narrator, book.coverPath, book.sourcePath, book.albumKey,
             StoredDate.text(book.addedAt), StoredDate.text(book.modifiedAt), book.lastPlayedAt.map(StoredDate.text),
             book.finished, book.note, book.volume, book.speed, book.shuffle, book.loop.rawValue, book.positionFileId,
@@ -302,16 +302,9 @@ extension Library {
         return db.lastInsertedRowID
     }
 
-    private static let insertBook = insert(into: "book", [
-        "shelfId", "title", "author", "narrator", "coverPath", "sourcePath", "albumKey", "addedAt", "modifiedAt",
-        "lastPlayedAt", "finished", "note", "volume", "speed", "shuffle", "loop", "positionFileId", "positionOffset",
-        "userOrder", "offline", "mountPath", "normalise", "loudness", "loudnessProblem", "skipIntro", "skipOutro",
-        "compress", "skipSilence", "silenceThreshold", "silenceAmount",
-    ])
-
     /// Inserts `file` (no id yet) as ``insertNew(_:_:)-(_,Book)`` inserts a book, and returns its id.
     private static func insertNew(_ db: Database, _ file: BookFile) throws -> Int64 {
-        try run(db, insertFile, [
+        try run(db, RawInsert.file.sql, [
             file.bookId, file.path, file.position, file.duration, file.title, file.artist, file.album, file.albumArtist,
             file.composer, file.genre, file.trackNumber, file.discNumber, file.available, file.size, file.modified,
             file.fingerprint,
@@ -319,22 +312,38 @@ extension Library {
         return db.lastInsertedRowID
     }
 
-    private static let insertFile = insert(into: "bookFile", [
-        "bookId", "path", "position", "duration", "title", "artist", "album", "albumArtist", "composer", "genre",
-        "trackNumber", "discNumber", "available", "size", "modified", "fingerprint",
-    ])
-
     /// Inserts `chapter` (no id yet) as ``insertNew(_:_:)-(_,Book)`` inserts a book.
     private static func insertNew(_ db: Database, _ chapter: Chapter) throws {
-        try run(db, insertChapter, [chapter.fileId, chapter.position, chapter.title, chapter.start, chapter.end])
+        try run(db, RawInsert.chapter.sql, [chapter.fileId, chapter.position, chapter.title, chapter.start, chapter.end])
     }
 
-    private static let insertChapter = insert(into: "chapter", ["fileId", "position", "title", "start", "end"])
+    /// The statements of ``insertNew(_:_:)-(_,Book)`` and its twins: every column of the table but the id, in the
+    /// order of the values they pass (a test holds the columns to the schema's).
+    struct RawInsert {
+        let table: String
+        let columns: [String]
+        /// `INSERT INTO table(columns) VALUES (?, …)`, the names quoted: made once, the key of its cached statement.
+        let sql: String
 
-    /// `INSERT INTO table(columns) VALUES (?, …)`, the names quoted.
-    private static func insert(into table: String, _ columns: [String]) -> String {
-        "INSERT INTO \(table)(\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) VALUES ("
-            + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        init(table: String, columns: [String]) {
+            self.table = table
+            self.columns = columns
+            sql = "INSERT INTO \(table)(\(columns.map { "\"\($0)\"" }.joined(separator: ", "))) VALUES ("
+                + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        }
+
+        static let book = RawInsert(table: "book", columns: [
+            "shelfId", "title", "author", "narrator", "coverPath", "sourcePath", "albumKey", "addedAt", "modifiedAt",
+            "lastPlayedAt", "finished", "note", "volume", "speed", "shuffle", "loop", "positionFileId", "positionOffset",
+            "userOrder", "offline", "mountPath", "normalise", "loudness", "loudnessProblem", "skipIntro", "skipOutro",
+            "compress", "skipSilence", "silenceThreshold", "silenceAmount",
+        ])
+        static let file = RawInsert(table: "bookFile", columns: [
+            "bookId", "path", "position", "duration", "title", "artist", "album", "albumArtist", "composer", "genre",
+            "trackNumber", "discNumber", "available", "size", "modified", "fingerprint",
+        ])
+        static let chapter = RawInsert(table: "chapter", columns: ["fileId", "position", "title", "start", "end"])
+        static let all = [book, file, chapter]
     }
 
     private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }

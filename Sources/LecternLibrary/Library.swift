@@ -140,7 +140,6 @@ public final class Library: Sendable {
         }
     }
 
-    /// `text` cut to `limit` code points (the unit of the schema's length checks).
     /// `name` without the white space and newlines around it (Foundation's `trimmingCharacters(in:)`, which an import
     /// of one-file books spent more on than on a book's insert): as it is when it begins and ends with ASCII that is neither.
     static func trimmed(_ name: String) -> String {
@@ -153,6 +152,7 @@ public final class Library: Sendable {
         return name.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// `text` cut to `limit` code points (the unit of the schema's length checks).
     static func prefix(_ text: String, _ limit: Int) -> String {
         // Never more code points than UTF-8 bytes.
         if text.utf8.count <= limit { return text }

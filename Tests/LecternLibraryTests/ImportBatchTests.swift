@@ -56,6 +56,22 @@ struct ImportBatchTests {
         }
     }
 
+    @Test("An import's own INSERTs name every column the records write but the id")
+    func rawInsertsNameEveryColumnOfTheRecords() throws {
+        var books = Self.oneFileBooks(1)
+        books[0].files[0].chapters = [.init(title: "One", start: 0, end: nil)]
+        let test = try TestLibrary()
+        _ = try test.library.importBooks(books, into: nil)
+        let written: [(insert: Library.RawInsert, columns: [String])] = try test.library.read { db in
+            [(.book, try Book.fetchOne(db)?.databaseDictionary.keys.sorted() ?? []),
+             (.file, try BookFile.fetchOne(db)?.databaseDictionary.keys.sorted() ?? []),
+             (.chapter, try Chapter.fetchOne(db)?.databaseDictionary.keys.sorted() ?? [])]
+        }
+        for (insert, columns) in written {
+            #expect(insert.columns.sorted() == columns.filter { $0 != "id" }, "\(insert.table)")
+        }
+    }
+
     @Test("An import writes a new book's, file's and chapter's rows as GRDB's records write them")
     func rowsAsRecordsWriteThem() throws {
         var books = Self.oneFileBooks(3)
