@@ -75,9 +75,17 @@ public final class Library: Sendable {
     func write<T>(transaction: Bool = true, forget: (inout WriteState) -> Void = { _ in },
                   _ body: (Database) throws -> T) throws -> T {
         let result: T
+        // A write that changed nothing (a position saved where it already was) succeeds on a full disk too: it says
+        // nothing of whether the library can be written again.
+        var changed = false
+        let counted: (Database) throws -> T = { db in
+            let before = db.totalChangesCount
+            defer { changed = db.totalChangesCount != before }
+            return try body(db)
+        }
         do {
             try checkWritable()
-            result = try transaction ? database.write(body) : database.writeWithoutTransaction(body)
+            result = try transaction ? database.write(counted) : database.writeWithoutTransaction(counted)
         } catch let error as LibraryError {
             throw error
         } catch let error as DatabaseError {
@@ -86,7 +94,7 @@ public final class Library: Sendable {
             throw translated
         }
         state.withLock { forget(&$0) }
-        writeSucceeded()
+        if changed { writeSucceeded() }
         return result
     }
 
