@@ -15,8 +15,12 @@ extension Player {
             engineLoad = .ready
             consecutiveFailures = 0
             if let duration { setCurrentDuration(duration) }
-            if state.status == .playing { engine.play() }
-            anchorClock()
+            if state.status == .playing {
+                engine.play()
+                holdClock()  // at the load's position, until the output plays from there
+            } else {
+                setClock(at: position)
+            }
             publish()
         case .durationChanged(let duration):
             setCurrentDuration(duration)
@@ -31,20 +35,16 @@ extension Player {
                 return
             }
             offeredNext = []
-            let restarted = target == order.position
             order.position = target
             state.currentIndex = order[target]
             state.currentChapter = firstChapter(ofItem: order[target])
             playsOutro = false  // a file from its start
             state.lastError = nil
-            view.set(PositionClock(anchor: .zero, speed: state.status == .playing ? state.rate : 0))
-            // The next file from its start: what a pause shortened in it is reckoned from there.
-            silence.reckoning = state.status == .playing ? (view.clock, now()) : nil
+            // The next file from its start, without a gap: what a pause shortened in it is reckoned from there.
+            if state.status == .playing { runClock(from: .zero) } else { setClock(at: .zero) }
             updateNext()
             publish()
-            // The same chapter again (loop chapter, or a one-file loop queue): the trackid doesn't change,
-            // so only Seeked tells clients the position went back to 0.
-            if restarted { tell(.seeked(.zero)) }
+            tellPosition()
             chapterEnded()
         case .endOfStream:
             fileEnded()
@@ -98,7 +98,7 @@ extension Player {
             } else {
                 state.lastError = message
                 setStatus(.stopped)
-                view.set(PositionClock(anchor: .zero))
+                setClock(at: .zero)
                 publish()
             }
         }
@@ -108,7 +108,7 @@ extension Player {
     /// stream's fault. The engine holds nothing playable; playing, the player pauses as the output's doing; the
     /// place is kept, and the next Play loads the item again there.
     func loseOutput(_ message: String) {
-        let at = engine.position ?? view.position()
+        let at = position
         engineLoad = .lost
         // The stream is gone, and with it the server's request to it: no uncork will come. Paused by it, the player
         // stays paused, for the listener to resume.
@@ -119,11 +119,11 @@ extension Player {
             outputPause = .failed
             state.lastError = message
         }
-        view.set(PositionClock(anchor: at))
+        setClock(at: at)
         publish()
     }
 
-    /// Every ``tickInterval`` while running (`run()`): re-anchors the position clock to the engine's position,
+    /// Every ``tickInterval`` while running (`run()`): follows the engine's position with the clock (Player+Clock.swift),
     /// tells of a pause skip silence shortened (Player+Silence.swift), catches a chapter change a wake-up missed,
     /// watches for a stall, and, still playing, tells the observers where (`.playing`). Tests may call it directly.
     public func tick() {
@@ -134,11 +134,9 @@ extension Player {
         }
         let enginePosition = engine.position
         if watchForHandover(enginePosition) { return }
-        let reckoned = reckonSilence()
-        anchorClock()
         let skippedBefore = silence.skipped
-        let silenceSkipped = noteSkippedSilence(reckoned: reckoned)
-        checkPosition()
+        let silenceSkipped = followEngineAndTell()
+        checkPosition(tellingSkippedSilence: silenceSkipped)
         // A shortened pause moved the file ahead of the moments planned at the speed (a chapter's start, a line of
         // lyrics, an outro): planned again from here, they come when the file reaches them, not at a later tick.
         if silence.skipped > skippedBefore, state.status == .playing { scheduleWake() }

@@ -24,7 +24,7 @@ extension Player {
         if at == order.position && engineReady {
             seekWithinItem(to: target)
         } else {
-            load(orderPosition: at, at: target, announce: true)
+            load(orderPosition: at, at: target)
         }
     }
 
@@ -37,21 +37,20 @@ extension Player {
             order.position = target
             state.currentIndex = chapter.itemIndex
             state.currentChapter = index
-            view.set(PositionClock(anchor: entry))
+            setClock(at: entry)
             publish()
             return
         }
         if target == order.position && engineReady {
-            // A new trackid at its start needs no Seeked; after its file's skipped intro, Seeked says where.
-            seekWithinItem(to: entry, announce: entry != chapter.start)
+            seekWithinItem(to: entry)
         } else {
             load(orderPosition: target, at: entry)
         }
     }
 
-    /// Loads the item at `target` in play order; Seeked follows when it starts elsewhere than at a chapter's
-    /// start, or when `announce` (a jump, or the same chapter starting over).
-    func load(orderPosition target: Int, at position: Duration, announce: Bool = false) {
+    /// Loads the item at `target` in play order; Seeked follows, after the new chapter is published (see
+    /// ``tellPosition()``).
+    func load(orderPosition target: Int, at position: Duration) {
         advanceAtEndOfFile = false
         order.position = target
         state.currentIndex = order[target]
@@ -63,38 +62,40 @@ extension Player {
         offeredNext = []
         forgetUnheardSilence()
         engine.load(state.queue[order[target]].url, at: position)
-        view.set(PositionClock(anchor: position))
+        setClock(at: position)
+        if state.status == .playing { holdClock() }
         updateNext()
         publish()
-        let intoChapter = position - (state.chapter?.start ?? .zero)
-        if intoChapter > .zero || announce { tell(.seeked(intoChapter)) }
+        tell(.seeked(position - (state.chapter?.start ?? .zero)))
     }
 
-    /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked (unless not `announce`).
-    func seekWithinItem(to target: Duration, announce: Bool = true) {
-        view.set(PositionClock(anchor: target, speed: state.status == .playing && engineReady ? state.rate : 0))
+    /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked.
+    func seekWithinItem(to target: Duration) {
+        setClock(at: target)
+        if state.status == .playing { holdClock() }
         state.currentChapter = state.chapterIndex(atFilePosition: target)
         playsOutro = isInOutro(target)
         publish()
         // Before the flushing seek, which may wait for the sink.
-        if announce { tell(.seeked(target - (state.chapter?.start ?? .zero))) }
+        tell(.seeked(target - (state.chapter?.start ?? .zero)))
         forgetUnheardSilence()
         engine.seek(to: target)
     }
 
-    /// Playing went past a chapter boundary inside the file: the next chapter is current (or, with loop
-    /// chapter, the chapter starts over); or past the start of a synced line of lyrics: it is published.
-    func checkPosition() {
+    /// After the clock followed the engine (``followEngineAndTell()``): playing went past a chapter boundary inside
+    /// the file: the next chapter is current, and Seeked says where in it
+    /// (unless `tellingSkippedSilence`: the caller tells the jump that reached it), or, with loop chapter, the chapter
+    /// starts over; or past the start of a synced line of lyrics: it is published.
+    func checkPosition(tellingSkippedSilence: Bool = false) {
         guard state.status == .playing, engineReady, let current = state.currentChapter else { return }
         if !playsOutro, isInOutro(position) {
             fileEnded()
             return
         }
-        if let lyrics = state.current?.lyrics, lyrics.isSynced {
-            // The clock on the engine's position, so that the line is never ahead of what is heard, and publishing
-            // (which places the line by the clock) says the same as this test.
-            anchorClock()
-            if state.lyricsLine?.holds(view.position(), in: lyrics) != true { publish() }
+        // The caller followed the engine with the clock: the line is never ahead of what is heard, and publishing
+        // (which places the line by the clock) says the same as this test.
+        if let lyrics = state.current?.lyrics, lyrics.isSynced, state.lyricsLine?.holds(view.position(), in: lyrics) != true {
+            publish()
         }
         let now = position
         guard let chapter = state.chapterIndex(atFilePosition: now), chapter != current else {
@@ -106,6 +107,7 @@ extension Player {
         } else {
             state.currentChapter = chapter
             publish()
+            if !tellingSkippedSilence { tellPosition() }
         }
         chapterEnded()
         updateSleepTimer()
@@ -120,15 +122,7 @@ extension Player {
     /// Rebuilds the chapters after what is known of the files changed.
     func refreshChapters() {
         state.chapters = Chapter.chapters(of: state.queue)
-        state.currentChapter = state.chapterIndex(atFilePosition: state.status == .stopped ? view.position() : position)
-    }
-
-    func anchorClock() {
-        let enginePosition = engineReady ? engine.position : nil
-        let speed = state.status == .playing && engineReady ? state.rate : 0
-        view.set(PositionClock(anchor: enginePosition ?? view.position(), speed: speed))
-        // Playing from the engine's own position: what the next tick reckons a skipped silence from.
-        silence.reckoning = enginePosition != nil && speed > 0 ? (view.clock, now()) : nil
+        state.currentChapter = state.chapterIndex(atFilePosition: state.status == .stopped ? clockPosition : position)
     }
 
     /// Where the current file's skipped outro begins (where playing goes on to the next file); nil when none is.

@@ -8,7 +8,7 @@ struct SilenceWatch {
     var unheard: Duration = .zero
     /// Listening time skipped as the listener heard it: the player's running total (``PlayerView/silenceSkipped``).
     var skipped: Duration = .zero
-    /// The clock last anchored to the engine's position while playing (``Player/anchorClock()``), and when (on the
+    /// The clock last anchored to the engine's position while playing (``Player/runClock(from:)``), and when (on the
     /// player's `now`): where the position would be without a jump. A move sets a clock of its own, which ends it.
     var reckoning: (clock: PositionClock, at: Duration)?
     /// How far (file time) skipped silence moved the position since clients were last told where it is.

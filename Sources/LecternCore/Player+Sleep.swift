@@ -135,7 +135,7 @@ extension Player {
 
     /// Plans the next wake-up while playing: the next chapter boundary in this file, the next synced line of lyrics,
     /// just past the file's end when the engine has a next one, the start of its skipped outro, the start of the fade
-    /// or its next step, the end of the timer. The tick (``tickInterval``) catches anything a late wake-up misses.
+    /// or its next step, the end of the timer, the next poll of the engine while the clock waits for it. The tick (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
@@ -162,6 +162,8 @@ extension Player {
         if let next = state.lyricsNextLineStart {
             delays.append((next - here) / rate)
         }
+        // The clock waiting for the output to play (Player+Clock.swift).
+        if pollsEngine { delays.append(Self.clockPollInterval) }
         if let left = sleepTimeLeft {
             let step = Duration.milliseconds(250)
             delays.append(left <= options.sleepFade ? min(left, step) : left - options.sleepFade)
@@ -170,15 +172,20 @@ extension Player {
         let delay = max(soonest, .milliseconds(5))
         let clock = tickClock
         wakeTask = Task { [weak self] in
-            do { try await clock.sleep(for: delay, tolerance: .milliseconds(2)) } catch { return }
+            do { try await clock.sleep(for: delay, tolerance: Self.wakeTolerance) } catch { return }
             await self?.wake()
         }
     }
 
+    /// How late a wake-up may come.
+    public static let wakeTolerance: Duration = .milliseconds(2)
+
     private func wake() {
         wakeTask = nil
         if watchForHandover(engine.position) { return }
-        checkPosition()
+        let silenceSkipped = followEngineAndTell()
+        checkPosition(tellingSkippedSilence: silenceSkipped)
+        if silenceSkipped { tell(.silenceSkipped(clockPosition - (state.chapter?.start ?? .zero))) }
         scheduleWake()
     }
 }

@@ -17,7 +17,7 @@ extension Player {
             handle(.failed("did not start: loading it stalled twice"))
         } else {
             logger.warning("a file did not start; loading it again", metadata: ["file": "\(file)"])
-            let at = view.position()
+            let at = clockPosition
             load(orderPosition: order.position, at: at)
             engineLoad = .loading(since: now(), retried: true)
         }
@@ -60,7 +60,7 @@ extension Player {
         } else if let target = pendingNext {
             logger.warning("the next file did not start at the end of the one before; loading it",
                            metadata: ["file": "\(state.queue[order[target]].url.path)"])
-            load(orderPosition: target, at: state.fileStart(ofItem: order[target]), announce: target == order.position)
+            load(orderPosition: target, at: state.fileStart(ofItem: order[target]))
             chapterEnded()
         }
         return true
@@ -77,13 +77,13 @@ extension Player {
         }
         guard now() - standing.since >= Self.stallLimit else { return }
         self.standing = nil
-        let at = enginePosition ?? view.position()
+        let at = enginePosition ?? clockPosition
         let message = "playback stood still for \(Self.stallLimit) at \(at) of the file: paused"
         logger.error("playback stalled", metadata: ["file": "\(state.current?.url.path ?? "-")", "position": "\(at)"])
         engine.pause()  // should the pipeline come unstuck, it must not play on under a "Paused"
         engineLoad = .lost
         setStatus(.paused)
-        view.set(PositionClock(anchor: at))
+        setClock(at: at)
         state.lastError = message
         publish()
     }

@@ -13,7 +13,8 @@ import Logging
 /// ```
 ///
 /// This file holds its state, the commands and publishing; the engine's events and the tick are in
-/// Player+Engine.swift, loading, seeking, chapters and the play order in Player+Navigation.swift, the sleep timer
+/// Player+Engine.swift, how the position clock follows the engine in Player+Clock.swift, loading, seeking, chapters
+/// and the play order in Player+Navigation.swift, the sleep timer
 /// in Player+Sleep.swift, the stall and handover watchdogs in Player+Watchdogs.swift, another sound asking for the
 /// output (a call) in Player+Interruptions.swift, the book lowered under a spoken prompt in Player+Ducking.swift.
 public actor Player {
@@ -69,6 +70,8 @@ public actor Player {
     var sleep: SleepState?
     /// Wakes the player at the next chapter boundary or sleep-timer step while playing.
     var wakeTask: Task<Void, Never>?
+    /// The position clock on the player's `now`, and its wait for the output (Player+Clock.swift).
+    var clock = ClockKeeping()
     /// The last snapshot the observers were given: nothing is published twice.
     var published: PlayerState?
     /// The stall and handover watchdogs: the engine's position at the last tick (or wake-up at a file's end) while
@@ -150,9 +153,12 @@ public actor Player {
     var isPlaying: Bool { state.status == .playing }
 
     /// The position in the current file, from the engine when it knows it.
+    /// While the clock waits for the output to play from where it stands (Player+Clock.swift), that place: the engine
+    /// may still answer from before.
     public var position: Duration {
-        if engineReady, let position = engine.position { return position }
-        return view.position()
+        guard engineReady, let heard = engine.position else { return clockPosition }
+        if clock.heldSince != nil, heard <= clock.anchor { return clock.anchor }
+        return heard
     }
 
     /// Where the listener is in the file, the chapter and the book.
@@ -246,10 +252,10 @@ public actor Player {
             if rewind > .zero { move(by: .zero - rewind) }
             guard state.status == .playing else { return }
             if engineLoad == .lost {
-                load(orderPosition: order.position, at: view.position())
+                load(orderPosition: order.position, at: clockPosition)
                 return
             }
-            anchorClock()
+            holdClock()
             publish()
             if engineReady { engine.play() }
             playingThroughInterruption()
@@ -274,12 +280,12 @@ public actor Player {
         guard let item = state.current, state.status != .stopped else { return }
         // The place is where clients saw it stop (the clock), not where the pipeline is: paused, it came to rest a
         // few milliseconds later; playing, its position lags what the clock showed by the output's latency.
-        let stoppedAt = view.position()
+        let stoppedAt = clockPosition
         setStatus(.stopped)
         engine.stop()
         corkRequested = false
         engineLoad = .idle
-        view.set(PositionClock(anchor: .zero))
+        setClock(at: .zero)
         publish()
         tell(.stopped(item, at: stoppedAt))
     }
@@ -337,7 +343,7 @@ public actor Player {
         if target == order.position && engineReady {
             seekWithinItem(to: position)
         } else {
-            load(orderPosition: target, at: position, announce: true)
+            load(orderPosition: target, at: position)
         }
     }
 
@@ -420,12 +426,18 @@ public actor Player {
         if rate == 0 { pauseNow(); return }
         let clamped = min(max(PlayerState.minimumRate, rate), PlayerState.maximumRate)
         guard clamped != state.rate else { return }
-        anchorClock()
-        state.rate = clamped
-        forgetUnheardSilence()
-        engine.setRate(clamped)
-        anchorClock()
+        changeRate(to: clamped)
         publish()
+    }
+
+    /// The engine seeks to change the speed: playing, the clock waits for its output at the new speed.
+    private func changeRate(to rate: Double) {
+        let at = position
+        state.rate = rate
+        forgetUnheardSilence()
+        engine.setRate(rate)
+        setClock(at: at)
+        if state.status == .playing, engineReady { holdClock() }
     }
 
     /// Volume, rate, shuffle and loop in one step: clients see one change.
@@ -440,7 +452,7 @@ public actor Player {
         setGain(settings.gain)
         setCompressor(settings.compressor)
         setSkipSilence(settings.skipSilence)
-        if rate != state.rate { anchorClock(); state.rate = rate; forgetUnheardSilence(); engine.setRate(rate); anchorClock() }
+        if rate != state.rate { changeRate(to: rate) }
         state.loop = settings.loop
         if settings.skip != state.skip {
             state.skip = settings.skip
@@ -512,6 +524,13 @@ public actor Player {
     public func resumeForReturnedOutput() -> Bool {
         guard isPausedForLostOutput, state.status == .paused else { return false }
         play()
+        // What the lost output held was never heard, and a stream the sound server moved to another sink meanwhile
+        // comes back past it (PulseAudio drops what it buffered, up to its 2 s): playing goes on from where the clock
+        // stopped, not from where the stream got to.
+        if state.status == .playing, engineReady {
+            forgetUnheardSilence()
+            engine.seek(to: clock.anchor)
+        }
         return true
     }
 
@@ -554,8 +573,9 @@ public actor Player {
     func pauseNow() {
         guard state.status == .playing else { return }
         // Clients hear of it first; the pipeline's state change may take a buffer's time.
+        let at = position
         setStatus(.paused)
-        anchorClock()
+        setClock(at: at)
         publish()
         engine.pause()
     }
@@ -584,7 +604,7 @@ public actor Player {
     /// The current file ended after its gapless next one failed: on with the file after the bad one.
     func advancePastFailedNext() {
         if let next = nextOrderPosition(wrapping: state.loop == .queue, skippingFailed: true) {
-            load(orderPosition: next, at: state.fileStart(ofItem: order[next]), announce: next == order.position)
+            load(orderPosition: next, at: state.fileStart(ofItem: order[next]))
         } else {
             finish()
         }
@@ -597,10 +617,10 @@ public actor Player {
     func endOfQueue() {
         switch state.loop {
         case .chapter:
-            load(orderPosition: order.position, at: state.currentChapter.map(state.entry(ofChapter:)) ?? .zero, announce: true)
+            load(orderPosition: order.position, at: state.currentChapter.map(state.entry(ofChapter:)) ?? .zero)
         case .queue where !order.isEmpty:
             let next = nextOrderPosition(wrapping: true) ?? 0
-            load(orderPosition: next, at: state.fileStart(ofItem: order[next]), announce: next == order.position)
+            load(orderPosition: next, at: state.fileStart(ofItem: order[next]))
         case .none where nextOrderPosition(wrapping: false) != nil:
             load(orderPosition: order.position + 1, at: state.fileStart(ofItem: order[order.position + 1]))
         default:
@@ -616,7 +636,7 @@ public actor Player {
         engine.stop()
         corkRequested = false
         engineLoad = .idle
-        view.set(PositionClock(anchor: .zero))
+        setClock(at: .zero)
         publish()
         tell(.finished)
     }

@@ -164,6 +164,12 @@ final class FakeEngine: AudioEngine, Sendable {
         }
     }
 
+    /// The engine says it plays at `position` from now on: an output that stopped to fill its buffer, or a sink
+    /// still answering from before a seek.
+    func answer(_ position: Duration) {
+        state.withLock { $0.position = position }
+    }
+
     /// Skip silence shortens a pause as it is heard: `removed` of listening time is dropped, so the position jumps
     /// ahead by that much of the file (at the rate), and the total removed grows.
     func skipSilence(removing removed: Duration) {

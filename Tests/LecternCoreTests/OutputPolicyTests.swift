@@ -83,6 +83,24 @@ private func playing(_ harness: Harness) async {
         }
     }
 
+    /// PulseAudio moves a stream whose sink went away to another one, dropping what it buffered: the stream comes back
+    /// past the place it paused at (1.6 s, measured). What was never heard is played: the engine seeks back there.
+    @Test func theReturnPlaysFromThePlaceEvenWhenTheStreamGotFurther() async {
+        await withHarness { h in
+            var route = RouteDriver(h)
+            await playing(h)
+            await h.outputPlays()
+            #expect(await route.send(.lost("headphones")) == .pause)
+            let saved = await h.player.position
+            h.engine.answer(saved + .milliseconds(1_600))
+            h.reset()
+            #expect(await route.send(.returned("headphones")) == .resume)
+            #expect(h.engine.calls.contains(.seek(saved)), "\(h.engine.calls)")
+            await h.outputPlays()
+            #expect(h.positionClock.anchor == saved + Player.clockPollInterval)
+        }
+    }
+
     @Test func returnAfterTheWindowDoesNotResume() async {
         await withHarness { h in
             var route = RouteDriver(h, window: .seconds(60))

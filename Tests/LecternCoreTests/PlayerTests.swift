@@ -11,7 +11,7 @@ import Testing
 
             // Loaded, the next one queued gaplessly, but not yet told to play.
             #expect(h.engine.calls == [.load(fileURL(0), at: .zero), .setNext(fileURL(1))])
-            #expect(h.log.seeks == [])
+            #expect(h.log.seeks == [.zero])  // where it starts, after the new track is published
             let opened = await h.player.snapshot
             #expect(opened.currentIndex == 0)
             #expect(opened.current?.url == fileURL(0))
@@ -189,7 +189,7 @@ import Testing
             await h.player.play()
             #expect(h.engine.calls == [.load(fileURL(1), at: .zero), .setNext(fileURL(2))])
             #expect(h.log.lastState?.status == .playing)
-            #expect(h.log.seeks == [])
+            #expect(h.log.seeks == [.zero])  // where it starts, after the new track is published
 
             h.reset()
             await h.ready(.seconds(100))
@@ -227,7 +227,7 @@ import Testing
             #expect(h.log.lastState?.status == .playing)
             #expect(h.log.lastState?.canGoPrevious == true)
             #expect(h.log.lastState?.canGoNext == true)
-            #expect(h.log.seeks == [])
+            #expect(h.log.seeks == [.zero])  // where it starts, after the new track is published
 
             await h.ready(.seconds(100))
             h.reset()
@@ -359,12 +359,14 @@ import Testing
             #expect(h.log.withoutUndoPoints == [.seeked(.seconds(35))])
             #expect(await h.player.position == .seconds(35))
             #expect(h.positionClock.anchor == .seconds(35))
+            #expect(h.positionClock.speed == 0, "the clock runs once the output plays from there")
+            await h.outputPlays()
             #expect(h.positionClock.speed == 1)
 
             h.reset()
-            await h.player.seek(by: .seconds(-10))
-            #expect(h.engine.calls == [.seek(.seconds(25))])
-            #expect(h.log.withoutUndoPoints == [.seeked(.seconds(25))])
+            await h.player.seek(by: .seconds(-10))  // from where the output played to
+            #expect(h.engine.calls == [.seek(.milliseconds(25_040))])
+            #expect(h.log.withoutUndoPoints == [.seeked(.milliseconds(25_040))])
         }
     }
 
@@ -394,7 +396,7 @@ import Testing
             #expect(!h.engine.calls.contains(where: { if case .seek = $0 { true } else { false } }))
             #expect(h.log.lastState?.currentIndex == 1)
             #expect(h.log.lastState?.status == .playing)
-            #expect(h.log.seeks == [])
+            #expect(h.log.seeks == [.zero])  // where it starts, after the new track is published
         }
     }
 
@@ -574,7 +576,7 @@ import Testing
             #expect(h.log.lastState?.currentIndex == 1)
             #expect(h.log.lastState?.status == .playing)
             #expect(h.log.lastState?.canGoPrevious == true)
-            #expect(h.log.seeks == [])
+            #expect(h.log.seeks == [.zero])  // where it starts, after the new track is published
             #expect(h.positionClock.anchor == .zero)
             #expect(h.positionClock.speed == 1)
         }
@@ -915,7 +917,7 @@ import Testing
 // MARK: - Position clock
 
 @Suite struct PositionClockTests {
-    @Test func advancesAtTheRateWhilePlayingAndFreezesWhilePaused() async throws {
+    @Test func waitsForTheOutputRunsAtTheRateWhilePlayingAndFreezesWhilePaused() async throws {
         try await withHarness { h in
             await h.player.open(makeItems(2), position: .seconds(10))
             // Before the engine is ready the clock does not run.
@@ -924,30 +926,88 @@ import Testing
             #expect(clock.speed == 0)
             #expect(h.player.view.position(at: clock.anchoredAt + .seconds(5)) == .seconds(10))
 
+            // Ready, playing: it stands until the output plays from there, then runs from where the engine is.
             await h.ready(.seconds(100))
+            #expect(h.positionClock.speed == 0)
+            await h.outputPlays(for: .milliseconds(100))
             clock = h.positionClock
-            #expect(clock.anchor == .seconds(10))
+            #expect(clock.anchor == .milliseconds(10_100))
             #expect(clock.speed == 1)
-            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(4)) == .seconds(14))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(4)) == .milliseconds(14_100))
 
+            // A new speed: the engine seeks to change it, and the clock waits for its output again.
             try await h.player.setRate(1.5)
+            #expect(h.positionClock.speed == 0)
+            #expect(h.positionClock.anchor == .milliseconds(10_100))
+            await h.outputPlays(for: .milliseconds(100))   // 10.1 s + 0.1 s × 1.5
             clock = h.positionClock
             #expect(clock.speed == 1.5)
+            #expect(clock.anchor == .milliseconds(10_250))
             #expect(h.player.view.position(at: clock.anchoredAt + .seconds(4)) == clock.anchor + .seconds(6))
 
-            h.engine.advance(by: .seconds(4))   // 10 s + 4 s × 1.5
+            h.engine.advance(by: .seconds(4))   // 10.25 s + 4 s × 1.5
             await h.player.pause()
             clock = h.positionClock
-            #expect(clock.anchor == .seconds(16))
+            #expect(clock.anchor == .milliseconds(16_250))
             #expect(clock.speed == 0)
-            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(60)) == .seconds(16))
-            #expect(await h.player.position == .seconds(16))
+            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(60)) == .milliseconds(16_250))
+            #expect(await h.player.position == .milliseconds(16_250))
 
             await h.player.play()
+            #expect(h.positionClock.anchor == .milliseconds(16_250))
+            await h.outputPlays(for: .seconds(2))
             clock = h.positionClock
-            #expect(clock.anchor == .seconds(16))
+            #expect(clock.anchor == .milliseconds(19_250))
             #expect(clock.speed == 1.5)
-            #expect(h.player.view.position(at: clock.anchoredAt + .seconds(2)) == .seconds(19))
+        }
+    }
+
+    /// MPRIS's rule: the position moves only at Rate, or with a Seeked. An output that takes its time to start, or
+    /// stops to fill its buffer, or an engine that still answers from before a seek, never moves it back.
+    @Test func theClockNeverStepsBackAndTellsWhereItIsAfterALateStart() async {
+        await withHarness { h in
+            await h.player.open(makeItems(2))
+            await h.ready(.seconds(100))
+            await h.outputPlays(for: .seconds(20))
+            guard let queue = await h.player.snapshot.queueID else { Issue.record("no queue after open"); return }
+            h.reset()
+
+            // SetPosition, then a relative seek before the output plays from there, the engine still answering from
+            // before: the seek counts from the place the first one went to.
+            await h.player.setPosition(queue: queue, chapter: 0, to: .seconds(30))
+            h.engine.answer(.milliseconds(20_100))
+            await h.player.seek(by: .seconds(5))
+            #expect(h.log.seeks == [.seconds(30), .seconds(35)])
+            #expect(h.positionClock.anchor == .seconds(35) && h.positionClock.speed == 0)
+            h.engine.answer(.milliseconds(20_200))
+            await h.player.tick()
+            #expect(h.positionClock.anchor == .seconds(35), "the clock followed an answer from before the seek")
+
+            // The output starts 300 ms after the seek (a sink filling its buffer): clients reckoned from the seek, and
+            // are told where it is once it plays.
+            h.reset()
+            h.engine.answer(.seconds(35))
+            await waitUntil("the wake-up to sleep") { h.tickClock.hasSleeper(tolerance: Player.wakeTolerance) }
+            h.tickClock.advance(by: .milliseconds(300))
+            await h.settle()
+            #expect(h.positionClock.speed == 0)
+            await h.outputPlays()
+            #expect(h.positionClock.anchor == .milliseconds(35_040))
+            #expect(h.log.seeks == [.milliseconds(35_040)])
+
+            // The engine stops to fill its buffer: the clock, ahead of it, stands until it catches up, and then says
+            // where it is.
+            h.reset()
+            h.tickClock.advance(by: .milliseconds(500))
+            await h.settle()
+            await h.player.tick()
+            #expect(h.positionClock.speed == 0)
+            #expect(h.positionClock.anchor == .milliseconds(35_540))
+            #expect(await h.player.position == .milliseconds(35_540))
+            #expect(h.log.seeks == [])
+            await h.outputPlays(for: .milliseconds(600))
+            #expect(h.log.seeks == [.milliseconds(35_640)])
+            #expect(h.positionClock.anchor == .milliseconds(35_640))
         }
     }
 
@@ -959,7 +1019,7 @@ import Testing
             let clock = h.positionClock
             #expect(clock.anchor == .seconds(30))
             #expect(clock.speed == 0)
-            #expect(h.log.seeks == [.seconds(30)])
+            #expect(h.log.seeks == [.zero, .seconds(30)])
         }
     }
 
@@ -969,7 +1029,7 @@ import Testing
             await h.player.open(makeItems(1), play: false)
             await h.ready(.seconds(100))
             await h.player.play()
-            await waitUntil("the tick loop to sleep while playing") { h.tickClock.sleeperCount == 1 }
+            await h.outputPlaysAndPollsEnd()
             await h.player.pause()
             h.tickClock.advance(by: .seconds(1))  // the tick after the pause: the last one
             await waitUntil("the last tick to run") { h.tickClock.sleeperCount == 0 }
@@ -979,21 +1039,22 @@ import Testing
                 #expect(h.tickClock.sleeperCount == 0, "a timer while paused")
             }
             await h.player.play()
-            await waitUntil("the tick loop to sleep again") { h.tickClock.sleeperCount == 1 }
+            await h.outputPlaysAndPollsEnd()
         }
     }
 
     @Test func eachTickWhilePlayingReanchorsTheClockAndTellsWhereItIs() async {
         await withHarness { h in
-            await h.player.open(makeItems(1))  // one file: the tick loop is the only sleeper
+            await h.player.open(makeItems(1))  // one file: the tick loop is the only sleeper once the output plays
             await h.ready(.seconds(100))
             #expect(h.positionClock.anchor == .zero)
-            await waitUntil("the tick loop to sleep") { h.tickClock.sleeperCount == 1 }
+            await h.outputPlaysAndPollsEnd()
             let opened = h.log.all.count  // open (ready changed nothing a client sees)
 
-            h.engine.advance(by: .seconds(7))
+            h.engine.advance(by: Player.tickInterval + .milliseconds(30))  // a little ahead of the clock's reckoning
+            let heard = h.engine.position ?? .zero
             h.tickClock.advance(by: Player.tickInterval)
-            await waitUntil("the tick to re-anchor the clock") { h.positionClock.anchor == .seconds(7) }
+            await waitUntil("the tick to re-anchor the clock") { h.positionClock.anchor == heard }
             #expect(h.positionClock.speed == 1)
             await waitUntil("the tick to say where it is") { h.log.all.count == opened + 1 }
             // A tick publishes no state: it says which item plays, and where (the clock's position, just re-anchored).
@@ -1002,7 +1063,7 @@ import Testing
                 return
             }
             #expect(item == (await h.player.snapshot.current))
-            #expect(at >= .seconds(7) && at < .seconds(8))
+            #expect(at >= heard && at < heard + .seconds(1))
 
             await h.player.pause()
             let paused = h.log.all.count

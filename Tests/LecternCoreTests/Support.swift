@@ -70,6 +70,25 @@ struct Harness: Sendable {
         _ = await player.snapshot
     }
 
+    /// The output plays: `elapsed` of the engine's and the tick clock's time pass, and the wake-up that polls the
+    /// engine while the position clock waits for it has run (the clock runs from the engine's position).
+    func outputPlays(for elapsed: Duration = Player.clockPollInterval, sourceLocation: SourceLocation = #_sourceLocation) async {
+        await waitUntil("the wake-up to sleep", sourceLocation: sourceLocation) { tickClock.hasSleeper(tolerance: Player.wakeTolerance) }
+        engine.advance(by: elapsed)
+        tickClock.advance(by: elapsed)
+        await waitUntil("the position clock to run", sourceLocation: sourceLocation) { positionClock.speed > 0 }
+    }
+
+    /// The output plays, and the polls that follow its start are over: with one file (no wake-up planned for its end),
+    /// only the tick loop sleeps on the tick clock.
+    func outputPlaysAndPollsEnd(sourceLocation: SourceLocation = #_sourceLocation) async {
+        await outputPlays(sourceLocation: sourceLocation)
+        await waitUntil("the wake-up to sleep", sourceLocation: sourceLocation) { tickClock.hasSleeper(tolerance: Player.wakeTolerance) }
+        engine.advance(by: Player.clockSettleTime)
+        tickClock.advance(by: Player.clockSettleTime)
+        await waitUntil("the tick loop alone to sleep", sourceLocation: sourceLocation) { tickClock.sleeperCount == 1 }
+    }
+
     /// Forgets the calls and events so far.
     func reset() {
         engine.clearCalls()

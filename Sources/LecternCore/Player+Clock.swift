@@ -1,0 +1,125 @@
+import Foundation
+
+/// The position clock as the player keeps it: the ``PlayerView``'s clock, which clients read (MPRIS Position), and
+/// the same clock on the player's `now`, by which it compares the clock with the engine.
+struct ClockKeeping {
+    /// Where the clock was set, when (on `now`), and its speed (0: standing).
+    var anchor: Duration = .zero
+    var at: Duration = .zero
+    var speed = 0.0
+    /// Playing, the clock waits at its anchor for the output to play from there (after a load, a seek, a resume, a
+    /// change of speed), or for the engine to catch up with it: since when (on `now`).
+    var heldSince: Duration?
+    /// Until when (on `now`) the player's wake-up polls the engine every ``Player/clockPollInterval``
+    /// (``Player/scheduleWake()``): while the clock is held, and for ``Player/clockSettleTime`` after, while an output
+    /// that just started may still stop to fill its buffer.
+    var pollUntil: Duration = .zero
+
+    func position(at now: Duration) -> Duration { speed > 0 ? anchor + (now - at) * speed : anchor }
+}
+
+/// How the position clock follows the engine (MPRIS's rule: the position moves only at Rate, or with a Seeked).
+///
+/// Playing, the clock runs at the rate from what the engine says it plays, and never steps back: after a load, a
+/// seek, a resume or a change of speed it stands at the target until the engine plays past it (an audio sink starts
+/// its output a buffer later: pulsesink on a null sink 0.1-1.5 s, measured), and while running it stops when it is
+/// more than ``clockTolerance`` ahead of the engine, until the engine catches up. A jump of the engine ahead (a
+/// skipped silence heard) moves it ahead. Clients that reckon the position at Rate from where they last read it are
+/// told where it is (Seeked) whenever it is more than ``clockTolerance`` away from that reckoning: after a wait longer
+/// than that, and after a jump that no skipped silence explains (Player+Silence.swift tells those).
+extension Player {
+    /// How far the clock may be from the engine, and clients' reckoning from the clock, unannounced.
+    public static let clockTolerance: Duration = .milliseconds(80)
+    /// How often the engine is polled while the clock waits for it.
+    public static let clockPollInterval: Duration = .milliseconds(40)
+    /// How long the engine is still polled once the clock runs again.
+    public static let clockSettleTime: Duration = .seconds(1)
+
+    /// The clock stands at `position` (paused, stopped, loading, or playing until the output plays from there:
+    /// ``holdClock()``).
+    func setClock(at position: Duration) {
+        clock.anchor = position
+        clock.at = now()
+        clock.speed = 0
+        clock.heldSince = nil
+        view.set(PositionClock(anchor: position))
+        silence.reckoning = nil
+    }
+
+    /// The clock runs at the rate from `position`, which the engine plays now (or, at a gapless handover, starts to).
+    func runClock(from position: Duration) {
+        clock.anchor = position
+        clock.at = now()
+        clock.speed = state.rate
+        clock.heldSince = nil
+        view.set(PositionClock(anchor: position, speed: state.rate))
+        // Playing from the engine's own position: what the next tick reckons a skipped silence from.
+        silence.reckoning = (view.clock, clock.at)
+    }
+
+    /// Playing: the clock stands where it is until the engine plays past it (``followEngine()``).
+    func holdClock() {
+        let at = clockPosition
+        setClock(at: at)
+        guard state.status == .playing else { return }
+        clock.heldSince = now()
+        pollEngine()
+    }
+
+    /// The clock's position now, on the player's `now`.
+    var clockPosition: Duration { clock.position(at: now()) }
+
+
+    /// Compares the clock with the engine (playing) and follows it; returns how far the clock jumped ahead beyond
+    /// ``clockTolerance`` (zero when it did not), for the caller to tell clients unless a skipped silence explains it.
+    @discardableResult
+    func followEngine() -> Duration {
+        guard state.status == .playing, engineReady, let heard = engine.position else { return .zero }
+        if let since = clock.heldSince {
+            guard heard > clock.anchor else { return .zero }  // not yet playing from there
+            // Clients reckon at the rate from where the clock stopped, and when: told when the engine is elsewhere (the
+            // output started late, or came out ahead).
+            let reckoned = clock.anchor + (now() - since) * state.rate
+            runClock(from: heard)
+            if max(heard - reckoned, reckoned - heard) > Self.clockTolerance { tellPosition() }
+            clock.pollUntil = now() + Self.clockSettleTime
+            return .zero
+        }
+        let reckoned = clockPosition
+        if reckoned - heard > Self.clockTolerance {
+            holdClock()
+            return .zero
+        }
+        guard heard >= reckoned else { return .zero }
+        runClock(from: heard)
+        return heard - reckoned > Self.clockTolerance ? heard - reckoned : .zero
+    }
+
+    /// Tells clients where the position is (Seeked, within the chapter). After every move other than playing at the
+    /// rate, a new chapter included: a client that keys its position on the trackid sees no change between the
+    /// spec's object-path trackids (KDE Plasma's engine), and a paused position stays where the last Seeked said.
+    func tellPosition() {
+        tell(.seeked(clockPosition - (state.chapter?.start ?? .zero)))
+    }
+
+    /// Polls the engine every ``clockPollInterval`` while the clock waits for it and for ``clockSettleTime`` after.
+    func pollEngine() {
+        clock.pollUntil = max(clock.pollUntil, now() + Self.clockSettleTime)
+        scheduleWake()
+    }
+
+    /// Whether the wake-up polls the engine.
+    var pollsEngine: Bool { state.status == .playing && (clock.heldSince != nil || now() < clock.pollUntil) }
+
+    /// ``followEngine()``, with skipped silence taken in and a jump told; returns whether a skipped silence is to be
+    /// told (the tick tells it once the chapter it reached is published).
+    @discardableResult
+    func followEngineAndTell() -> Bool {
+        let reckoned = reckonSilence()
+        let jumped = followEngine()
+        let skippedBefore = silence.skipped
+        let silenceSkipped = noteSkippedSilence(reckoned: reckoned)
+        if jumped > .zero, silence.skipped == skippedBefore { tellPosition() }
+        return silenceSkipped
+    }
+}
