@@ -30,13 +30,10 @@ done
 swift build --build-tests ${build_args[@]+"${build_args[@]}"}
 # The man pages' generator, beside the binaries: the install test installs the man pages it makes.
 swift build --product generate-manual ${build_args[@]+"${build_args[@]}"}
-# Suites run side by side; those that share a resource (a daemon fixture, the sound server) are .serialized, and the
-# integration suites run in four serialized groups. Nothing that answers a test waits for Swift's cooperative pool
-# (D-Bus calls are handled on a thread of their own, blocking work runs on Lectern's own threads), but at most one
-# test more than the cores runs at once: with every test started at once, the player's position checks fail now and
-# then on two cores (a relative seek reckoned from the place before a SetPosition, a resume 2 s past the place saved
-# at a pause), the position-reckoning defects of issue 35. The cap goes once they are mended.
-export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$(( $(nproc) + 1 ))}"
+# Suites run side by side, at Swift Testing's own width; those that share a resource (a daemon fixture, the sound
+# server) are .serialized, and the integration suites run in four serialized groups. Nothing that answers a test waits
+# for Swift's cooperative pool: D-Bus calls are handled on a thread of their own, blocking work runs on Lectern's own
+# threads.
 #
 # CI shows only the last lines of the output, so a failure's lines are repeated at the end.
 log=$(mktemp "${TMPDIR:-/tmp}/lectern-test.XXXXXX")
