@@ -156,7 +156,7 @@ public actor Player {
     /// While the clock waits for the output to play from where it stands (Player+Clock.swift), that place: the engine
     /// may still answer from before.
     public var position: Duration {
-        guard engineReady, let heard = engine.position else { return clockPosition }
+        guard engineReady, let heard = heardPosition else { return clockPosition }
         if clock.heldSince != nil, heard <= clock.anchor { return clock.anchor }
         return heard
     }

@@ -1011,6 +1011,22 @@ import Testing
         }
     }
 
+    /// Around a gapless handover, and after skipped silence, pulsesink can answer past the file's end (24 s of a 12 s
+    /// file): the position stays within the file, and so does what Seeked says.
+    @Test func anAnswerPastTheFilesEndIsItsEnd() async {
+        await withHarness { h in
+            await h.player.open(makeItems(1))
+            await h.ready(.seconds(100))
+            await h.outputPlays()
+            h.reset()
+            h.engine.answer(.seconds(150))
+            await h.player.tick()
+            #expect(h.positionClock.anchor == .seconds(100))
+            #expect(await h.player.position == .seconds(100))
+            #expect(h.log.seeks == [.seconds(100)])
+        }
+    }
+
     @Test func seekWhilePausedKeepsTheClockFrozen() async {
         await withHarness { h in
             await h.player.open(makeItems(2), play: false)
