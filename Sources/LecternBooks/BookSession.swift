@@ -296,6 +296,15 @@ public actor BookSession {
         }
     }
 
+    /// Play with nothing loaded (no current book when the daemon started): the book played last plays, where it was
+    /// left, as a media key or a lock screen's button after a restart means. False when no book was ever played.
+    public func resumeLastPlayed() async throws -> Bool {
+        guard let id = try library.lastPlayedBook() else { return false }
+        try await activate(id, play: true)
+        logger.info("Play with nothing loaded: playing the book played last", metadata: ["book": "\(id)"])
+        return true
+    }
+
     /// Saves the position for the last time: the daemon is stopping. No position is saved after it.
     public func close() {
         recorder.savePosition(book: book, files: files)

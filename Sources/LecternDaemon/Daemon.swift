@@ -107,9 +107,17 @@ public enum Daemon {
         // One thread for the database's writes, the book session's and those made for clients (LibraryWriter).
         let databaseWrites = ThreadExecutor(name: "lectern-db")
         let writer = LibraryWriter(library: library, executor: databaseWrites)
+        // With nothing loaded, Play resumes the book played last: CanPlay says whether there is one.
+        @Sendable func publishResumable() async {
+            let book = (try? await library.reading { try $0.lastPlayedBook() }) ?? nil
+            mpris.setResumable(book != nil, state: player.view.state)
+        }
         let service = LibraryService(library: library, writer: writer,
                                      importer: Importer(library: library, writer: writer, opener: opener, logger: logger), logger: logger,
-                                     bookCountChanged: mpris.bookCountChanged,
+                                     bookCountChanged: { count in
+                                         mpris.bookCountChanged(count)
+                                         Task { await publishResumable() }  // a delete may take the book played last
+                                     },
                                      booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } },
                                      bookmarkAdded: promptFeed.bookmarkAdded)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
@@ -201,6 +209,7 @@ public enum Daemon {
         try await engineReadiness.wait()
         // After the names: clients see the player at once, then the book it resumes (a PropertiesChanged).
         await session.restore()
+        await publishResumable()
         // Lectern's own API answers once the book is back and the library folders are watched: a client that started
         // the daemon (D-Bus activation) and asks it something first reads the book it resumed, never "nothing
         // loaded" (its later calls wait behind), and may count on changes to the folders from now on being seen.

@@ -49,6 +49,14 @@ extension Library {
         try read { db in try Int64.fetchOne(db, sql: "SELECT bookId FROM currentBook") }
     }
 
+    /// The book played last (by when it was last played), nil when none was ever played: what Play resumes with nothing
+    /// loaded.
+    public func lastPlayedBook() throws -> Int64? {
+        try read { db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM book WHERE lastPlayedAt IS NOT NULL ORDER BY lastPlayedAt DESC, id DESC LIMIT 1")
+        }
+    }
+
     /// Kept in memory when the database can't be written (as positions are).
     public func setCurrentBook(_ book: Int64?) throws {
         try bookkeeping(keep: { $0.currentBook = .some(book) }, forget: { $0.currentBook = nil }) { db in

@@ -53,6 +53,41 @@ extension Integration.Player {
             }
         }
 
+        /// Restarted with nothing current (files opened from outside the library were played last, and they are not
+        /// resumed), the lock screen and the media keys still offer Play: it plays the book played last, where it was
+        /// left, and CanPlay said it could.
+        @Test func playWithNothingLoadedPlaysTheBookPlayedLast() async throws {
+            try await DaemonFixture.with { d in
+                let (long, _, _, saved) = try await Self.leaveLongBookInItsSecondFile(d)
+                // longbook made current again (mp3book was, since): it is the book played last.
+                try await d.lib("ActivateBook", [.int64(long), .boolean(false)])
+                #expect(try await d.waitForURL(endingWith: "/longbook/2.ogg")?.hasSuffix("/2.ogg") == true)
+                try await d.openURI(d.media.wav)  // no book is current now
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                try await d.call("Pause")
+                #expect(try await d.waitForStatus("Paused") == "Paused")
+                #expect(await d.stopDaemon() == 0)
+
+                let replacement = try await d.startReplacementDaemon()
+                do {
+                    // Published once the library is read (the player is on the bus before that).
+                    #expect(try await d.waitForProperty("CanPlay") { $0 == .boolean(true) } == .boolean(true))
+                    let all = try await d.getAll()
+                    #expect(all["Metadata"] == .emptyVardict && all["PlaybackStatus"] == .string("Stopped"), "\(all)")
+                    try await d.call("Play")
+                    #expect(try await d.waitForStatus("Playing") == "Playing")
+                    #expect(try await d.waitForURL(endingWith: "/longbook/2.ogg")?.hasSuffix("/longbook/2.ogg") == true)
+                    let position = try await d.position()
+                    #expect(position >= saved - 100_000 && position < saved + 1_500_000, "Position \(position), saved \(saved)")
+                    #expect(try await d.currentBook() == long)
+                } catch {
+                    await d.stopReplacement(replacement)
+                    throw error
+                }
+                #expect(await d.stopReplacement(replacement) == 0)
+            }
+        }
+
         @Test func perBookSettingsAreRestoredOnActivation() async throws {
             try await DaemonFixture.with { d in
                 let long = try await d.importOK(d.media.longBook)[0]

@@ -95,7 +95,7 @@ extension Integration.Desktop {
             }
         }
 
-        @Test func withNothingLoadedThereIsNothingToPlay() async throws {
+        @Test func withNothingLoadedAndNoBookEverPlayedThereIsNothingToPlay() async throws {
             try await DaemonFixture.with { d in
                 let all = try await d.getAll()
                 #expect(all["Metadata"] == .emptyVardict, "Metadata \(all["Metadata"].map { "\($0)" } ?? "missing")")

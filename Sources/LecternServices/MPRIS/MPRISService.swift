@@ -27,6 +27,8 @@ public final class MPRISService: PlayerObserver {
     public let object = Mutex<ExportedObject?>(nil)
     private let template: Mutex<TitleTemplate>
     var titleTemplate: TitleTemplate { template.withLock { $0 } }
+    /// Whether the library has a book played before: Play with nothing loaded resumes it, so CanPlay is true.
+    private let resumable = Mutex(false)
 
     public init(titleTemplate: TitleTemplate = TitleTemplate()) {
         template = Mutex(titleTemplate)
@@ -45,6 +47,16 @@ public final class MPRISService: PlayerObserver {
     /// The current book changed: it is the active playlist.
     public func currentBookChanged(_ book: Book?) {
         object.withLock { $0 }?.update(MPRISPlaylists.name, MPRISPlaylists.properties(current: book))
+    }
+
+    /// Whether the library has a book played before (``BookSession/resumeLastPlayed()``) changed, or is known: with
+    /// nothing loaded, CanPlay says so. `state`: the player's, as last published.
+    public func setResumable(_ value: Bool, state: PlayerState) {
+        guard resumable.withLock({ old in
+            defer { old = value }
+            return old != value
+        }) else { return }
+        object.withLock { $0 }?.update(Self.playerInterface, playerProperties(state))
     }
 
     /// The number of books (= playlists) changed.
@@ -147,6 +159,15 @@ public final class MPRISService: PlayerObserver {
             try await command()
             return []
         }
+        /// With nothing loaded, Play resumes the book played last; false when something is loaded (or none was played).
+        @Sendable func resumeWithNothingLoaded() async throws -> Bool {
+            guard player.view.state.current == nil else { return false }
+            do {
+                return try await session.value.resumeLastPlayed()
+            } catch {
+                throw BusError.failed("Cannot play the book played last: \(error)")
+            }
+        }
         return Interface(Self.playerInterface,
             methods: [
                 Method("Next") { _ in try await key { await player.next() } },
@@ -154,11 +175,14 @@ public final class MPRISService: PlayerObserver {
                 Method("Pause") { _ in try await key { await player.pause() } },
                 Method("PlayPause") { _ in
                     try await key {
+                        guard try await !resumeWithNothingLoaded() else { return }
                         do { try await player.playPause() } catch { throw BusError.failed("Cannot play or pause: \(error)") }
                     }
                 },
                 Method("Stop") { _ in try await key { await player.stop() } },
-                Method("Play") { _ in try await key { await player.play() } },
+                Method("Play") { _ in
+                    try await key { if try await !resumeWithNothingLoaded() { await player.play() } }
+                },
                 Method("Seek", in: [("Offset", .int64)]) { call in
                     await player.seek(by: .microseconds(try call.argument(0, as: Int64.self)))
                     return []
@@ -271,7 +295,7 @@ public final class MPRISService: PlayerObserver {
             "MaximumRate": .double(PlayerState.maximumRate),
             "CanGoNext": .boolean(state.canGoNext),
             "CanGoPrevious": .boolean(state.canGoPrevious),
-            "CanPlay": .boolean(hasTrack),
+            "CanPlay": .boolean(hasTrack || resumable.withLock { $0 }),
             "CanPause": .boolean(hasTrack),
             "CanSeek": .boolean(hasTrack),
             "CanControl": .boolean(true),
