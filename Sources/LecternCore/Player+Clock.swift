@@ -14,8 +14,21 @@ struct ClockKeeping {
     /// (``Player/scheduleWake()``): while the clock is held, and for ``Player/clockSettleTime`` after, while an output
     /// that just started may still stop to fill its buffer.
     var pollUntil: Duration = .zero
+    /// Where clients reckon the position from, and when (on `now`): the last Seeked, or the start of playing (they
+    /// read Position when the status changes). Playing, they reckon it forward at the rate.
+    var base: (position: Duration, at: Duration) = (.zero, .zero)
 
     func position(at now: Duration) -> Duration { speed > 0 ? anchor + (now - at) * speed : anchor }
+
+    /// Clients reckon from the clock's position now.
+    mutating func rebase(at now: Duration) { base = (position(at: now), now) }
+
+    /// How far the clock is from clients' reckoning at `rate`, either way.
+    func offReckoning(at now: Duration, rate: Double) -> Duration {
+        let reckoned = base.position + (now - base.at) * rate
+        let here = position(at: now)
+        return max(here - reckoned, reckoned - here)
+    }
 }
 
 /// How the position clock follows the engine (MPRIS's rule: the position moves only at Rate, or with a Seeked).
@@ -24,9 +37,10 @@ struct ClockKeeping {
 /// seek, a resume or a change of speed it stands at the target until the engine plays past it (an audio sink starts
 /// its output a buffer later: pulsesink on a null sink 0.1-1.5 s, measured), and while running it stops when it is
 /// more than ``clockTolerance`` ahead of the engine, until the engine catches up. A jump of the engine ahead (a
-/// skipped silence heard) moves it ahead. Clients that reckon the position at Rate from where they last read it are
-/// told where it is (Seeked) whenever it is more than ``clockTolerance`` away from that reckoning: after a wait longer
-/// than that, and after a jump that no skipped silence explains (Player+Silence.swift tells those).
+/// skipped silence heard) moves it ahead. Clients that reckon the position at Rate from where they last read it (the
+/// last Seeked, or the start of playing: ``ClockKeeping/base``) are told where it is (Seeked) whenever it is more than
+/// ``clockTolerance`` away from that reckoning: after a wait longer than that, after a jump that no skipped silence
+/// explains (Player+Silence.swift tells those), after small steps that add up.
 extension Player {
     /// How far the clock may be from the engine, and clients' reckoning from the clock, unannounced.
     public static let clockTolerance: Duration = .milliseconds(80)
@@ -57,42 +71,40 @@ extension Player {
         silence.reckoning = (view.clock, clock.at)
     }
 
-    /// Playing: the clock stands where it is until the engine plays past it (``followEngine()``).
-    func holdClock() {
-        let at = clockPosition
-        setClock(at: at)
+    /// Playing: the clock stands where it is until the engine plays past it (``followEngine()``). Already standing
+    /// there (a load that became ready), since when is kept. `rebase`: a command stopped it (a start, a seek, a new
+    /// speed), and clients reckon from here; not when the clock waits for the engine to catch up.
+    func holdClock(rebase: Bool = true) {
+        let since = clock.heldSince
+        setClock(at: clockPosition)
         guard state.status == .playing else { return }
-        clock.heldSince = now()
+        clock.heldSince = since ?? now()
+        if rebase, since == nil { clock.rebase(at: now()) }
         pollEngine()
     }
 
     /// The clock's position now, on the player's `now`.
     var clockPosition: Duration { clock.position(at: now()) }
 
-
-    /// Compares the clock with the engine (playing) and follows it; returns how far the clock jumped ahead beyond
-    /// ``clockTolerance`` (zero when it did not), for the caller to tell clients unless a skipped silence explains it.
+    /// Compares the clock with the engine (playing) and follows it; returns whether the clock, running, is now more
+    /// than ``clockTolerance`` from clients' reckoning (the output started late, or came out ahead, or small steps
+    /// added up), for the caller to tell them unless a skipped silence explains it.
     @discardableResult
-    func followEngine() -> Duration {
-        guard state.status == .playing, engineReady, let heard = heardPosition else { return .zero }
-        if let since = clock.heldSince {
-            guard heard > clock.anchor else { return .zero }  // not yet playing from there
-            // Clients reckon at the rate from where the clock stopped, and when: told when the engine is elsewhere (the
-            // output started late, or came out ahead).
-            let reckoned = clock.anchor + (now() - since) * state.rate
+    func followEngine() -> Bool {
+        guard state.status == .playing, engineReady, let heard = heardPosition else { return false }
+        if clock.heldSince != nil {
+            guard heard > clock.anchor else { return false }  // not yet playing from there
             runClock(from: heard)
-            if max(heard - reckoned, reckoned - heard) > Self.clockTolerance { tellPosition() }
             clock.pollUntil = now() + Self.clockSettleTime
-            return .zero
+        } else {
+            let reckoned = clockPosition
+            if reckoned - heard > Self.clockTolerance {
+                holdClock(rebase: false)
+                return false
+            }
+            if heard >= reckoned { runClock(from: heard) }
         }
-        let reckoned = clockPosition
-        if reckoned - heard > Self.clockTolerance {
-            holdClock()
-            return .zero
-        }
-        guard heard >= reckoned else { return .zero }
-        runClock(from: heard)
-        return heard - reckoned > Self.clockTolerance ? heard - reckoned : .zero
+        return clock.offReckoning(at: now(), rate: state.rate) > Self.clockTolerance
     }
 
     /// The engine's position, within the current file: around a gapless handover and after skipped silence a sink
@@ -123,10 +135,10 @@ extension Player {
     @discardableResult
     func followEngineAndTell() -> Bool {
         let reckoned = reckonSilence()
-        let jumped = followEngine()
+        let off = followEngine()
         let skippedBefore = silence.skipped
         let silenceSkipped = noteSkippedSilence(reckoned: reckoned)
-        if jumped > .zero, silence.skipped == skippedBefore { tellPosition() }
+        if off, silence.skipped == skippedBefore { tellPosition() }
         return silenceSkipped
     }
 }

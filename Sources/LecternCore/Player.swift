@@ -672,6 +672,10 @@ public actor Player {
     }
 
     func tell(_ event: PlayerEvent) {
+        switch event {
+        case .seeked, .silenceSkipped: clock.rebase(at: now())  // clients reckon from here now
+        default: break
+        }
         for observer in observers { observer.handle(event) }
     }
 }

@@ -53,10 +53,12 @@ extension Integration.Player {
                 try await d.call("Seek", [.int64(10_000_000)])
                 try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(30_000_000)])
                 try await d.call("Seek", [.int64(-5_000_000)])
-                #expect(await d.signals.waitFor(since: mark) { _ in d.signals.seeked(since: mark).count == 3 } != nil)
+                #expect(await d.signals.waitFor(since: mark) { _ in d.signals.seeked(since: mark).count >= 3 } != nil)
                 let seeked = d.signals.seeked(since: mark)
-                #expect(seeked.count == 3 && near(seeked[1], 30_000_000, within: 1_000), "Seeked \(seeked)")
-                #expect(seeked.count == 3 && near(seeked[2], 25_000_000, within: 1_500_000), "Seeked \(seeked)")
+                // One for each move; after the last, one more if the output took more than 80 ms to play from there.
+                #expect(seeked.count >= 3 && seeked.count <= 4 && near(seeked[1], 30_000_000, within: 1_000), "Seeked \(seeked)")
+                #expect(seeked.count >= 3 && seeked.dropFirst(2).allSatisfy { near($0, 25_000_000, within: 1_500_000) },
+                        "Seeked \(seeked)")
                 #expect(try await d.waitForPosition(atLeast: (seeked.last ?? 25_000_000) + 200_000) >= 25_000_000)
                 try await d.signals.barrier()
                 let statuses = d.signals.values(of: "PlaybackStatus", since: mark)

@@ -1011,6 +1011,25 @@ import Testing
         }
     }
 
+    /// An output whose clock runs a little fast (pulsesink catching up after its start): each step ahead is small,
+    /// but clients reckoning from the last Seeked are told once they add up past the allowance.
+    @Test func smallStepsAheadThatAddUpAreTold() async {
+        await withHarness { h in
+            await h.player.open(makeItems(1))
+            await h.ready(.seconds(100))
+            await h.outputPlays()
+            h.reset()
+            for step in 1...3 {
+                h.engine.advance(by: .milliseconds(530))
+                h.tickClock.advance(by: .milliseconds(500))
+                await h.settle()
+                await h.player.tick()
+                #expect(h.log.seeks.count == (step < 3 ? 0 : 1), "step \(step): \(h.log.seeks)")
+            }
+            #expect(h.log.seeks.first == .milliseconds(1_630))
+        }
+    }
+
     /// Around a gapless handover, and after skipped silence, pulsesink can answer past the file's end (24 s of a 12 s
     /// file): the position stays within the file, and so does what Seeked says.
     @Test func anAnswerPastTheFilesEndIsItsEnd() async {

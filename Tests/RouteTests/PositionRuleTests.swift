@@ -66,12 +66,14 @@ import TestSupport
             }
             #expect(unannounced.isEmpty, "moves without a Seeked, \(kind): \(unannounced)\n\(seeked.map(\.position))")
 
-            // A client reckoning from the last Seeked at Rate shows the place played, once each move settled: the last
-            // reading before each command, and the last one.
+            // A client reckoning from the last Seeked at Rate is not ahead of the place played, once each move settled
+            // (the last reading before each command, and the last one): the output that started late was told. (Behind
+            // it is no fault of lecternd's: the test reckons from when the signal arrived, which a loaded machine
+            // delays, and the position is read after it is asked for.)
             for reading in settled.filter(readings.indices.contains).map({ readings[$0] }) {
                 guard let last = seeked.last(where: { $0.time < reading.asked }) else { continue }
                 let reckoned = last.position + Int64((reading.asked - last.time).milliseconds * 1000)
-                #expect(abs(reckoned - reading.position) <= Self.allowance + 50_000,
+                #expect(reckoned - reading.position <= Self.allowance + 50_000,
                         "\(kind): a client reckoning from Seeked \(last.position) µs shows \(reckoned) µs, Position is \(reading.position) µs")
             }
         }
