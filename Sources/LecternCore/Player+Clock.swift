@@ -57,7 +57,6 @@ extension Player {
         clock.speed = 0
         clock.heldSince = nil
         view.set(PositionClock(anchor: position))
-        silence.reckoning = nil
     }
 
     /// The clock runs at the rate from `position`, which the engine plays now (or, at a gapless handover, starts to).
@@ -66,9 +65,8 @@ extension Player {
         clock.at = now()
         clock.speed = state.rate
         clock.heldSince = nil
+        // Playing from the engine's own position: what a skipped silence is reckoned from (Player+Silence.swift).
         view.set(PositionClock(anchor: position, speed: state.rate))
-        // Playing from the engine's own position: what the next tick reckons a skipped silence from.
-        silence.reckoning = (view.clock, clock.at)
     }
 
     /// Playing: the clock stands where it is until the engine plays past it (``followEngine()``). Already standing
@@ -118,8 +116,11 @@ extension Player {
     /// rate, a new chapter included: a client that keys its position on the trackid sees no change between the
     /// spec's object-path trackids (KDE Plasma's engine), and a paused position stays where the last Seeked said.
     func tellPosition() {
-        tell(.seeked(clockPosition - (state.chapter?.start ?? .zero)))
+        tell(.seeked(chapterPosition))
     }
+
+    /// The clock's position within the current chapter: what Seeked carries.
+    var chapterPosition: Duration { clockPosition - (state.chapter?.start ?? .zero) }
 
     /// Polls the engine every ``clockPollInterval`` while the clock waits for it and for ``clockSettleTime`` after.
     func pollEngine() {
@@ -140,5 +141,14 @@ extension Player {
         let silenceSkipped = noteSkippedSilence(reckoned: reckoned)
         if off, silence.skipped == skippedBefore { tellPosition() }
         return silenceSkipped
+    }
+
+    /// The tick's and the wake-up's look at the engine: the clock follows it, then what playing reached is checked (a
+    /// chapter, a line of lyrics, an outro), and a pause skip silence shortened is told once the chapter its jump
+    /// reached is published.
+    func followEngineAndCheckPosition() {
+        let silenceSkipped = followEngineAndTell()
+        checkPosition(tellingSkippedSilence: silenceSkipped)
+        if silenceSkipped, state.status == .playing, engineReady { tell(.silenceSkipped(chapterPosition)) }
     }
 }

@@ -135,15 +135,12 @@ extension Player {
         let enginePosition = engine.position
         if watchForHandover(enginePosition) { return }
         let skippedBefore = silence.skipped
-        let silenceSkipped = followEngineAndTell()
-        checkPosition(tellingSkippedSilence: silenceSkipped)
+        followEngineAndCheckPosition()
         // A shortened pause moved the file ahead of the moments planned at the speed (a chapter's start, a line of
         // lyrics, an outro): planned again from here, they come when the file reaches them, not at a later tick.
         if silence.skipped > skippedBefore, state.status == .playing { scheduleWake() }
         watchForStall(enginePosition)
         if state.status == .playing, engineReady, let item = state.current {
-            // After the chapter the jump may have reached is published: the position is within it.
-            if silenceSkipped { tell(.silenceSkipped(view.position() - (state.chapter?.start ?? .zero))) }
             tell(.playing(item, at: view.position()))
         }
     }

@@ -66,7 +66,7 @@ extension Player {
         if state.status == .playing { holdClock() }
         updateNext()
         publish()
-        tell(.seeked(position - (state.chapter?.start ?? .zero)))
+        tellPosition()
     }
 
     /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked.
@@ -76,8 +76,7 @@ extension Player {
         state.currentChapter = state.chapterIndex(atFilePosition: target)
         playsOutro = isInOutro(target)
         publish()
-        // Before the flushing seek, which may wait for the sink.
-        tell(.seeked(target - (state.chapter?.start ?? .zero)))
+        tellPosition()  // before the flushing seek, which may wait for the sink
         forgetUnheardSilence()
         engine.seek(to: target)
     }

@@ -8,9 +8,6 @@ struct SilenceWatch {
     var unheard: Duration = .zero
     /// Listening time skipped as the listener heard it: the player's running total (``PlayerView/silenceSkipped``).
     var skipped: Duration = .zero
-    /// The clock last anchored to the engine's position while playing (``Player/runClock(from:)``), and when (on the
-    /// player's `now`): where the position would be without a jump. A move sets a clock of its own, which ends it.
-    var reckoning: (clock: PositionClock, at: Duration)?
     /// How far (file time) skipped silence moved the position since clients were last told where it is.
     var untold: Duration = .zero
 }
@@ -29,15 +26,14 @@ extension Player {
     /// How far skipped silence may move the position ahead of clients' reckoning before they are told.
     static let untoldSilenceLimit: Duration = .milliseconds(100)
 
-    /// Before the tick anchors the clock: takes in what the engine removed since the last tick, and returns where the
-    /// last tick's clock puts the position now (nil after a move).
+    /// Before the clock follows the engine: takes in what the engine removed since last looked, and returns where the
+    /// clock, running from the engine's position, puts the position now (nil while it stands: after a move).
     func reckonSilence() -> Duration? {
         let total = engine.silenceRemoved
         // A new pipeline counts from zero again.
         silence.unheard += total >= silence.removed ? total - silence.removed : total
         silence.removed = total
-        guard let reckoning = silence.reckoning, reckoning.clock == view.clock else { return nil }
-        return reckoning.clock.anchor + (now() - reckoning.at) * reckoning.clock.speed
+        return clock.speed > 0 ? clockPosition : nil
     }
 
     /// The engine is about to flush the sound ahead of what is heard (a seek, a load, a speed change): the silence it
@@ -48,14 +44,12 @@ extension Player {
         silence.untold = .zero
     }
 
-    /// After the tick anchored the clock to the engine: the part of its lead on `reckoned` that unheard silence
-    /// explains is skipped (published in the view). True when clients must be told where the position is.
+    /// After the clock followed the engine: the part of its lead on `reckoned` that unheard silence explains is skipped
+    /// (published in the view). True when clients must be told where the position is.
     func noteSkippedSilence(reckoned: Duration?) -> Bool {
-        let rate = view.clock.speed
-        guard let reckoned, silence.reckoning != nil, rate > 0, silence.unheard > .zero, view.clock.anchor > reckoned else {
-            return false
-        }
-        let skipped = min(silence.unheard, (view.clock.anchor - reckoned) / rate)
+        let rate = clock.speed
+        guard let reckoned, rate > 0, silence.unheard > .zero, clock.anchor > reckoned else { return false }
+        let skipped = min(silence.unheard, (clock.anchor - reckoned) / rate)
         silence.unheard -= skipped
         silence.skipped += skipped
         silence.untold += skipped * rate

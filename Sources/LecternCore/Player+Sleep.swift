@@ -135,7 +135,8 @@ extension Player {
 
     /// Plans the next wake-up while playing: the next chapter boundary in this file, the next synced line of lyrics,
     /// just past the file's end when the engine has a next one, the start of its skipped outro, the start of the fade
-    /// or its next step, the end of the timer, the next poll of the engine while the clock waits for it. The tick (``tickInterval``) catches anything a late wake-up misses.
+    /// or its next step, the end of the timer, the next poll of the engine while the clock waits for it. The tick
+    /// (``tickInterval``) catches anything a late wake-up misses.
     func scheduleWake() {
         wakeTask?.cancel()
         wakeTask = nil
@@ -183,9 +184,7 @@ extension Player {
     private func wake() {
         wakeTask = nil
         if watchForHandover(engine.position) { return }
-        let silenceSkipped = followEngineAndTell()
-        checkPosition(tellingSkippedSilence: silenceSkipped)
-        if silenceSkipped { tell(.silenceSkipped(clockPosition - (state.chapter?.start ?? .zero))) }
+        followEngineAndCheckPosition()
         scheduleWake()
     }
 }

@@ -1011,14 +1011,19 @@ import Testing
         }
     }
 
+    /// One 100 s file, ready and playing from its start, the calls and events so far forgotten.
+    private static func playingOneFile(_ h: Harness) async {
+        await h.player.open(makeItems(1))
+        await h.ready(.seconds(100))
+        await h.outputPlays()
+        h.reset()
+    }
+
     /// An output whose clock runs a little fast (pulsesink catching up after its start): each step ahead is small,
     /// but clients reckoning from the last Seeked are told once they add up past the allowance.
     @Test func smallStepsAheadThatAddUpAreTold() async {
         await withHarness { h in
-            await h.player.open(makeItems(1))
-            await h.ready(.seconds(100))
-            await h.outputPlays()
-            h.reset()
+            await Self.playingOneFile(h)
             for step in 1...3 {
                 h.engine.advance(by: .milliseconds(530))
                 h.tickClock.advance(by: .milliseconds(500))
@@ -1034,10 +1039,7 @@ import Testing
     /// file): the position stays within the file, and so does what Seeked says.
     @Test func anAnswerPastTheFilesEndIsItsEnd() async {
         await withHarness { h in
-            await h.player.open(makeItems(1))
-            await h.ready(.seconds(100))
-            await h.outputPlays()
-            h.reset()
+            await Self.playingOneFile(h)
             h.engine.answer(.seconds(150))
             await h.player.tick()
             #expect(h.positionClock.anchor == .seconds(100))

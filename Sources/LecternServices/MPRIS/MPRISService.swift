@@ -37,11 +37,16 @@ public final class MPRISService: PlayerObserver {
     /// A new template (a reloaded configuration): the current track's Metadata is published again with it. Called
     /// on the player (``Player/withPublishedState(_:)``), in turn with its events.
     public func setTitleTemplate(_ titleTemplate: TitleTemplate, state: PlayerState) {
-        guard template.withLock({ old in
-            defer { old = titleTemplate }
-            return old != titleTemplate
-        }) else { return }
+        guard Self.replace(template, with: titleTemplate) else { return }
         object.withLock { $0 }?.update(Self.playerInterface, playerProperties(state))
+    }
+
+    /// Puts `value` in `mutex`; whether that changed it.
+    private static func replace<T: Equatable & Sendable>(_ mutex: borrowing Mutex<T>, with value: T) -> Bool {
+        mutex.withLock { old in
+            defer { old = value }
+            return old != value
+        }
     }
 
     /// The current book changed: it is the active playlist.
@@ -52,10 +57,7 @@ public final class MPRISService: PlayerObserver {
     /// Whether the library has a book played before (``BookSession/resumeLastPlayed()``) changed, or is known: with
     /// nothing loaded, CanPlay says so. `state`: the player's, as last published.
     public func setResumable(_ value: Bool, state: PlayerState) {
-        guard resumable.withLock({ old in
-            defer { old = value }
-            return old != value
-        }) else { return }
+        guard Self.replace(resumable, with: value) else { return }
         object.withLock { $0 }?.update(Self.playerInterface, playerProperties(state))
     }
 
