@@ -49,6 +49,8 @@ public actor BookSession {
     private var closed: Bool { recorder.closed }
     /// Activations begun: one that finds a later one begun when its files' words are read gives way to it.
     private var activations = 0
+    /// Activations begun and not yet done: an import's reopening of the current book gives way to them.
+    private var activationsUnderway = 0
     /// The current book was activated to play while its place's file was not where the library has it: it plays
     /// when an import finds its files (``booksImported(_:)``).
     private var playWhenFound = false
@@ -117,7 +119,11 @@ public actor BookSession {
     /// present but it is not on disk (moved, and no import has seen it yet), the book opens paused at its place and
     /// plays once an import finds the file. An offline book fails.
     /// `undoable`: the place in the book left goes on the new book's undo stack (not for an undo itself).
-    func activate(_ bookId: Int64, play: Bool, undoable: Bool = true) async throws {
+    /// `opened`: a file of the book a client opened (``BookOpener``): the book plays from that file's start unless its
+    /// place is in that file, and the place it leaves is an undo step.
+    func activate(_ bookId: Int64, play: Bool, undoable: Bool = true, opened: Int64? = nil) async throws {
+        activationsUnderway += 1
+        defer { activationsUnderway -= 1 }
         recorder.savePosition(book: book, files: files)
         recorder.recordHeardSoFar(book: book)
         let left = undoable ? currentPlace().flatMap { $0.book.id == bookId ? nil : $0 } : nil
@@ -128,6 +134,13 @@ public actor BookSession {
                                                + "not mounted, or in a library folder that is gone")
         }
         let all = try library.files(of: bookId)
+        // A file of it opened, not the one its place is in: it starts there.
+        var movedFrom: (file: Int64, offset: Int64)?
+        if let opened, all.contains(where: { $0.id == opened }), book.finished || book.positionFileId != opened {
+            if !book.finished, let file = book.positionFileId { movedFrom = (file, book.positionOffset) }
+            if book.finished { try? library.setFinished(bookId, false) }
+            (book.positionFileId, book.positionOffset, book.finished) = (opened, 0, false)
+        }
         // Where it starts: its place, or the first file (finished, or never played).
         let placeId = book.finished ? all.first?.id : book.positionFileId ?? all.first?.id
         // The place's file is not where the library has it, and no import has found it gone: moved while lecternd was
@@ -197,6 +210,9 @@ public actor BookSession {
         // Kept in memory by the library when they can't be written (a read-only or full disk): playing goes on.
         try? library.setCurrentBook(bookId)
         try? library.markPlayed(bookId)
+        if let movedFrom {
+            recorder.undo.push(on: bookId, placeBook: bookId, file: movedFrom.file, offset: movedFrom.offset, kind: .jump)
+        }
         if let left, let leftBook = left.book.id, let file = left.file.id {
             recorder.undo.push(on: bookId, placeBook: leftBook, file: file, offset: left.offset, kind: .book)
         }
@@ -232,12 +248,12 @@ public actor BookSession {
     }
 
     /// An import wrote `books`: when the current book is among them and a file of its queue is now at another path
-    /// (renamed, moved), or a file it left out is back, the book is opened again at its place, playing or paused as
-    /// it was (playing when it was activated to play and waited for its files), so that the queue plays the files
-    /// where they are. The queue keeps the paths it was opened with otherwise, and the files after the place would
-    /// fail as missing.
+    /// (renamed, moved), or a file it left out is back, the book is opened again at its place, playing or paused as it
+    /// was (playing when it was activated to play and waited for its files), so that the queue plays the files where
+    /// they are. The queue keeps the paths it was opened with otherwise, and the files after the place would fail as
+    /// missing. An activation underway opens the files where they are: it is left to do so.
     public func booksImported(_ books: [Int64]) async {
-        guard !closed, let id = book?.id, books.contains(id), let now = try? library.files(of: id) else { return }
+        guard !closed, activationsUnderway == 0, let id = book?.id, books.contains(id), let now = try? library.files(of: id) else { return }
         let changed = now.contains { file in
             guard let fileId = file.id, file.available else { return false }
             // Not in the queue: back, if it can be played now (one that still can't stays left out).

@@ -44,11 +44,14 @@ public final class ImportJobs: Sendable {
         return job
     }
 
-    /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done. With `emptyIsFine` (a
-    /// library folder imported again), a folder without audio files imports no book, and is no failure.
-    public func importNow(path: String, shelfPath: String, emptyIsFine: Bool = false, events: @escaping @Sendable (Event) async -> Void) async throws {
+    /// Imports `path` as ``start(path:shelfPath:events:)`` does, and returns when it is done, with the books imported
+    /// or why it failed (told to `events` too). With `emptyIsFine` (a library folder imported again), a folder without
+    /// audio files imports no book, and is no failure.
+    @discardableResult
+    public func importNow(path: String, shelfPath: String, emptyIsFine: Bool = false,
+                          events: @escaping @Sendable (Event) async -> Void) async throws -> Result<[Int64], any Error> {
         let (job, folder) = try await prepare(path)
-        await run(job, folder, shelfPath: shelfPath, emptyIsFine: emptyIsFine, events: events)
+        return await run(job, folder, shelfPath: shelfPath, emptyIsFine: emptyIsFine, events: events)
     }
 
     /// Checks `path`, and makes it underway until ``run(_:_:shelfPath:emptyIsFine:events:)`` ends. The checks stat
@@ -65,8 +68,9 @@ public final class ImportJobs: Sendable {
         return (nextJob.wrappingAdd(1, ordering: .relaxed).oldValue, folder)
     }
 
+    @discardableResult
     private func run(_ job: UInt32, _ folder: URL, shelfPath: String, emptyIsFine: Bool = false,
-                     events: @escaping @Sendable (Event) async -> Void) async {
+                     events: @escaping @Sendable (Event) async -> Void) async -> Result<[Int64], any Error> {
         defer { underway.end([folder.path]) }
         var lastReport = ContinuousClock.now - .seconds(1)
         var skipped = SkippedFiles()
@@ -92,5 +96,6 @@ public final class ImportJobs: Sendable {
         // Without this lecternd would stay at its peak after a big import (161 MB after 100,000 files, 42 trimmed).
         FreedMemory.giveBack()
         await events(.finished(job: job, result, skipped: skipped))
+        return result
     }
 }

@@ -14,7 +14,8 @@ import Threads
 /// the library. What blocks runs on threads of its own, never on the cooperative pool: the walk, the stats, the
 /// fingerprints, chapters and covers on ``ThreadPool/fileSystem``, the library's reads on its reader threads.
 ///
-/// Grouping: files with an album tag form one book per album; files without one, one book per folder.
+/// Grouping: files with an album tag form one book per album; files without one, one book per folder. A file imported
+/// alone joins the book that has it, or the book of its folder and album, and leaves that book's other files as they are.
 /// A book's identity is the folder holding its files plus its album tag, or its files (by path or fingerprint).
 /// Order: disc number, track number, then natural order of the path.
 public struct Importer: Sendable {
@@ -171,7 +172,7 @@ public struct Importer: Sendable {
                     }
                     // Their covers looked for beside their files: on a thread for file-system work.
                     let made = await ThreadPool.fileSystem.run { [groups] in
-                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts, coverless: coverless)) }
+                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts, coverless: coverless, isPartial: !isDirectory)) }
                     }
                     writing.addTask { try await write(made, into: shelf) }
                     isWriting = true
@@ -387,15 +388,16 @@ public struct Importer: Sendable {
     }
 
     /// The book of `group`, with the mount its folder is on (``Book/mountPath``). A folder in `coverless` has no image
-    /// beside its files to look for.
-    private func book(from group: Group, mounts: Mounts, coverless: Set<String>) -> ImportedBook {
+    /// beside its files to look for. `isPartial`: a file imported alone, one of its book's files perhaps.
+    private func book(from group: Group, mounts: Mounts, coverless: Set<String>, isPartial: Bool) -> ImportedBook {
         let first = group.files[0]
         let title = group.albumKey.isEmpty ? group.folder.lastPathComponent : group.albumKey
         let cover = group.files.lazy.compactMap(\.cover).first
             ?? (coverless.contains(Self.folder(of: first.url.path)) ? nil : opener.coverURL(for: first.url, nil))
         return ImportedBook(sourcePath: group.folder.path, albumKey: group.albumKey,
                             title: title.isEmpty ? "Untitled" : title, author: first.file.albumArtist ?? first.leadArtist,
-                            coverPath: cover?.path, files: group.files.map(\.file), mountPath: mounts.mountPoint(of: group.folder.path))
+                            coverPath: cover?.path, files: group.files.map(\.file), mountPath: mounts.mountPoint(of: group.folder.path),
+                            isPartial: isPartial)
     }
 
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {

@@ -90,8 +90,9 @@ public enum Daemon {
         let opener = MediaOpener(coverDirectory: options.cacheDirectory.appendingPathComponent("covers"), readers: readers,
                                  logger: logger)
         let sessionOnceOpen = Eventually<BookSession>()
-        try await mpris.export(on: connection, player: player, opener: opener, session: sessionOnceOpen, keys: promptFeed,
-                               quit: { quit.yield("Quit") })
+        let booksOnceOpen = Eventually<BookOpener>()
+        try await mpris.export(on: connection, player: player, opener: opener, books: booksOnceOpen, session: sessionOnceOpen,
+                               keys: promptFeed, quit: { quit.yield("Quit") })
         let playlistsCalls = connection.hold(MPRISService.path, interfaces: [MPRISPlaylists.name])
         mprisCalls.release()
         var mprisName = Self.mprisName
@@ -136,6 +137,9 @@ public enum Daemon {
             }
         }
         sessionOnceOpen.set(session)
+        booksOnceOpen.set(BookOpener(imports: service.imports, session: session, media: opener, logger: logger) {
+            await service.announce($0)
+        })
         let bookCount = (try? await library.reading { try $0.bookCount() }) ?? 0
         mpris.publishPlaylists(bookCount: bookCount)
         playlistsCalls.release()
@@ -198,7 +202,7 @@ public enum Daemon {
         // The desktop's way in (a click on the shell's media card, gtk-launch): org.freedesktop.Application under the
         // application id, the name the desktop entry's DBusActivatable=true makes the desktop call.
         _ = try connection.export(ApplicationService.path, interfaces: [
-            ApplicationService.interface(player: player, opener: opener, session: sessionOnceOpen, logger: logger),
+            ApplicationService.interface(books: booksOnceOpen, logger: logger),
         ])
         if try await connection.requestName(ApplicationService.id) != .primaryOwner {
             logger.warning("another process owns the application name", metadata: ["name": "\(ApplicationService.id)"])

@@ -51,6 +51,9 @@ public struct ImportedBook: Sendable, Equatable {
     public var files: [File]
     /// The mount `sourcePath` is on ("/" for the root file system); nil: not known.
     public var mountPath: String?
+    /// The files are some of the book's, not all (one file imported or opened alone): the book is the one that has
+    /// any of them, and its other files are left as they are, not marked missing.
+    public var isPartial: Bool
 
     /// What ``Library/importBook(_:into:)`` did with it.
     public struct Outcome: Sendable, Equatable {
@@ -62,8 +65,9 @@ public struct ImportedBook: Sendable, Equatable {
     }
 
     public init(sourcePath: String, albumKey: String, title: String, author: String?, coverPath: String?, files: [File],
-                mountPath: String? = nil) {
+                mountPath: String? = nil, isPartial: Bool = false) {
         self.mountPath = mountPath
+        self.isPartial = isPartial
         self.sourcePath = sourcePath
         self.albumKey = albumKey
         self.title = title
@@ -179,9 +183,10 @@ extension Library {
             if let shelf { book.shelfId = shelf }
             if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
             if book.author == nil { book.author = imported.author }
-            if book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey {
+            if !imported.isPartial && (book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey) {
                 // Found by its files in another folder (moved) or under another album tag (re-tagged): no book
-                // has the imported folder and album (bookToUpdate looked for that one first).
+                // has the imported folder and album (bookToUpdate looked for that one first). Some of its files
+                // say nothing of where the book is (one disc's folder of several).
                 book.sourcePath = imported.sourcePath
                 book.albumKey = imported.albumKey
             }
@@ -273,7 +278,7 @@ extension Library {
         }
         if says && !created { try Self.touch(db, bookId) }
         let kept = Set(matched.values.compactMap(\.id))
-        for var gone in rows where gone.available && !kept.contains(gone.id!) {
+        for var gone in rows where !imported.isPartial && gone.available && !kept.contains(gone.id!) {
             gone.available = false
             try gone.update(db)
         }
@@ -349,7 +354,7 @@ extension Library {
     private static func fileName(_ path: String) -> String { (path as NSString).lastPathComponent }
 
     /// The book `imported` updates: the one from the same folder and album, else the one most of whose files it
-    /// holds (more than half of them, by path or moved); nil for a new book.
+    /// holds (more than half of them, by path or moved; any of them when `imported` is partial); nil for a new book.
     private static func bookToUpdate(_ db: Database, _ imported: ImportedBook, _ known: KnownFiles) throws -> Book? {
         let sameSource = try db.cachedStatement(sql: "SELECT * FROM book WHERE sourcePath = ? AND albumKey = ?")
         if let same = try Book.fetchOne(sameSource, arguments: [imported.sourcePath, imported.albumKey]) {
@@ -357,7 +362,7 @@ extension Library {
         }
         for (book, files) in known.booksByFilesFound() {
             let count = try BookFile.filter(Column("bookId") == book).fetchCount(db)
-            if files * 2 > count { return try Book.fetchOne(db, key: book) }
+            if imported.isPartial || files * 2 > count { return try Book.fetchOne(db, key: book) }
         }
         return nil
     }

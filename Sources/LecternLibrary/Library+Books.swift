@@ -48,6 +48,17 @@ extension Library {
         }
     }
 
+    /// The file of one of `books` that the file at `path` is: the one at that path, else one with the fingerprint
+    /// `fingerprint` (a copy of it that an import left out). Nil when none of them has it.
+    public func file(at path: String, fingerprint: String?, in books: [Int64]) throws -> BookFile? {
+        try read { db in
+            let ofBooks = BookFile.filter(books.contains(Column("bookId")))
+            if let file = try ofBooks.filter(Column("path") == path).fetchOne(db) { return file }
+            guard let fingerprint else { return nil }
+            return try ofBooks.filter(Column("fingerprint") == fingerprint).order(Column("available").desc, Column("id")).fetchOne(db)
+        }
+    }
+
     /// The book's chapters, by file id, in order.
     public func chapters(of book: Int64) throws -> [Int64: [Chapter]] {
         try read { db in

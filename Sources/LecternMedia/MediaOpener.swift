@@ -39,19 +39,8 @@ public final class MediaOpener: Sendable {
     /// The items to play for `uri` (a file:// URI or an absolute path), the first one discovered.
     /// Throws an ``OpenError`` a client can read; nothing is opened then.
     public func open(_ uri: String) async throws -> [MediaItem] {
-        let url = try Self.fileURL(from: uri)
-        let files = try await ThreadPool.fileSystem.run { () throws -> [URL] in
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-                throw OpenError(.notFound, "No such file or folder: \(url.path)")
-            }
-            // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
-            // a symlink to one): refused from its name and stat, before anything opens it.
-            guard isDirectory.boolValue || Self.isPlayableFile(url) else {
-                throw OpenError(.invalid, "Not an audio file Lectern can play: \(url.path)")
-            }
-            return isDirectory.boolValue ? try Self.audioFiles(in: url) : [url]
-        }
+        let (url, isDirectory) = try await Self.check(uri)
+        let files = isDirectory ? try await ThreadPool.fileSystem.run { try Self.audioFiles(in: url) } : [url]
         guard let first = files.first else {
             throw OpenError(.invalid, "No audio files in \(url.path)")
         }
@@ -124,6 +113,25 @@ public final class MediaOpener: Sendable {
     }
 
     // MARK: - Paths
+
+    /// The file or folder `uri` (a file:// URI or an absolute path) names, and whether it is a folder, once checked: it
+    /// is there, and is a folder or an audio file. Throws an ``OpenError`` a client can read. Stat'ed on a thread for
+    /// file-system work.
+    public static func check(_ uri: String) async throws -> (url: URL, isDirectory: Bool) {
+        let url = try fileURL(from: uri)
+        return try await ThreadPool.fileSystem.run {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw OpenError(.notFound, "No such file or folder: \(url.path)")
+            }
+            // Never hand GStreamer a device, a FIFO (opening it blocks), /proc, or a file that is not audio (/etc/shadow,
+            // a symlink to one): refused from its name and stat, before anything opens it.
+            guard isDirectory.boolValue || isPlayableFile(url) else {
+                throw OpenError(.invalid, "Not an audio file Lectern can play: \(url.path)")
+            }
+            return (url, isDirectory.boolValue)
+        }
+    }
 
     public static func fileURL(from uri: String) throws -> URL {
         // First, in O(1): no path is longer than PATH_MAX (4096), even percent-encoded, and going through megabytes

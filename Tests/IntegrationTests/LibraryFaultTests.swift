@@ -179,6 +179,12 @@ extension Integration.Faults {
                     #expect(try await d.currentBook() == long)
                     #expect(try await d.librarySnapshot() == before)
                     #expect(d.logLines(containing: "cannot save the position") == 0, "\(d.log)")
+                    // What is opened still plays, as no book: the library cannot keep it.
+                    try await d.openURI(d.media.mp3Book)
+                    #expect(try await d.waitForURL(endingWith: "/mp3book/01.mp3")?.hasSuffix("/01.mp3") == true)
+                    #expect(try await d.waitForStatus("Playing") == "Playing")
+                    #expect(try await d.currentBook() == 0)
+                    #expect(try await d.librarySnapshot() == before)
                     #expect(await d.stopReplacement(daemon) == 0, "\(d.log)")
                 } catch {
                     await undo()

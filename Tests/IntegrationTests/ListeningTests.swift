@@ -331,10 +331,12 @@ extension Integration.Player {
                 try FileManager.default.copyItem(at: try await MediaLibrary.shared().shortBook.appendingPathComponent(name),
                                                  to: folder.appending(name))
             }
-            try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: folder.appending("2.ogg"))
             try await DaemonFixture.with { d in
+                // A file of the book that no longer plays (damaged since the import).
+                let book = try await d.importOK(folder.url)[0]
+                try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: folder.appending("2.ogg"))
                 let mark = d.signals.mark
-                try await d.openURI(folder.url)
+                try await d.lib("ActivateBook", [.int64(book), .boolean(true)])
                 let failed = await d.signals.waitFor(since: mark, timeout: .seconds(10)) { $0.member == "FileFailed" }
                 #expect(failed?.interface == Listen.interface && failed?.path == Lib.path)
                 #expect(failed?.arguments.first == .int32(1))

@@ -21,11 +21,12 @@ extension Integration.Player {
             (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
         }
 
-        /// Plays `file` to its end at `volume` (set before it is opened, through MPRIS) and returns what was rendered.
+        /// Plays `file` to its end at `volume` (its book's, set before it is opened) and returns what was rendered.
         func render(_ file: URL, volume: Double, in folder: TemporaryDirectory) async throws -> [Int16] {
             let output = folder.appending("out-\(volume).wav")
             try await DaemonFixture.with(daemonArguments: ["--audio-sink", Self.sink(output)]) { d in
-                try await d.set("Volume", .double(volume))
+                let book = try await d.importOK(file)[0]
+                try await d.lib("SetBookSettings", [.int64(book), .vardict(["volume": .double(volume)])])
                 try await d.openURI(file)
                 #expect(try await d.waitForStatus("Stopped", timeout: .seconds(20)) == "Stopped")
             }

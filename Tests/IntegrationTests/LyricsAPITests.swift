@@ -113,7 +113,9 @@ extension Integration.Player {
                 #expect(back?.next == 1_000_000)
                 #expect(back?.text == "one 0")
 
-                try await d.openPaused(book.folder)
+                mark = d.signals.mark
+                try await d.call("SetPosition", [.objectPath(track), .int64(0)])
+                #expect(await d.signals.waitFor(since: mark) { $0.lyricsLine?.index == -1 } != nil, "no line before the first")
                 try await d.set("Rate", .double(1.5))
                 mark = d.signals.mark
                 try await d.call("Play")

@@ -63,18 +63,22 @@ extension Integration.Player {
             }
         }
 
-        /// What a folder's queue holds: its audio files and its subfolders', in natural order of their paths
-        /// below it; never a hidden name, a symbolic link (to a file or a folder), a FIFO or a file that is not
-        /// audio by its name.
-        @Test func aFolderQueuesItsAudioFilesAndSubfoldersButNoHiddenNamesLinksOrFIFOs() async throws {
+        /// What a folder's book holds: its audio files in natural order of their names (a subfolder's untagged files
+        /// are a book of their own); never a hidden name, a symbolic link (to a file or a folder), a FIFO or a file that
+        /// is not audio by its name.
+        @Test func aFolderIsABookOfItsAudioFilesButNoHiddenNamesLinksOrFIFOs() async throws {
             try await DaemonFixture.with { d in
                 let folder = d.directory.appending("shelf")
                 let fm = FileManager.default
                 let audio = d.media.book.appendingPathComponent("1.ogg")
+                // Each a different recording: the library takes the same audio twice as a copy.
+                let sources = ["2.ogg": audio, "10.ogg": d.media.book.appendingPathComponent("2.ogg"),
+                               "Disc 2/1.ogg": d.media.book.appendingPathComponent("10.ogg"),
+                               "UPPER.OGG": d.media.shortBook.appendingPathComponent("1.ogg")]
                 for name in ["2.ogg", "10.ogg", "Disc 2/1.ogg", "UPPER.OGG", ".hidden.ogg", ".hidden/3.ogg", "notes.txt"] {
                     let file = folder.appendingPathComponent(name)
                     try fm.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    try fm.copyItem(at: audio, to: file)
+                    try fm.copyItem(at: sources[name] ?? audio, to: file)
                 }
                 try fm.createSymbolicLink(atPath: folder.appendingPathComponent("link.ogg").path, withDestinationPath: audio.path)
                 try fm.createSymbolicLink(atPath: folder.appendingPathComponent("Linked disc").path,
@@ -87,9 +91,14 @@ extension Integration.Player {
                 let metadata = try await d.call("GetTracksMetadata", [.array(.objectPath, tracks)], interface: MPRIS.trackList)
                     .first?.elements ?? []
                 let urls = metadata.compactMap { $0.stringKeyedDictionary?["xesam:url"]?.string }
-                #expect(urls == ["2.ogg", "10.ogg", "Disc 2/1.ogg", "UPPER.OGG"].map {
-                    MediaLibrary.uri(folder.appendingPathComponent($0))
-                })
+                // Untagged files make a book of each folder (as an import does): the folder's own book plays.
+                #expect(urls == ["2.ogg", "10.ogg", "UPPER.OGG"].map { MediaLibrary.uri(folder.appendingPathComponent($0)) })
+                var inLibrary: Set<String> = []
+                for book in try await d.allBooks() {
+                    for file in try await d.files(of: book["id"]?.int64 ?? 0) { inLibrary.insert(file["path"]?.string ?? "?") }
+                }
+                let allowed = Set(["2.ogg", "10.ogg", "Disc 2/1.ogg", "UPPER.OGG"].map { folder.appendingPathComponent($0).path })
+                #expect(inLibrary == allowed, "the library has \(inLibrary.sorted())")
             }
         }
 

@@ -53,19 +53,14 @@ extension Integration.Player {
             }
         }
 
-        /// Restarted with nothing current (files opened from outside the library were played last, and they are not
-        /// resumed), the lock screen and the media keys still offer Play: it plays the book played last, where it was
-        /// left, and CanPlay said it could.
+        /// Restarted with nothing current (the current book was deleted), the lock screen and the media keys still
+        /// offer Play: it plays the book played last, where it was left, and CanPlay said it could.
         @Test func playWithNothingLoadedPlaysTheBookPlayedLast() async throws {
             try await DaemonFixture.with { d in
-                let (long, _, _, saved) = try await Self.leaveLongBookInItsSecondFile(d)
-                // longbook made current again (mp3book was, since): it is the book played last.
-                try await d.lib("ActivateBook", [.int64(long), .boolean(false)])
-                #expect(try await d.waitForURL(endingWith: "/longbook/2.ogg")?.hasSuffix("/2.ogg") == true)
-                try await d.openURI(d.media.wav)  // no book is current now
-                #expect(try await d.waitForStatus("Playing") == "Playing")
-                try await d.call("Pause")
-                #expect(try await d.waitForStatus("Paused") == "Paused")
+                let (long, mp3, _, saved) = try await Self.leaveLongBookInItsSecondFile(d)
+                // mp3book, current and played since, deleted: no book is current, and longbook is the book played last.
+                try await d.lib("DeleteBook", [.int64(mp3)])
+                #expect(try await d.waitForCurrentBook(0) == 0)
                 #expect(await d.stopDaemon() == 0)
 
                 let replacement = try await d.startReplacementDaemon()

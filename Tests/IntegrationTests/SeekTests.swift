@@ -79,12 +79,12 @@ extension Integration.Player {
 
         @Test func setPositionIsIgnoredForAStaleTrackOrOutOfRange() async throws {
             try await DaemonFixture.with { d in
-                try await d.openPaused(d.media.long)
+                try await d.openPaused(d.media.wav)
                 let stale = try #require(try await d.trackID())
-                // Opening again makes a new queue: the old id is no longer current.
+                // Opening another book makes a new queue: the old id is no longer current.
                 try await d.openPaused(d.media.long)
                 let current = try #require(try await d.trackID())
-                #expect(current != stale, "a re-opened file must get a new track id")
+                #expect(current != stale, "another book's track must have another track id")
                 let length = try #require(try await d.metadata()["mpris:length"]?.int64)
 
                 var mark = d.signals.mark

@@ -55,7 +55,7 @@ extension Integration.Player {
         }
 
         /// An ID3 SYLT frame gives lines in step with the file, as an LRC file does; in ID3v2.3 and 2.4, opened by
-        /// URI and as a book of the library (its tags kept by the library).
+        /// URI and activated again (its tags kept by the library).
         @Test(arguments: [false, true])
         func syncedLyricsInAnID3FrameGiveTheLines(_ id3v2_3: Bool) async throws {
             let (directory, file) = try await Self.file("mp3", .sylt(Self.synced, id3v2_3: id3v2_3))
@@ -72,6 +72,8 @@ extension Integration.Player {
                 #expect(line?.text == "line 1")
                 #expect(line?.next == 1_500_000)
 
+                // Back at the start, and opened again from the library's copy of its tags.
+                try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(0)])
                 _ = try await d.activateImported(file.deletingLastPathComponent())
                 #expect(try await d.metadata()["xesam:asText"] == .string(text))
                 #expect(try await d.listenProperty("LyricsNextLineStart") == .int64(500_000))

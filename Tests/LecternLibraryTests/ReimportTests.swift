@@ -187,4 +187,38 @@ struct ReimportTests {
         expectError(.invalidArgument) { try library.importBook(importedBook("/books/Mort", paths: []), into: nil) }
         #expect(try Snapshot(library) == before)
     }
+
+    /// A file imported alone (opened, or `lectern import FILE`) is some of its book's files: it joins the book of its
+    /// folder and album, or the book that has it, and the book's other files, folder and place stay as they are.
+    @Test func aFileImportedAloneJoinsItsBookAndLeavesTheRestAlone() throws {
+        let t = try TestLibrary()
+        let library = t.library
+        let saga = try library.add(importedBook("/books/Saga", album: "Saga", files: [
+            track("/books/Saga/Disc 1/01.mp3", title: "One"), track("/books/Saga/Disc 2/01.mp3", title: "Two"),
+        ]))
+        let ids = try library.fileIds(of: saga)
+        #expect(try library.savePosition(of: saga, file: ids[1], offset: 42))
+
+        // A file of it, in a disc's folder: the book that has it, its folder still the book's.
+        var alone = importedBook("/books/Saga/Disc 2", album: "Saga", files: [track("/books/Saga/Disc 2/01.mp3", title: "Two again")])
+        alone.isPartial = true
+        let outcome = try library.importBook(alone, into: nil)
+        #expect(outcome.id == saga && !outcome.created && outcome.duplicates.isEmpty)
+        // A new file of its folder and album: it joins, after the others.
+        alone = importedBook("/books/Saga", album: "Saga", files: [track("/books/Saga/03.mp3", title: "Three")])
+        alone.isPartial = true
+        #expect(try library.importBook(alone, into: nil).id == saga)
+
+        let files = try library.files(of: saga)
+        #expect(files.map(\.title) == ["One", "Two again", "Three"])
+        #expect(files.allSatisfy { $0.available })
+        let book = try library.book(saga)
+        #expect(book.sourcePath == "/books/Saga")
+        #expect(book.positionFileId == ids[1] && book.positionOffset == 42)
+        #expect(try library.bookCount() == 1)
+
+        // Imported as the whole folder, the same files: those not found are missing.
+        _ = try library.importBook(importedBook("/books/Saga", album: "Saga", files: [track("/books/Saga/03.mp3", title: "Three")]), into: nil)
+        #expect(try library.files(of: saga).map(\.available) == [false, false, true])
+    }
 }

@@ -11,15 +11,14 @@ import Logging
 /// activation starts it: never a second one.
 ///
 /// Lectern has no window: Activate changes nothing (a started daemon has restored its book, paused); Open plays the
-/// files and folders it is given, as MPRIS OpenUri does. There are no actions.
+/// files and folders it is given as books of the library (the first one's), as MPRIS OpenUri does. There are no actions.
 public enum ApplicationService {
     /// The application id: the desktop entry's name, the bus name, and (as a path) the object.
     public static let id = "org.lectern.Lectern"
     public static let path = ObjectPath("/org/lectern/Lectern")!
     static let interfaceName = "org.freedesktop.Application"
 
-    public static func interface(player: Player, opener: MediaOpener, session: Eventually<BookSession>,
-                          logger: Logger) -> Interface {
+    public static func interface(books: Eventually<BookOpener>, logger: Logger) -> Interface {
         Interface(interfaceName,
             methods: [
                 Method("Activate", in: [("platform-data", .dictionary(key: .string, value: .variant))]) { _ in
@@ -28,11 +27,8 @@ public enum ApplicationService {
                 },
                 Method("Open", in: [("uris", .array(.string)), ("platform-data", .dictionary(key: .string, value: .variant))]) { call in
                     let uris: [String] = try call.argument(0)
-                    var items: [MediaItem] = []
-                    for uri in uris { items += try await opener.openForClient(uri) }
-                    guard !items.isEmpty else { throw BusError.invalidArgs("Open needs at least one file or folder") }
-                    await session.value.detach()
-                    await opener.play(items, on: player)
+                    guard !uris.isEmpty else { throw BusError.invalidArgs("Open needs at least one file or folder") }
+                    try await books.value.openForClient(uris)
                     return []
                 },
                 Method("ActivateAction", in: [("action-name", .string), ("parameter", .array(.variant)),

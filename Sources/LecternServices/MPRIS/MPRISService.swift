@@ -108,10 +108,11 @@ public final class MPRISService: PlayerObserver {
     /// publish then (``publishPlaylists(bookCount:)``), its calls held until they are.
     /// `keys` hears of the transport calls (the media keys'), before and after each: spoken prompts say the state
     /// they left.
-    public func export(on connection: BusConnection, player: Player, opener: MediaOpener, session: Eventually<BookSession>,
-                keys: PromptFeed, quit: @escaping @Sendable () -> Void) async throws {
+    /// `books` opens what OpenUri is given, once the library is open.
+    public func export(on connection: BusConnection, player: Player, opener: MediaOpener, books: Eventually<BookOpener>,
+                session: Eventually<BookSession>, keys: PromptFeed, quit: @escaping @Sendable () -> Void) async throws {
         let interfaces = [Self.root(quit: quit, schemes: opener.supportedSchemes, mimeTypes: opener.supportedMimeTypes),
-                          makePlayer(player, opener: opener, session: session, keys: keys),
+                          makePlayer(player, books: books, session: session, keys: keys),
                           makeTrackList(player),
                           MPRISPlaylists.interface(session: session)]
         let exported = try connection.export(Self.path, interfaces: interfaces)
@@ -153,7 +154,7 @@ public final class MPRISService: PlayerObserver {
             ])
     }
 
-    func makePlayer(_ player: Player, opener: MediaOpener, session: Eventually<BookSession>, keys: PromptFeed) -> Interface {
+    func makePlayer(_ player: Player, books: Eventually<BookOpener>, session: Eventually<BookSession>, keys: PromptFeed) -> Interface {
         /// A media key's command, the prompts told before and after it.
         @Sendable func key(_ command: () async throws -> Void) async throws -> [DBusValue] {
             keys.keyPressed()
@@ -196,9 +197,7 @@ public final class MPRISService: PlayerObserver {
                     return []
                 },
                 Method("OpenUri", in: [("Uri", .string)]) { call in
-                    let items = try await opener.openForClient(call.argument(0, as: String.self))
-                    await session.value.detach()
-                    await opener.play(items, on: player)
+                    try await books.value.openForClient([call.argument(0, as: String.self)])
                     return []
                 },
             ],

@@ -1,5 +1,5 @@
 import DBus
-import LecternCore
+import LecternBooks
 import LecternMedia
 
 extension BusError {
@@ -14,9 +14,9 @@ extension BusError {
     }
 }
 
-extension MediaOpener {
-    /// ``MediaOpener/open(_:)`` for a D-Bus method: what cannot be opened is thrown as its ``BusError``.
-    func openForClient(_ uri: String) async throws -> [MediaItem] {
-        do { return try await open(uri) } catch let error as OpenError { throw BusError(error) }
+extension BookOpener {
+    /// ``BookOpener/open(_:)`` for a D-Bus method: what cannot be opened is thrown as its ``BusError``.
+    func openForClient(_ uris: [String]) async throws {
+        do { try await open(uris) } catch let error as OpenError { throw BusError(error) }
     }
 }
