@@ -1,7 +1,6 @@
 import Foundation
 import GStreamer
 import LecternCore
-import LecternLibrary
 import Logging
 
 /// A media file's words: the LRC file beside it (the same name, `.lrc`: `Chapter 1.mp3` → `Chapter 1.lrc`), else
@@ -48,17 +47,16 @@ public enum LyricsFile {
     /// `url`'s lyrics; nil when there is no such file. Checked before it is read: a regular file (a FIFO would
     /// block the read, a device never end) and at most ``Lyrics/maximumSize`` bytes; then no more is read than that.
     public static func load(_ url: URL) throws(LyricsError) -> Lyrics? {
-        var info = stat()
-        guard stat(url.path, &info) == 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw .unreadable(String(cString: strerror(errno)))
+        let bytes: [UInt8]?
+        do throws(SideFile.Problem) {
+            bytes = try SideFile.bytes(at: url.path, limit: Lyrics.maximumSize)
+        } catch {
+            switch error {
+            case .tooLarge(let size): throw .tooLarge(size)
+            case .unreadable(let why): throw .unreadable(why)
+            }
         }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .unreadable("not a regular file") }
-        guard info.st_size <= Lyrics.maximumSize else { throw .tooLarge(Int(info.st_size)) }
-        let file: RegularFile
-        do { file = try RegularFile(path: url.path) } catch { throw .unreadable("\(error)") }
-        // One byte more than the stat said: a file grown since is read to there, and found too large or cut.
-        guard let bytes = file.readStart(limit: min(file.size, Lyrics.maximumSize) + 1) else { throw .unreadable(String(cString: strerror(errno))) }
-        return try Lyrics(lrc: bytes[...])
+        guard let bytes else { return nil }
+        return try Lyrics(lrc: bytes)
     }
 }

@@ -101,9 +101,17 @@ public final class MediaOpener: Sendable {
                   lyrics: LyricsFile.lyrics(in: info.lyrics, of: url.path, logger: logger))
     }
 
-    /// Chapters from GStreamer's table of contents, else (MP4/M4B, which GStreamer 1.22 doesn't expose)
-    /// from the file's own chapter atoms; empty when the file has none.
-    public func chapters(of url: URL, _ info: MediaInfo) -> [(title: String, start: Duration, end: Duration?)] {
+    /// The file's own chapters, else those of the CUE sheet beside it (``CueSheetFile``); empty when neither gives
+    /// any. The file's own win over any sheet; a sheet with a track past the file's end is left out.
+    public func chapters(of url: URL, _ info: MediaInfo) -> CueSheetFile.Chapters {
+        let own = ownChapters(of: url, info)
+        guard own.isEmpty else { return own }
+        return CueSheetFile.chapters(beside: url, duration: info.duration, logger: logger) ?? []
+    }
+
+    /// Chapters from GStreamer's table of contents (Matroska chapters, a FLAC file's embedded cue sheet), else
+    /// (MP4/M4B, which GStreamer 1.22 doesn't expose) from the file's chapter atoms; empty when the file has none.
+    private func ownChapters(of url: URL, _ info: MediaInfo) -> CueSheetFile.Chapters {
         if !info.chapters.isEmpty {
             return info.chapters.map { ($0.title, $0.start, $0.end) }
         }

@@ -105,6 +105,35 @@ import Threads
         #expect(FolderWalk.audioFiles(directlyIn: root.path + "/Gone", noting: covers) == ([], true), "not known: looked for")
     }
 
+    /// A long file with a CUE sheet beside it is a book of the sheet's chapters: titles and starts as the sheet
+    /// says, each ending where the next starts, the last at the file's end.
+    @Test func aCueSheetBesideALongFileGivesTheBookItsChapters() async throws {
+        let directory = try TemporaryDirectory(prefix: "lectern-importer")
+        let root = directory.appending("library")
+        let audio = root.appendingPathComponent("The Book/the book.flac")
+        try FileManager.default.createDirectory(at: audio.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try await offThePool { try AudioFiles.flac(audio, seconds: 3) }
+        try """
+            TITLE "The Book"
+            FILE "The Book.wav" WAVE
+              TRACK 01 AUDIO
+                TITLE "Prologue"
+                INDEX 01 00:00:00
+              TRACK 02 AUDIO
+                TITLE "Chapter 1"
+                INDEX 01 00:01:30
+            """.write(to: root.appendingPathComponent("The Book/rip.cue"), atomically: true, encoding: .utf8)
+        let rig = try Rig(directory, name: "cue", batchSize: 10)
+        var skipped = SkippedFiles()
+        let ids = try await rig.importer.run(root, shelfPath: nil, skipped: &skipped) { _ in }
+        let book = try #require(ids.first)
+        let file = try #require(try rig.library.files(of: book).first)
+        let chapters = try rig.library.chapters(of: book)[file.id!] ?? []
+        #expect(chapters.map(\.title) == ["Prologue", "Chapter 1"])
+        #expect(chapters.map(\.start) == [0, 1_400_000])  // 1 s and 30 frames
+        #expect(chapters.map(\.end) == [1_400_000, file.duration])
+    }
+
     /// One-file books (an m4b library's shape) are written many to a transaction: each is a book of its own, found by
     /// its title, author and file as one written alone is; an album in two folders of different batches is one book.
     @Test func oneFileBooksAreWrittenManyToATransactionAndFound() async throws {
