@@ -138,7 +138,7 @@ public enum Daemon {
         }
         sessionOnceOpen.set(session)
         booksOnceOpen.set(BookOpener(imports: service.imports, session: session, media: opener, logger: logger) {
-            await service.announce($0)
+            await service.announce($0, forOpening: true)
         })
         let bookCount = (try? await library.reading { try $0.bookCount() }) ?? 0
         mpris.publishPlaylists(bookCount: bookCount)

@@ -208,15 +208,17 @@ extension LibraryService {
     }
 
     /// An import's progress and end as ImportProgress and ImportFinished, and the books it made as BookChanged,
-    /// BookCount and ShelvesChanged: a client's import, and a watched library folder's (``LibraryFolders``).
-    public func announce(_ event: ImportJobs.Event) async {
+    /// BookCount and ShelvesChanged: a client's import, and a watched library folder's (``LibraryFolders``). The
+    /// current book, when among them, is told of it (it may open its files again where they are now), unless the
+    /// import was `forOpening`: what is opened is activated next.
+    public func announce(_ event: ImportJobs.Event, forOpening: Bool = false) async {
         switch event {
         case .progress(let job, let progress):
             emit(Self.libraryInterface, "ImportProgress", [.uint32(job), .uint32(UInt32(clamping: progress.done)),
                                                            .uint32(UInt32(clamping: progress.total)), .string(progress.current)])
         case .finished(let job, .success(let books), let skipped):
             for book in books { bookChanged(book) }
-            booksImported(books)
+            if !forOpening { booksImported(books) }
             await refreshBookCount()
             emit(Self.libraryInterface, "ShelvesChanged")
             emit(Self.libraryInterface, "ImportFinished", [.uint32(job), .array(.int64, books.map(DBusValue.int64)), .string(""),
