@@ -38,6 +38,7 @@ struct PlaybackRecorder {
     /// Keeps what `event` changed of `book` (whose files in the queue are `files`); `book` learns it is finished.
     mutating func record(_ event: PlayerEvent, book: inout Book?, files: [Int64: BookFile]) {
         recordHistory(event, book: book)
+        guard !closed else { return }  // the player stopped by the shutdown leaves no undo step nor bookmark
         switch event {
         case .stateChanged(let state, let previous):
             guard let id = book?.id, state.queueID == .book(id) else { return }  // not (yet) this book's queue
@@ -65,6 +66,11 @@ struct PlaybackRecorder {
             savePosition(item, offset: position.microseconds, playedAt: Date(), book: book, files: files)
         case .stopped(let item, let position):
             savePosition(item, offset: position.microseconds, book: book, files: files)
+            // Stop returns to the start of the chapter: a place a second or more into it is kept (an undo step too).
+            let chapterStart = item.chapters.last { $0.start <= position }?.start ?? .zero
+            if position - chapterStart >= .seconds(1) {
+                addAutomaticBookmark(.stop, title: "Stopped", item: item, offset: position.microseconds, book: book, files: files)
+            }
         case .finished:
             guard let id = book?.id else { return }
             do {

@@ -52,7 +52,7 @@ public struct NewBookmark: Sendable {
     public var offset: Int64
     public var title: String
     public var note: String
-    /// "user", "sleepTimer" or "unplug"; nil: "user".
+    /// "user", "sleepTimer", "unplug" or "stop"; nil: "user".
     public var kind: String?
     /// µs since the epoch; nil: now.
     public var created: Int64?

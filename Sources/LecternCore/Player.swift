@@ -281,6 +281,7 @@ public actor Player {
         // The place is where clients saw it stop (the clock), not where the pipeline is: paused, it came to rest a
         // few milliseconds later; playing, its position lags what the clock showed by the output's latency.
         let stoppedAt = clockPosition
+        noteMove(.stop)
         setStatus(.stopped)
         engine.stop()
         corkRequested = false

@@ -12,6 +12,8 @@ public enum MoveKind: String, Sendable, Equatable, CaseIterable {
     case bookmark
     /// Another book made current (the daemon's book session notes these).
     case book
+    /// A stop, which returns to the start of the chapter.
+    case stop
 
     /// Whether moves of this kind made in quick succession are one move to undo (see ``UndoRuns``).
     var joinsRuns: Bool { self == .seek || self == .chapter }

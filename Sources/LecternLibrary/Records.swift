@@ -327,7 +327,7 @@ public struct Chapter: Codable, Sendable, Equatable, Identifiable, FetchableReco
 
 /// A named place in a book, with a note.
 public struct Bookmark: Codable, Sendable, Equatable, Identifiable, FetchableRecord, MutablePersistableRecord {
-    public enum Kind: String, Codable, Sendable { case user, sleepTimer, unplug }
+    public enum Kind: String, Codable, Sendable { case user, sleepTimer, unplug, stop }
     public var id: Int64?
     public var bookId: Int64
     public var fileId: Int64

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The schema, as named, append-only migrations: never edit a registered one, add the next.
@@ -453,7 +454,38 @@ enum Schema {
                 \(deferredDoneTrigger(remake: remakeOnce, unlessImporting: true))
                 """)
         }
+        migrator.registerMigration("v19: a stop's place kept") { db in
+            // Stop returns to the start of the chapter: the place before it is an undo step and a bookmark of their
+            // own kind. SQLite changes no CHECK in place: the two tables are made again with the wider one.
+            try widenCheck(db, table: "bookmark", from: "kind IN ('user', 'sleepTimer', 'unplug')",
+                           to: "kind IN ('user', 'sleepTimer', 'unplug', 'stop')")
+            try widenCheck(db, table: "undoEntry", from: "kind IN ('seek', 'chapter', 'jump', 'bookmark', 'book')",
+                           to: "kind IN ('seek', 'chapter', 'jump', 'bookmark', 'book', 'stop')")
+        }
         return migrator
+    }
+
+    /// Makes `table` again with the CHECK `old` replaced by `new`, which accepts every row `old` did (SQLite's way to
+    /// change a table's definition: a new table, the rows copied, the old one dropped, the new one renamed, and the
+    /// old one's indexes and triggers made again). Run in a migration: foreign keys are checked at its end. The
+    /// rename leaves the views and triggers that name the table as they are (`legacy_alter_table`): they name it
+    /// again once it is renamed.
+    static func widenCheck(_ db: Database, table: String, from old: String, to new: String) throws {
+        guard let definition = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                                   arguments: [table]),
+              definition.contains(old), let columns = definition.firstIndex(of: "(") else {
+            throw DatabaseError(resultCode: .SQLITE_SCHEMA, message: "\(table) has no CHECK (\(old)) to widen")
+        }
+        let dependents = try String.fetchAll(db, sql: """
+            SELECT sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL
+            """, arguments: [table])
+        try db.execute(sql: "CREATE TABLE \(table)_widened " + definition[columns...].replacingOccurrences(of: old, with: new))
+        try db.execute(sql: "INSERT INTO \(table)_widened SELECT * FROM \(table)")
+        try db.execute(sql: "DROP TABLE \(table)")
+        try db.execute(sql: "PRAGMA legacy_alter_table = ON")
+        try db.execute(sql: "ALTER TABLE \(table)_widened RENAME TO \(table)")
+        try db.execute(sql: "PRAGMA legacy_alter_table = OFF")
+        for statement in dependents { try db.execute(sql: statement) }
     }
 
     /// The search rows and progress of the books an import wrote (those of bookDeferred but book 0), made in a few

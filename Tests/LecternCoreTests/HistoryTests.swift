@@ -158,6 +158,21 @@ extension Harness {
         }
     }
 
+    /// Stop returns to the start of the chapter: the place it leaves is an undo point, told before the stop; a second
+    /// Stop, already stopped, leaves none.
+    @Test func aStopLeavesItsPlaceAsAnUndoPoint() async {
+        await withRecorder { h, _ in
+            await h.openBook(startAt: 1, position: .seconds(30))
+            await h.play(for: .seconds(2))
+            await h.player.stop()
+            await h.player.stop()
+            #expect(h.log.undoPoints.map(\.kind) == [.stop])
+            #expect(h.log.undoPoints.first?.item.url == fileURL(1))
+            #expect(h.log.undoPoints.first.map { near($0.position, .seconds(32)) } == true, "\(h.log.undoPoints)")
+            #expect(h.player.view.state.status == .stopped)
+        }
+    }
+
     @Test func aRefusedMoveLeavesNoUndoPoint() async {
         await withRecorder { h, _ in
             await h.openBook(position: .seconds(50))

@@ -270,4 +270,65 @@ struct MigrationTests {
             try reopened.write { db in try db.execute(sql: "UPDATE listeningSession SET silence = -1") }
         }
     }
+
+    @Test("A library of v18 gets v19: bookmarks and undo places kept, a stop's kind taken, every rule still held")
+    func v19FromV18() throws {
+        let (dir, path, queue) = try Self.library(migratedUpTo: "v18: an import makes its books' search rows in one pass")
+        defer { dir.remove() }
+        try queue.write { db in
+            for title in ["Dune", "Emma"] {
+                try db.execute(sql: "INSERT INTO book(title, addedAt, modifiedAt) VALUES (?, '2024-01-02 03:04:05.000', '2024-01-02 03:04:05.000')",
+                               arguments: [title])
+                try db.execute(sql: "INSERT INTO bookFile(bookId, path, position) VALUES (?, ?, 0)",
+                               arguments: [db.lastInsertedRowID, "/old/\(title).mp3"])
+            }
+            for (kind, title) in [("user", "Sietch Tabr"), ("sleepTimer", "Sleep timer"), ("unplug", "Output unplugged")] {
+                try db.execute(sql: """
+                    INSERT INTO bookmark(bookId, fileId, offset, title, note, createdAt, kind)
+                    VALUES (1, 1, 5000000, ?, 'a note', '2024-01-02 03:04:05.000', ?)
+                    """, arguments: [title, kind])
+            }
+            try db.execute(sql: """
+                INSERT INTO undoEntry(bookId, placeBookId, fileId, offset, kind, createdAt)
+                VALUES (1, 1, 1, 7000000, 'chapter', '2024-01-02 03:04:05.000')
+                """)
+        }
+        try queue.close()
+
+        let library = try Library(path: path)
+        #expect(try library.bookmarks(of: 1).map { "\($0.kind.rawValue) \($0.title) \($0.offset)" }
+                == ["user Sietch Tabr 5000000", "sleepTimer Sleep timer 5000000", "unplug Output unplugged 5000000"])
+        _ = try library.addBookmark(to: 1, file: 1, offset: 9_000_000, title: "Stopped", kind: .stop)
+        try library.pushUndo(on: 1, placeBook: 1, file: 1, offset: 9_000_000, kind: "stop")
+        #expect(try library.popUndo(of: 1).map { "\($0.kind) \($0.offset)" } == "stop 9000000")
+        #expect(try library.popUndo(of: 1).map { "\($0.kind) \($0.offset)" } == "chapter 7000000")
+        // The search row follows the bookmarks again (the triggers made anew with the table).
+        _ = try library.addBookmark(to: 2, file: 2, offset: 0, title: "Highbury")
+        #expect(try library.search("highbury", offset: 0, limit: 10).books.map(\.id) == [2])
+        #expect(try library.search("sietch", offset: 0, limit: 10).books.map(\.id) == [1])
+        try library.close()
+
+        // A bookmark or an undo place naming another book's file is still refused; a book deleted takes its own.
+        let reopened = try DatabaseQueue(path: path)
+        defer { try? reopened.close() }
+        #expect(throws: DatabaseError.self) {
+            try reopened.write { db in
+                try db.execute(sql: "INSERT INTO bookmark(bookId, fileId, offset, title, createdAt) VALUES (1, 2, 0, 'Wrong', '2024-01-02')")
+            }
+        }
+        #expect(throws: DatabaseError.self) {
+            try reopened.write { db in
+                try db.execute(sql: "INSERT INTO undoEntry(bookId, placeBookId, fileId, offset, kind, createdAt) VALUES (1, 1, 2, 0, 'seek', '2024-01-02')")
+            }
+        }
+        #expect(throws: DatabaseError.self) {
+            try reopened.write { db in try db.execute(sql: "UPDATE bookmark SET kind = 'other'") }
+        }
+        try reopened.write { db in try db.execute(sql: "DELETE FROM book WHERE id = 2") }
+        let (bookmarks, broken, integrity) = try reopened.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM bookmark"), try Row.fetchAll(db, sql: "PRAGMA foreign_key_check").count,
+             try String.fetchOne(db, sql: "PRAGMA integrity_check"))
+        }
+        #expect(bookmarks == 4 && broken == 0 && integrity == "ok")
+    }
 }

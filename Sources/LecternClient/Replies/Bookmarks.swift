@@ -12,7 +12,7 @@ public struct Bookmark: ReplyDecodable {
     public var note: String
     /// µs since the epoch.
     public var created: Int64?
-    /// "user", "sleepTimer" or "unplug".
+    /// "user", "sleepTimer", "unplug" or "stop".
     public var kind: String?
     /// The bookmark as lecternd gave it, every key: what `--json` prints.
     public var reply: DBusValue

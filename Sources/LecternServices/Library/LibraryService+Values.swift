@@ -160,7 +160,7 @@ extension LibraryService {
         var kind = Bookmark.Kind.user
         if let name = try field("kind", String.self) {
             guard let known = Bookmark.Kind(rawValue: name) else {
-                throw LibraryError.invalidArgument("bookmark \(number): kind is user, sleepTimer or unplug, not \(name)")
+                throw LibraryError.invalidArgument("bookmark \(number): kind is user, sleepTimer, unplug or stop, not \(name)")
             }
             kind = known
         }
