@@ -1,20 +1,40 @@
 import DBus
 
-/// What books must match (Find, Search, Group, Random): parts of their title, author, album, composer or genre.
+/// What books must match (Find, Search, Group, Random, ListBooksMatching, MoveBooks): parts of their title, author,
+/// album, composer or genre, and how far through them the listener is.
 public struct BookQuery: Sendable {
     public var title, author, album, composer, genre: String?
+    public var progress: BookProgress?
 
-    public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil) {
+    public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil,
+                progress: BookProgress? = nil) {
         (self.title, self.author, self.album, self.composer, self.genre) = (title, author, album, composer, genre)
+        self.progress = progress
     }
+
+    /// Nothing to match: every book.
+    public var isEmpty: Bool { value.stringKeyedDictionary?.isEmpty ?? true }
 
     var value: DBusValue {
         var query: [String: DBusValue] = [:]
-        for (key, value) in [("title", title), ("author", author), ("album", album), ("composer", composer), ("genre", genre)] {
+        for (key, value) in [("title", title), ("author", author), ("album", album), ("composer", composer), ("genre", genre),
+                             ("progress", progress?.rawValue)] {
             if let value { query[key] = .string(value) }
         }
         return .vardict(query)
     }
+}
+
+/// How far through a book the listener is, as a query's `progress` spells it.
+public enum BookProgress: String, Sendable, CaseIterable {
+    /// Its place at the very start.
+    case notStarted = "not-started"
+    /// Not finished, its place past the start.
+    case inProgress = "in-progress"
+    /// Marked finished: played to the end, or by hand.
+    case finished
+    /// Not marked finished: not started or in progress.
+    case unfinished
 }
 
 /// Some of a book's settings, changed (SetBookSettings); nil: left as it is.

@@ -120,10 +120,16 @@ public struct LecternClient: Sendable {
         try await call(.library, "DeleteShelf", [.int64(id), .boolean(recursive)])
     }
 
-    /// Every book on `shelf` (0: the top level) and, when `recursive`, below it, in `order` (ListBooksPage's).
-    public func books(shelf: Int64, recursive: Bool, order: String = "title") async throws -> [ListedBook] {
+    /// Every book on `shelf` (0: the top level) and, when `recursive`, below it, that matches `query`, in `order`
+    /// (ListBooksPage's). Without a query, ListBooksPage: what a lecternd of an earlier version lists too.
+    public func books(shelf: Int64, recursive: Bool, matching query: BookQuery = BookQuery(), order: String = "title") async throws -> [ListedBook] {
         try await pages { offset, size in
-            try await call(API.library.booksPage, [.int64(shelf), .boolean(recursive), .string(order), .uint32(offset), .uint32(size)])
+            if query.isEmpty {
+                try await call(API.library.booksPage, [.int64(shelf), .boolean(recursive), .string(order), .uint32(offset), .uint32(size)])
+            } else {
+                try await call(API.library.booksMatching, [.int64(shelf), .boolean(recursive), query.value, .string(order), .uint32(offset),
+                                                           .uint32(size)])
+            }
         }.books
     }
 
@@ -150,6 +156,14 @@ public struct LecternClient: Sendable {
     public func book(_ id: Int64) async throws -> BookDetails { try await call(API.library.book, [.int64(id)]) }
     public func renameBook(_ id: Int64, to title: String) async throws { try await call(.library, "RenameBook", [.int64(id), .string(title)]) }
     public func moveBook(_ id: Int64, to shelf: Int64) async throws { try await call(.library, "MoveBook", [.int64(id), .int64(shelf)]) }
+    /// Moves every book on `shelf` (0: the top level) and, when `recursive`, below it, that matches `query`, to `target`
+    /// (0: the top level), in one go; the books moved.
+    public func moveBooks(shelf: Int64, recursive: Bool, matching query: BookQuery, to target: Int64) async throws -> [Int64] {
+        try await call(API.library.movedBooks, [.int64(shelf), .boolean(recursive), query.value, .int64(target)])
+    }
+    public func setBookFinished(_ id: Int64, _ finished: Bool) async throws {
+        try await call(.library, "SetBookFinished", [.int64(id), .boolean(finished)])
+    }
     public func deleteBook(_ id: Int64) async throws { try await call(.library, "DeleteBook", [.int64(id)]) }
     /// Puts the book's files in this order: each of its file ids once.
     public func reorderFiles(of id: Int64, _ files: [Int64]) async throws {

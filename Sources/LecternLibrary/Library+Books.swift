@@ -97,6 +97,22 @@ extension Library {
         }
     }
 
+    /// Puts every book on `shelf` (and below it when `recursive`, as ``books(in:recursive:matching:sortedBy:offset:limit:)``
+    /// lists them) that matches `query` on `target` (nil = the top level), all in one transaction: only their shelf
+    /// changes (places, bookmarks, settings and history stay). The ids of the books moved, those already on `target`
+    /// left out. NotFound for a shelf that does not exist: nothing is moved.
+    public func moveBooks(in shelf: Int64?, recursive: Bool, matching query: LibraryQuery, to target: Int64?) throws -> [Int64] {
+        try write { db in
+            if let target { _ = try Self.existingShelf(db, target) }
+            let (from, condition, arguments) = try Self.matching(query, in: shelf, recursive: recursive, db)
+            let moving = "SELECT b.id FROM \(from) WHERE \(condition) AND b.shelfId IS NOT ?"
+            let ids = try Int64.fetchAll(db, sql: moving + " ORDER BY b.id", arguments: arguments + [target])
+            try db.execute(sql: "UPDATE book SET shelfId = ?, modifiedAt = ? WHERE id IN (\(moving))",
+                           arguments: [target, StoredDate.text(Date())] + arguments + [target])
+            return ids
+        }
+    }
+
     public func deleteBook(_ id: Int64) throws {
         try write { db in
             _ = try Self.existingBook(db, id)

@@ -2,23 +2,44 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Predicates on the library, combined with AND; each a case-insensitive substring.
+/// Predicates on the library, combined with AND: case-insensitive substrings of a book's tags, and how far through
+/// it the listener is.
 public struct LibraryQuery: Sendable, Hashable {
     public var title: String?
     public var author: String?
     public var album: String?
     public var composer: String?
     public var genre: String?
+    public var progress: Progress?
 
-    public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil) {
+    public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil,
+                progress: Progress? = nil) {
         self.title = title
         self.author = author
         self.album = album
         self.composer = composer
         self.genre = genre
+        self.progress = progress
     }
 
     public enum Property: String, Sendable, CaseIterable { case title, author, album, composer, genre }
+
+    /// How far through a book the listener is, by its stored progress (Schema v7: how far its place is through its
+    /// duration, 1 once finished): not started (its place at the very start), in progress (not finished, its place
+    /// past the start), finished (marked so: by playing to the end, or by hand), unfinished (the first two).
+    public enum Progress: String, Sendable, CaseIterable {
+        case notStarted = "not-started", inProgress = "in-progress", finished, unfinished
+
+        /// The condition on the book `b`.
+        var condition: String {
+            switch self {
+            case .notStarted: "b.progress = 0 AND NOT b.finished"
+            case .inProgress: "b.progress > 0 AND NOT b.finished"
+            case .finished: "b.finished"
+            case .unfinished: "NOT b.finished"
+            }
+        }
+    }
 
     /// The predicate on `property`, nil when there is none.
     public subscript(property: Property) -> String? {
@@ -52,13 +73,14 @@ extension Library {
 
     /// The books of `query` (and of a full-text search's `MATCH` when `searched`): the tables to read, `b` the book,
     /// after its row of `bookTags` when a predicate needs one (the book's and its files' values side by side, narrow to
-    /// scan: Schema v7) and after its row of `bookSearch` when searched; and the condition.
+    /// scan: Schema v7) and after its row of `bookSearch` when searched; and the condition ("1" for none).
     static func matching(_ query: LibraryQuery, searched: Bool = false) -> (from: String, condition: String, arguments: StatementArguments) {
         let predicates: [(String, LibraryQuery.Property)] = LibraryQuery.Property.allCases.compactMap { property in
             query[property].map { ($0, property) }
         }
-        let condition = predicates.isEmpty ? "1"
-            : predicates.map { contains($0.1 == .title ? "b.title" : "t.\($0.1.rawValue)") }.joined(separator: " AND ")
+        let conditions = predicates.map { contains($0.1 == .title ? "b.title" : "t.\($0.1.rawValue)") }
+            + (query.progress.map { [$0.condition] } ?? [])
+        let condition = conditions.isEmpty ? "1" : conditions.joined(separator: " AND ")
         // The narrowest rows read first (CROSS JOIN keeps the order), each one's book looked up by its id.
         let from = switch (searched, predicates.isEmpty) {
         case (false, true): "book b"

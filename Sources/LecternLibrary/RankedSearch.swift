@@ -2,7 +2,8 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// A full-text search as it is ranked: the FTS5 query of its text, the Find keys with it, and how many matches
+/// A full-text search as it is ranked: the FTS5 query of its text, the Find keys with it (but the progress, which
+/// the index does not follow: ``Library/search(_:_:offset:limit:)`` keeps those books after), and how many matches
 /// bm25 ranks at most.
 struct SearchKey: Hashable, Sendable {
     var pattern: String

@@ -21,8 +21,8 @@ public enum BookSort: String, Sendable, CaseIterable {
     case user
 
     /// The listing's ORDER BY on `book` (or `reversed`, every key the other way), each read in an index (Schema v2
-    /// and v7).
-    public func orderBy(reversed: Bool = false) -> String {
+    /// and v7); its columns named as of `table` when given (the alias of `book` in a join).
+    public func orderBy(reversed: Bool = false, of table: String? = nil) -> String {
         let keys: [(String, descending: Bool)] = switch self {
         case .title: [("title COLLATE NOCASE", false), ("id", false)]
         case .author: [("author IS NULL", false), ("author COLLATE NOCASE", false), ("title COLLATE NOCASE", false), ("id", false)]
@@ -32,7 +32,8 @@ public enum BookSort: String, Sendable, CaseIterable {
         case .modified: [("modifiedAt", true), ("id", true)]
         case .user: [("userOrder", false), ("id", false)]
         }
-        return keys.map { $0.0 + ($0.descending != reversed ? " DESC" : "") }.joined(separator: ", ")
+        let prefix = table.map { $0 + "." } ?? ""
+        return keys.map { prefix + $0.0 + ($0.descending != reversed ? " DESC" : "") }.joined(separator: ", ")
     }
 
     /// MPRIS Playlists' orderings (`Playlist_Ordering`), by name, each the order GetPlaylists gives without
@@ -72,27 +73,38 @@ extension Library {
     static let searchWeights = [10.0, 6.0, 6.0, 4.0, 3.0, 2.0, 1.0, 1.0, 1.0]
 
     /// A page of the books on a shelf (nil = the top level; with `recursive`, and the shelves below it: nil and
-    /// recursive is every book), in `order`.
-    public func books(in shelf: Int64?, recursive: Bool, sortedBy order: BookSort, offset: Int, limit: Int) throws -> BookPage {
+    /// recursive is every book) that match `query`, in `order`.
+    public func books(in shelf: Int64?, recursive: Bool, matching query: LibraryQuery = LibraryQuery(), sortedBy order: BookSort,
+                      offset: Int, limit: Int) throws -> BookPage {
         try Self.checkPage(offset: offset, limit: limit)
         return try read { db in
-            var condition = "1"
-            var arguments: StatementArguments = []
-            if let shelf {
-                _ = try Self.existingShelf(db, shelf)
-                let shelves = recursive ? try Self.descendantShelves(db, of: shelf) + [shelf] : [shelf]
-                condition = "shelfId IN (\(Self.placeholders(shelves.count)))"
-                arguments = StatementArguments(shelves)
-            } else if !recursive {
-                condition = "shelfId IS NULL"
-            }
+            let (from, condition, arguments) = try Self.matching(query, in: shelf, recursive: recursive, db)
             // A shelf's SQL has a parameter for each shelf below it: made again at each call.
-            let books = try Book.read(db, sql: "SELECT * FROM book WHERE \(condition) ORDER BY \(order.orderBy()) LIMIT ? OFFSET ?",
-                                      arguments: arguments + [limit, offset], kept: shelf == nil)
+            let books = try Book.read(db, sql: """
+                SELECT b.* FROM \(from) WHERE \(condition) ORDER BY \(order.orderBy(of: "b")) LIMIT ? OFFSET ?
+                """, arguments: arguments + [limit, offset], kept: shelf == nil)
             return try Self.page(db, books, offset: offset, limit: limit) {
-                try Self.count(db, from: "book", where: condition, arguments, kept: shelf == nil)
+                try Self.count(db, from: from, where: condition, arguments, kept: shelf == nil)
             }
         }
+    }
+
+    /// ``matching(_:searched:)`` of the books on a shelf (nil = the top level), and on the shelves below it when
+    /// `recursive`: nil and recursive is every book. NotFound for a shelf that does not exist.
+    static func matching(_ query: LibraryQuery, in shelf: Int64?, recursive: Bool, _ db: Database) throws
+        -> (from: String, condition: String, arguments: StatementArguments) {
+        let (from, condition, arguments) = matching(query)
+        var onShelves: String?
+        var shelves: [Int64] = []
+        if let shelf {
+            _ = try existingShelf(db, shelf)
+            shelves = recursive ? try descendantShelves(db, of: shelf) + [shelf] : [shelf]
+            onShelves = "b.shelfId IN (\(placeholders(shelves.count)))"
+        } else if !recursive {
+            onShelves = "b.shelfId IS NULL"
+        }
+        guard let onShelves else { return (from, condition, arguments) }
+        return (from, condition == "1" ? onShelves : "\(onShelves) AND \(condition)", StatementArguments(shelves) + arguments)
     }
 
     /// A page of the books whose title, authors, narrator, shelves (series), albums, files' tags, note or
@@ -125,7 +137,15 @@ extension Library {
             }
         }
         return try read { db in
-            let ranked = try rankedSearch(db, SearchKey(pattern: pattern, query: query, rankingAtMost: rankingAtMost))
+            // Ranked without the books' progress, which the index does not follow (a ranking is kept while the index
+            // is unchanged); the books of that progress kept after, in the order of the ranking.
+            var indexed = query
+            indexed.progress = nil
+            var ranked = try rankedSearch(db, SearchKey(pattern: pattern, query: indexed, rankingAtMost: rankingAtMost))
+            if let progress = query.progress {
+                let books = Set(try Self.ids(db, "SELECT b.id FROM book b WHERE \(progress.condition)"))
+                ranked = ranked.filter(books.contains)
+            }
             let ids = Array(ranked.dropFirst(offset).prefix(limit))
             return BookPage(books: try Self.books(db, ids), total: ranked.count, totals: try Self.totals(db, of: ids))
         }

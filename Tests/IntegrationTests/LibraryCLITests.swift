@@ -298,5 +298,96 @@ extension Integration.Library {
                 Self.noCrash(r, "book list --sort bogus")
             }
         }
+
+        /// A listener finishes one book by hand, has another in progress and a third not started; lists them by how far
+        /// through they are, and puts the finished one away on a shelf with its place and bookmark.
+        @Test func booksAreListedAndMovedByHowFarThroughTheyAre() async throws {
+            try await DaemonFixture.with { d in
+                let finished = try await d.importOK(d.media.mp3Book)[0]  // "The CLI Book"
+                let playing = try await d.importOK(d.media.longBook)[0]  // "longbook"
+                let untouched = try await d.importOK(d.media.book)[0]  // "book"
+                /// The ids of the books `lectern` lists with `arguments`, each line "[id] title …"; none for "no books".
+                func listed(_ arguments: String...) async throws -> [Int64] {
+                    let r = try await DaemonFixture.runLectern(arguments, environment: d.environment)
+                    #expect(r.status == 0, "lectern \(arguments.joined(separator: " ")): \(r)")
+                    guard r.stdout != "no books" && r.stdout != "nothing matches" else { return [] }
+                    return r.stdout.split(separator: "\n").map { line in Int64(line.dropFirst().prefix { $0 != "]" }) ?? -1 }
+                }
+
+                // The CLI Book heard a little, bookmarked; then longbook a little, paused.
+                #expect(try await d.lectern("play", "The CLI Book").status == 0)
+                try await d.waitForPosition(atLeast: 1_000_000)
+                #expect(try await d.lectern("bookmark", "add", "Kept").status == 0)
+                #expect(try await d.lectern("play", "longbook").status == 0)
+                try await d.waitForURL(endingWith: "/longbook/1.ogg")
+                try await d.waitForPosition(atLeast: 1_000_000)
+                #expect(try await d.lectern("pause").status == 0)
+                try await d.waitForStatus("Paused")
+                let place = try await d.getBook(finished)
+                #expect((place["position_offset"]?.int64 ?? 0) > 0, "\(place)")
+                #expect(try await listed("book", "list", "--in-progress") == [playing, finished])
+
+                var r = try await d.lectern("book", "finished", "The CLI Book")
+                #expect(r.status == 0 && r.stdout.isEmpty, "\(r)")
+                r = try await d.lectern("book", "list", "--finished")
+                #expect(r.stdout.hasPrefix("[\(finished)] The CLI Book") && r.stdout.hasSuffix("  finished"), "\(r)")
+                #expect(try await listed("book", "list", "--finished") == [finished])
+                #expect(try await listed("book", "list", "--in-progress") == [playing])
+                #expect(try await listed("book", "list", "--not-started") == [untouched])
+                #expect(try await listed("book", "list", "--unfinished") == [untouched, playing])
+                #expect(try await listed("book", "list") == [untouched, playing, finished])
+                #expect(try await listed("find", "--finished") == [finished])
+                #expect(try await listed("find", "ann", "--finished") == [finished])
+                #expect(try await listed("find", "ann", "--unfinished") == [])
+                // Finished by hand counts as finished in the statistics, as playing to the end does.
+                r = try await d.lectern("stats")
+                #expect(r.status == 0 && r.stdout.contains("finished:\n") && r.stdout.contains("The CLI Book"), "\(r)")
+
+                // Put away, all at once: only its shelf changes.
+                #expect(try await d.lectern("shelf", "create", "Done").status == 0)
+                let done = try #require(try await d.allShelves().first { $0["name"]?.string == "Done" }?["id"]?.int64)
+                let marks = try await d.bookmarks(of: finished)
+                #expect(marks.map { $0["title"]?.string } == ["Kept"])
+                var mark = d.signals.mark
+                r = try await d.lectern("book", "move", "--finished", "--to", "Done")
+                #expect(r.status == 0 && r.stdout == "moved 1 book to Done", "\(r)")
+                let moved = try await d.getBook(finished)
+                #expect(moved["shelf"]?.int64 == done)
+                #expect(moved["position_file"] == place["position_file"] && moved["position_offset"] == place["position_offset"],
+                        "its place: \(moved)")
+                #expect(moved["finished"]?.bool == true)
+                #expect(try await d.bookmarks(of: finished) == marks)
+                #expect(try await d.getBook(playing)["shelf"]?.int64 == 0)
+                #expect(try await d.getBook(untouched)["shelf"]?.int64 == 0)
+                #expect(try await listed("book", "list", "--shelf", "Done") == [finished])
+                try await d.signals.barrier()
+                #expect(d.librarySignals(since: mark).filter { $0.isLibrary("BookChanged") }.compactMap { $0.arguments.first?.int64 } == [finished])
+                r = try await d.lectern("book", "move", "--finished", "--to", "Done")
+                #expect(r.status == 0 && r.stdout == "moved 0 books to Done", "already there: \(r)")
+
+                // Not finished again: in progress from its place.
+                #expect(try await d.lectern("book", "unfinished", "The CLI Book").status == 0)
+                #expect(try await listed("book", "list", "--finished") == [])
+                #expect(try await listed("book", "list", "--in-progress") == [playing, finished])
+
+                // Bad input changes nothing: the CLI's before the daemon is asked, the daemon's as InvalidArgument.
+                for arguments in [["book", "move", "--to", "Done"], ["book", "move", "book", "--finished", "--to", "Done"],
+                                  ["book", "list", "--finished", "--in-progress"], ["book", "move", "book", "--shelf", "Done"]] {
+                    r = try await DaemonFixture.runLectern(arguments, environment: d.environment)
+                    #expect(r.status == 64, "lectern \(arguments.joined(separator: " ")): \(r)")
+                }
+                r = try await d.lectern("book", "move", "--unfinished", "--to", "Nowhere")
+                #expect(r.status == 1 && r.stderr.contains("no shelf \"Nowhere\""), "\(r)")
+                mark = d.signals.mark
+                let snapshot = try await d.librarySnapshot()
+                let halfway: DBusValue = .vardict(["progress": .string("halfway")])
+                let message = await busErrorMessage { try await d.lib("MoveBooks", [.int64(0), .boolean(true), halfway, .int64(done)]) }
+                #expect(message == "\(Lib.invalidArgument): progress is one of not-started, in-progress, finished, unfinished, not 'halfway'")
+                await d.expectError(Lib.invalidArgument, "ListBooksMatching", [.int64(0), .boolean(true), halfway, .string("title"), .uint32(0), .uint32(10)])
+                await d.expectError(Lib.invalidArgument, "MoveBooks", [.int64(0), .boolean(true), .vardict(["progress": .boolean(true)]), .int64(done)])
+                await d.expectError(Lib.notFound, "MoveBooks", [.int64(0), .boolean(true), .vardict(["progress": .string("unfinished")]), .int64(9_999)])
+                try await d.expectNothingChanged(since: mark, snapshot: snapshot)
+            }
+        }
     }
 }

@@ -180,7 +180,11 @@ extension Integration.Library {
                     ("Search", [.string("?!-"), .vardict([:]), .uint32(0), .uint32(10)], "the search text has no letters or digits to look for"),
                     ("Search", [.string(tooLongName), .vardict([:]), .uint32(0), .uint32(10)], "the search text is longer than 1024 characters"),
                     ("Search", [.string("mix"), .vardict(["bogus": .string("x")]), .uint32(0), .uint32(10)],
-                     "unknown query key 'bogus' (title, author, album, composer, genre)"),
+                     "unknown query key 'bogus' (title, author, album, composer, genre, progress)"),
+                    ("Search", [.string("mix"), .vardict(["progress": .string("halfway")]), .uint32(0), .uint32(10)],
+                     "progress is one of not-started, in-progress, finished, unfinished, not 'halfway'"),
+                    ("ListBooksMatching", [.int64(0), .boolean(true), .vardict([:]), .string("bogus"), .uint32(0), .uint32(10)],
+                     "order is one of title, author, played, added, progress, modified, user, not 'bogus'"),
                 ]
                 for (method, arguments, message) in refusals {
                     let failure = await d.failure(method, arguments)

@@ -209,6 +209,8 @@ public struct Library1: Sendable {
     public let shelves = Decoding<[Shelf]>(.reply(.library, method: "ListAllShelves")) { try $0.dictionaries("shelves") ?? [] }
     public let createdShelf = Decoding<Int64>.reply(.library, "CreateShelf", "id")
     public let booksPage = Decoding<BooksPage>(.reply(.library, method: "ListBooksPage"), what: "lists books", readBooksPage)
+    public let booksMatching = Decoding<BooksPage>(.reply(.library, method: "ListBooksMatching"), what: "lists books", readBooksPage)
+    public let movedBooks = Decoding<[Int64]>.reply(.library, "MoveBooks", "moved")
     public let search = Decoding<BooksPage>(.reply(.library, method: "Search"), what: "lists books", readBooksPage)
     public let book = Decoding<BookDetails>(.reply(.library, method: "GetBook")) { try $0.value("book", of: BookDetails.self) }
     public let groups = Decoding<[BookGroup]>(.reply(.library, method: "Group")) { try $0.structs("groups") ?? [] }
@@ -228,7 +230,7 @@ public struct Library1: Sendable {
 
 }
 
-/// A listing's page: ListBooksPage's and Search's replies.
+/// A listing's page: ListBooksPage's, ListBooksMatching's and Search's replies.
 private func readBooksPage(_ reader: inout ReplyReader) throws -> BooksPage {
     BooksPage(books: try reader.structs("books") ?? [], total: try reader.value("total"))
 }

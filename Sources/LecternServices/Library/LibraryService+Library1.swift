@@ -55,11 +55,16 @@ extension LibraryService {
                 deferred("ListBooksPage", in: [("shelf", .int64), ("recursive", .boolean), ("order", .string), ("offset", .uint32), ("limit", .uint32)],
                          out: [("books", .array(Self.listedBook)), ("total", .uint32)]) { call, library in
                     let (shelf, recursive, order, offset, limit) = try call.arguments(Int64.self, Bool.self, String.self, UInt32.self, UInt32.self)
-                    guard let sort = BookSort(rawValue: order) else {
-                        throw LibraryError.invalidArgument("order is one of \(BookSort.allCases.map(\.rawValue).joined(separator: ", ")), not '\(order)'")
-                    }
-                    return Self.encode(try library.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: sort,
+                    return Self.encode(try library.books(in: Self.optionalID(shelf), recursive: recursive, sortedBy: try Self.sort(order),
                                                          offset: Int(offset), limit: Int(limit)))
+                },
+                deferred("ListBooksMatching", in: [("shelf", .int64), ("recursive", .boolean), ("query", dict), ("order", .string),
+                                                   ("offset", .uint32), ("limit", .uint32)],
+                         out: [("books", .array(Self.listedBook)), ("total", .uint32)]) { call, library in
+                    let (shelf, recursive, conditions, order, offset, limit) = try call.arguments(
+                        Int64.self, Bool.self, [String: DBusValue].self, String.self, UInt32.self, UInt32.self)
+                    return Self.encode(try library.books(in: Self.optionalID(shelf), recursive: recursive, matching: try Self.query(conditions),
+                                                         sortedBy: try Self.sort(order), offset: Int(offset), limit: Int(limit)))
                 },
                 method("GetBook", in: [("id", .int64)], out: [("book", dict)]) { call in
                     let id: Int64 = try call.argument(0)
@@ -76,6 +81,16 @@ extension LibraryService {
                     try await self.writer.write { try $0.moveBook(id, to: Self.optionalID(shelf)) }
                     self.bookChanged(id)
                     return []
+                },
+                method("MoveBooks", in: [("shelf", .int64), ("recursive", .boolean), ("query", dict), ("to", .int64)],
+                       out: [("moved", .array(.int64))]) { call in
+                    let (shelf, recursive, conditions, target) = try call.arguments(Int64.self, Bool.self, [String: DBusValue].self, Int64.self)
+                    let query = try Self.query(conditions)
+                    let moved = try await self.writer.write {
+                        try $0.moveBooks(in: Self.optionalID(shelf), recursive: recursive, matching: query, to: Self.optionalID(target))
+                    }
+                    for id in moved { self.bookChanged(id) }
+                    return [.array(.int64, moved.map(DBusValue.int64))]
                 },
                 method("DeleteBook", in: [("id", .int64)]) { call in
                     let id: Int64 = try call.argument(0)

@@ -32,6 +32,14 @@ extension LibraryService {
         return loop
     }
 
+    /// A listing's order, by its name.
+    static func sort(_ order: String) throws -> BookSort {
+        guard let sort = BookSort(rawValue: order) else {
+            throw LibraryError.invalidArgument("order is one of \(BookSort.allCases.map(\.rawValue).joined(separator: ", ")), not '\(order)'")
+        }
+        return sort
+    }
+
     static func query(_ conditions: [String: DBusValue]) throws -> LibraryQuery {
         var query = LibraryQuery()
         for (key, v) in conditions {
@@ -42,7 +50,13 @@ extension LibraryService {
             case "album": query.album = text
             case "composer": query.composer = text
             case "genre": query.genre = text
-            default: throw LibraryError.invalidArgument("unknown query key '\(key)' (title, author, album, composer, genre)")
+            case "progress":
+                guard let progress = LibraryQuery.Progress(rawValue: text) else {
+                    let values = LibraryQuery.Progress.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw LibraryError.invalidArgument("progress is one of \(values), not '\(text)'")
+                }
+                query.progress = progress
+            default: throw LibraryError.invalidArgument("unknown query key '\(key)' (title, author, album, composer, genre, progress)")
             }
         }
         return query

@@ -157,21 +157,23 @@ struct ShelfCommand: AsyncParsableCommand {
 struct BookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "book", abstract: "List, show and arrange books.",
         discussion: examples("lectern book list", "lectern book show Dune"),
-        subcommands: [List.self, Show.self, Rename.self, Move.self, Delete.self, Order.self])
+        subcommands: [List.self, Show.self, Rename.self, Move.self, Finished.self, Unfinished.self, Delete.self, Order.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the books: all of them, or one shelf's.",
             discussion: examples("lectern book list", "lectern book list --shelf Fiction --recursive", "lectern book list --sort played",
-                                 "lectern book list --json"))
+                                 "lectern book list --in-progress", "lectern book list --json"))
         @OptionGroup var bus: BusOptions
         @Option(help: "Only this shelf (id or path).") var shelf: String?
         @Flag(help: "Include the shelves below it.") var recursive = false
+        @Flag var progress: ProgressFlag?
         @Option(help: "title, author, played (recent first), added (recent first), progress (furthest first), modified (recent first) or user.") var sort = "title"
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let client = try await bus.connect()
             let shelfID = try await client.resolveShelf(optional: shelf)
-            let books = try await client.books(shelf: shelfID, recursive: shelf == nil ? true : recursive, order: sort)
+            let books = try await client.books(shelf: shelfID, recursive: shelf == nil ? true : recursive,
+                                               matching: BookQuery(progress: progress?.progress), order: sort)
             if json { print(JSON.encode(books.map(JSON.book))) } else if books.isEmpty { print("no books") } else {
                 for book in books { print(Format.bookLine(book)) }
             }
@@ -204,15 +206,61 @@ struct BookCommand: AsyncParsableCommand {
     }
 
     struct Move: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Move a book to a shelf, or to the top level.",
-            discussion: examples("lectern book move Dune --to Fiction", "lectern book move Dune"))
+        static let configuration = CommandConfiguration(
+            abstract: "Move a book to a shelf, or to the top level; or, all at once, the books `lectern book list` shows with a progress flag.",
+            discussion: examples("lectern book move Dune --to Fiction", "lectern book move Dune", "lectern book move --finished --to Done",
+                                 "lectern book move --in-progress --shelf Inbox --to Reading"))
         @OptionGroup var bus: BusOptions
-        @Argument(help: "The book (id or title).") var book: String
+        @Argument(help: "The book (id or title); none with a progress flag.") var book: String?
+        @Flag var progress: ProgressFlag?
+        @Option(help: "With a progress flag: only the books on this shelf (id or path).") var shelf: String?
+        @Flag(help: "With --shelf: the shelves below it too.") var recursive = false
         @Option(help: "The shelf (id or path); omit for the top level.") var to: String?
+
+        func validate() throws {
+            if (book == nil) == (progress == nil) {
+                throw ValidationError("give a book, or one of --not-started, --in-progress, --finished, --unfinished")
+            }
+            if book != nil, shelf != nil || recursive { throw ValidationError("--shelf and --recursive go with a progress flag, not a book") }
+        }
+
         func run() async throws {
             let client = try await bus.connect()
-            let id = try await client.resolveBook(book)
-            try await client.moveBook(id, to: try await client.resolveShelf(optional: to))
+            let target = try await client.resolveShelf(optional: to)
+            if let book {
+                try await client.moveBook(try await client.resolveBook(book), to: target)
+            } else if let progress {
+                let moved = try await client.moveBooks(shelf: try await client.resolveShelf(optional: shelf), recursive: shelf == nil || recursive,
+                                                       matching: BookQuery(progress: progress.progress), to: target)
+                print("moved \(moved.count) book\(moved.count == 1 ? "" : "s") to \(to ?? "the top level")")
+            }
+        }
+    }
+
+    struct Finished: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mark a book finished, as playing it to the end does: it counts in `lectern stats`, and starts over when played.",
+            discussion: examples("lectern book finished Dune"))
+        @OptionGroup var marked: MarkedBook
+        func run() async throws { try await marked.mark(finished: true) }
+    }
+
+    struct Unfinished: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mark a book not finished: it plays on from its place (`lectern stats` still counts when it was finished).",
+            discussion: examples("lectern book unfinished Dune"))
+        @OptionGroup var marked: MarkedBook
+        func run() async throws { try await marked.mark(finished: false) }
+    }
+
+    /// The book `lectern book finished` and `unfinished` mark.
+    struct MarkedBook: ParsableArguments {
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The book (id or title).") var book: String
+
+        func mark(finished: Bool) async throws {
+            let client = try await bus.connect()
+            try await client.setBookFinished(try await client.resolveBook(book), finished)
         }
     }
 
@@ -246,7 +294,7 @@ struct Find: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find books: by words anywhere (titles, authors, narrators, series, albums, tags, notes), and options that must match.",
         discussion: examples("lectern find bronte", "lectern find pratch guards --limit 5", "lectern find --author Herbert",
-                             "lectern find dune --genre fiction --json", "lectern find --group-by author"))
+                             "lectern find dune --genre fiction --json", "lectern find --in-progress", "lectern find --group-by author"))
     @OptionGroup var bus: BusOptions
     @Argument(help: "Words to look for, each the start of a word, case and accents ignored; the best matches first.") var text: [String] = []
     @Option(help: "Part of the title.") var title: String?
@@ -254,6 +302,7 @@ struct Find: AsyncParsableCommand {
     @Option(help: "Part of the album.") var album: String?
     @Option(help: "Part of the composer.") var composer: String?
     @Option(help: "Part of the genre.") var genre: String?
+    @Flag var progress: ProgressFlag?
     @Option(help: "Show at most this many books (default: every match).") var limit: Int?
     @Option(help: "Group the matches by title, author, album, composer or genre.") var groupBy: String?
     @Option(help: "Pick one at random: book or file.") var random: String?
@@ -266,7 +315,7 @@ struct Find: AsyncParsableCommand {
 
     func run() async throws {
         let client = try await bus.connect()
-        let query = BookQuery(title: title, author: author, album: album, composer: composer, genre: genre)
+        let query = BookQuery(title: title, author: author, album: album, composer: composer, genre: genre, progress: progress?.progress)
         if let groupBy {
             let groups = try await client.groups(query, by: groupBy)
             if json { print(JSON.encode(groups.map { ["value": $0.value, "books": $0.books] as [String: Any] })) } else {
