@@ -59,12 +59,18 @@ public struct MediaInfo: Sendable, Equatable {
     public var chapters: [Chapter]
     /// The words in the tags (lyrics, a transcript), or why they cannot be used; nil when the tags have none.
     public var lyrics: TagLyrics?
+    /// The series the file's book belongs to, as its tags name it (ID3 `TXXX:SERIES` or the movement name `MVNM`, MP4
+    /// `©mvn` or a freeform `SERIES`, Vorbis comment `SERIES`); nil when they don't.
+    public var series: String?
+    /// The book's place in its series as the tags write it ("2", "2.5", "0"; ID3 `TXXX:SERIES-PART` or `MVIN`, MP4
+    /// `©mvi` or a freeform `SERIES-PART`, Vorbis `SERIES-PART` or `SERIESPART`); nil when they don't say.
+    public var seriesPart: String?
 
     public init(
         duration: Duration? = nil, title: String? = nil, artists: [String] = [], album: String? = nil,
         albumArtist: String? = nil, genre: String? = nil, trackNumber: Int? = nil, discNumber: Int? = nil,
         hasAudio: Bool = true, cover: CoverImage? = nil, chapters: [Chapter] = [],
-        lyrics: TagLyrics? = nil
+        lyrics: TagLyrics? = nil, series: String? = nil, seriesPart: String? = nil
     ) {
         self.duration = duration
         self.title = title
@@ -78,6 +84,8 @@ public struct MediaInfo: Sendable, Equatable {
         self.cover = cover
         self.chapters = chapters
         self.lyrics = lyrics
+        self.series = series
+        self.seriesPart = seriesPart
     }
 }
 
