@@ -56,10 +56,14 @@ public actor BookSession {
     private var playWhenFound = false
 
     private let events: AsyncStream<PlayerEvent>
+    /// Whether a book of a series played to its end is followed by the next one (`series-continue`), asked each time.
+    private let continuesSeries: @Sendable () -> Bool
 
     /// `events`: the player's events, yielded by its observer (which must not wait).
     public init(library: Library, player: Player, executor: ThreadExecutor, events: AsyncStream<PlayerEvent>, logger: Logger,
-         underway: ImportsUnderway, importWait: Duration, announce: @escaping @Sendable (News) -> Void) {
+         underway: ImportsUnderway, importWait: Duration, continuesSeries: @escaping @Sendable () -> Bool = { false },
+         announce: @escaping @Sendable (News) -> Void) {
+        self.continuesSeries = continuesSeries
         self.executor = executor
         self.library = library
         self.player = player
@@ -74,7 +78,21 @@ public actor BookSession {
     /// Handles the player's events (saving the position at each of its ticks while playing) until they end or
     /// the task is cancelled.
     public func run() async {
-        for await event in events { recorder.record(event, book: &book, files: files) }
+        for await event in events {
+            recorder.record(event, book: &book, files: files)
+            if case .finished = event, continuesSeries(), let id = book?.id { await playNextInSeries(after: id) }
+        }
+    }
+
+    /// `bookId` was played to its end: the next book of its series not finished plays from its place.
+    private func playNextInSeries(after bookId: Int64) async {
+        do {
+            guard let next = try library.nextInSeries(after: bookId) else { return }
+            logger.info("a book of a series finished: playing the next", metadata: ["book": "\(bookId)", "next": "\(next)"])
+            try await activate(next, play: true)
+        } catch {
+            logger.warning("could not play the next book of the series", metadata: ["book": "\(bookId)", "error": "\(error)"])
+        }
     }
 
     // MARK: - Activating
@@ -190,7 +208,7 @@ public actor BookSession {
                       trackNumber: Int(file.position) + 1, genre: file.genre,
                       duration: file.duration.map { .microseconds($0) }, artURL: cover,
                       chapters: (file.id.flatMap { chapters[$0] } ?? []).map { ChapterMark(title: $0.title, start: .microseconds($0.start)) },
-                      libraryFileID: file.id, lyrics: lyrics)
+                      libraryFileID: file.id, lyrics: lyrics, series: book.series, seriesPart: book.seriesPart)
         }
         files = Dictionary(uniqueKeysWithValues: available.compactMap { file in file.id.map { ($0, file) } })
         self.book = book

@@ -49,6 +49,8 @@ public struct Importer: Sendable {
         var leadArtist: String?
         /// Its embedded cover, cached (nil when it has none or was not read).
         var cover: URL?
+        /// The series its tags name, and the part (nil when they don't, or it was not read).
+        var series: (name: String, part: String?)?
     }
 
     /// The folder holds no audio file: a client's import fails with it; a library folder imported again is empty.
@@ -172,7 +174,10 @@ public struct Importer: Sendable {
                     }
                     // Their covers looked for beside their files: on a thread for file-system work.
                     let made = await ThreadPool.fileSystem.run { [groups] in
-                        groups.map { (key: $0.key, book: book(from: $0, mounts: mounts, coverless: coverless, isPartial: !isDirectory)) }
+                        groups.map { group in
+                            (key: group.key, book: book(from: group, mounts: mounts, coverless: coverless, isPartial: !isDirectory,
+                                                        importedFrom: folder.path))
+                        }
                     }
                     writing.addTask { try await write(made, into: shelf) }
                     isWriting = true
@@ -332,7 +337,8 @@ public struct Importer: Sendable {
                                      trackNumber: info.trackNumber.map(Int64.init), discNumber: info.discNumber.map(Int64.init),
                                      chapters: fileChapters, fingerprint: fingerprint,
                                      lyrics: LyricsFile.usableText(in: info.lyrics, of: url.path, logger: logger))
-        return .success(Found(url: url, file: file, leadArtist: info.artists.first, cover: cover))
+        let series = info.series.map { (name: $0, part: info.seriesPart) }
+        return .success(Found(url: url, file: file, leadArtist: info.artists.first, cover: cover, series: series))
     }
 
     struct Group {
@@ -388,16 +394,18 @@ public struct Importer: Sendable {
     }
 
     /// The book of `group`, with the mount its folder is on (``Book/mountPath``). A folder in `coverless` has no image
-    /// beside its files to look for. `isPartial`: a file imported alone, one of its book's files perhaps.
-    private func book(from group: Group, mounts: Mounts, coverless: Set<String>, isPartial: Bool) -> ImportedBook {
+    /// beside its files to look for. `isPartial`: a file imported alone, one of its book's files perhaps. Its series:
+    /// its first file's tags that name one, else its folders' layout (``SeriesFolder``) below `importedFrom`.
+    private func book(from group: Group, mounts: Mounts, coverless: Set<String>, isPartial: Bool, importedFrom: String) -> ImportedBook {
         let first = group.files[0]
         let title = group.albumKey.isEmpty ? group.folder.lastPathComponent : group.albumKey
+        let series = group.files.lazy.compactMap(\.series).first ?? SeriesFolder.series(of: group.folder.path, below: importedFrom)
         let cover = group.files.lazy.compactMap(\.cover).first
             ?? (coverless.contains(Self.folder(of: first.url.path)) ? nil : opener.coverURL(for: first.url, nil))
         return ImportedBook(sourcePath: group.folder.path, albumKey: group.albumKey,
                             title: title.isEmpty ? "Untitled" : title, author: first.file.albumArtist ?? first.leadArtist,
                             coverPath: cover?.path, files: group.files.map(\.file), mountPath: mounts.mountPoint(of: group.folder.path),
-                            isPartial: isPartial)
+                            isPartial: isPartial, series: series?.name, seriesPart: series?.part)
     }
 
     private func chapters(of url: URL, _ info: MediaInfo) -> [ImportedBook.ImportedChapter] {

@@ -5,11 +5,13 @@ import DBus
 public struct BookQuery: Sendable {
     public var title, author, album, composer, genre: String?
     public var progress: BookProgress?
+    /// The book's series, whole.
+    public var series: String?
 
     public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil,
-                progress: BookProgress? = nil) {
+                progress: BookProgress? = nil, series: String? = nil) {
         (self.title, self.author, self.album, self.composer, self.genre) = (title, author, album, composer, genre)
-        self.progress = progress
+        (self.progress, self.series) = (progress, series)
     }
 
     /// Nothing to match: every book.
@@ -18,7 +20,7 @@ public struct BookQuery: Sendable {
     var value: DBusValue {
         var query: [String: DBusValue] = [:]
         for (key, value) in [("title", title), ("author", author), ("album", album), ("composer", composer), ("genre", genre),
-                             ("progress", progress?.rawValue)] {
+                             ("progress", progress?.rawValue), ("series", series)] {
             if let value { query[key] = .string(value) }
         }
         return .vardict(query)

@@ -161,6 +161,12 @@ public struct LecternClient: Sendable {
     public func moveBooks(shelf: Int64, recursive: Bool, matching query: BookQuery, to target: Int64) async throws -> [Int64] {
         try await call(API.library.movedBooks, [.int64(shelf), .boolean(recursive), query.value, .int64(target)])
     }
+    /// Every series, by name, with how many books it has.
+    public func allSeries() async throws -> [Series] { try await call(API.library.series) }
+    /// Puts the book in `series` at `part` ("" for none).
+    public func setBookSeries(_ id: Int64, _ series: String, part: String) async throws {
+        try await call(.library, "SetBookSeries", [.int64(id), .string(series), .string(part)])
+    }
     public func setBookFinished(_ id: Int64, _ finished: Bool) async throws {
         try await call(.library, "SetBookFinished", [.int64(id), .boolean(finished)])
     }

@@ -27,6 +27,8 @@ public struct DaemonOptions: Sendable {
     public var titleTemplate: TitleTemplate
     /// Whether a pause because the output went away leaves a bookmark (kind "unplug").
     public var unplugBookmark: Bool
+    /// Whether a book of a series played to its end is followed by the next one not finished.
+    public var seriesContinue = false
     /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
     public var prompts = false
     public var promptVoice = SpeechVoice()

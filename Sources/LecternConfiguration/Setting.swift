@@ -13,6 +13,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     case resumeWindow = "resume-window"
     case interruptions
     case unplugBookmark = "unplug-bookmark"
+    case seriesContinue = "series-continue"
     case skipStep = "skip-step"
     case smartRewind = "smart-rewind"
     case rewindAfter = "rewind-after"
@@ -37,7 +38,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
         case .outputPolicy: return OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
         case .resumeWindow: return "a whole number of seconds from 0 to \(DaemonOptions.longestResumeWindow) (a day)"
         case .interruptions: return InterruptionMode.allCases.map(\.rawValue).joined(separator: ", ")
-        case .unplugBookmark: return "true or false"
+        case .unplugBookmark, .seriesContinue: return "true or false"
         case .skipStep: return "a whole number of seconds from 1 to 600"
         case .smartRewind: return "off, or MIN-MAX in whole seconds with MIN <= MAX <= 600, e.g. 3-30"
         case .rewindAfter: return "a whole number of seconds from 0 to 3600"

@@ -114,6 +114,9 @@ public struct Settings: Sendable {
         let bookmark = try reading.value(.unplugBookmark) { $0.bool(forKey: $1) }
         options.unplugBookmark = bookmark?.value ?? defaults.unplugBookmark
         note(.unplugBookmark, String(options.unplugBookmark), bookmark?.source)
+        let continues = try reading.value(.seriesContinue) { $0.bool(forKey: $1) }
+        options.seriesContinue = continues?.value ?? defaults.seriesContinue
+        note(.seriesContinue, String(options.seriesContinue), continues?.source)
 
         options.skipStep = .seconds(try seconds(.skipStep, reading, in: 1...600, default: defaults.skipStep))
         let standard = defaults.listening.smartRewind

@@ -21,12 +21,17 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
     public var libraryFileID: Int64?
     /// Its words (lyrics, a transcript), from an LRC file beside it or its tags; nil when it has none.
     public var lyrics: Lyrics?
+    /// The series its book is in, and the book's part in it; nil when none.
+    public var series: String?
+    public var seriesPart: String?
 
     public init(id: Int, url: URL, title: String? = nil, artists: [String] = [], album: String? = nil,
                 albumArtists: [String] = [], trackNumber: Int? = nil, discNumber: Int? = nil, genre: String? = nil,
                 duration: Duration? = nil, artURL: URL? = nil, chapters: [ChapterMark] = [], libraryFileID: Int64? = nil,
-                lyrics: Lyrics? = nil) {
+                lyrics: Lyrics? = nil, series: String? = nil, seriesPart: String? = nil) {
         self.libraryFileID = libraryFileID
+        self.series = series
+        self.seriesPart = seriesPart
         self.lyrics = lyrics
         self.id = id
         self.url = url

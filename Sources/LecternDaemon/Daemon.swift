@@ -121,9 +121,10 @@ public enum Daemon {
                                      },
                                      booksImported: { books in Task { await sessionOnceOpen.value.booksImported(books) } },
                                      bookmarkAdded: promptFeed.bookmarkAdded)
+        let configuration = ConfigurationService(settings: settings, logger: logger)
         let session = BookSession(library: library, player: player, executor: databaseWrites, events: bookEvents,
-                                  logger: logger, underway: service.imports.underway,
-                                  importWait: options.watching.importWait) { news in
+                                  logger: logger, underway: service.imports.underway, importWait: options.watching.importWait,
+                                  continuesSeries: { configuration.current.withLock { $0.options.seriesContinue } }) { news in
             switch news {
             case .currentBook(let book):
                 service.currentBookChanged(book)
@@ -145,7 +146,6 @@ public enum Daemon {
         playlistsCalls.release()
 
         // Lectern's own object: each feature adds its interface to this list; exported once, here.
-        let configuration = ConfigurationService(settings: settings, logger: logger)
         let libraryFolders = LibraryFolders(library: library, writer: writer, imports: service.imports,
                                             options: options.watching, logger: logger,
                                             importEvents: { await service.announce($0) },

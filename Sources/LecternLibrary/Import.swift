@@ -54,6 +54,10 @@ public struct ImportedBook: Sendable, Equatable {
     /// The files are some of the book's, not all (one file imported or opened alone): the book is the one that has
     /// any of them, and its other files are left as they are, not marked missing.
     public var isPartial: Bool
+    /// The series the book is in and its part, as its files' tags or its folders name them; a book that has a series
+    /// already (set by hand, or by an import before) keeps its own.
+    public var series: String?
+    public var seriesPart: String?
 
     /// What ``Library/importBook(_:into:)`` did with it.
     public struct Outcome: Sendable, Equatable {
@@ -65,9 +69,11 @@ public struct ImportedBook: Sendable, Equatable {
     }
 
     public init(sourcePath: String, albumKey: String, title: String, author: String?, coverPath: String?, files: [File],
-                mountPath: String? = nil, isPartial: Bool = false) {
+                mountPath: String? = nil, isPartial: Bool = false, series: String? = nil, seriesPart: String? = nil) {
         self.mountPath = mountPath
         self.isPartial = isPartial
+        self.series = series
+        self.seriesPart = seriesPart
         self.sourcePath = sourcePath
         self.albumKey = albumKey
         self.title = title
@@ -183,6 +189,9 @@ extension Library {
             if let shelf { book.shelfId = shelf }
             if book.coverPath == nil || !FileManager.default.fileExists(atPath: book.coverPath!) { book.coverPath = imported.coverPath }
             if book.author == nil { book.author = imported.author }
+            if book.series == nil, let series = imported.series {
+                (book.series, book.seriesPart) = (Self.prefix(series, Limits.name), imported.seriesPart.map { Self.prefix($0, 32) })
+            }
             if !imported.isPartial && (book.sourcePath != imported.sourcePath || book.albumKey != imported.albumKey) {
                 // Found by its files in another folder (moved) or under another album tag (re-tagged): no book
                 // has the imported folder and album (bookToUpdate looked for that one first). Some of its files
@@ -193,7 +202,8 @@ extension Library {
             // Found on disk: not offline, and on the mount it was found on.
             book.offline = false
             book.mountPath = imported.mountPath ?? book.mountPath
-            says = book.author != existing.author || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
+            says = book.author != existing.author || book.series != existing.series
+                || book.coverPath.map(Self.fileName) != existing.coverPath.map(Self.fileName)
             try book.update(db)
         } else {
             book = Book(id: nil, shelfId: shelf, title: title, author: imported.author, narrator: nil,
@@ -201,6 +211,8 @@ extension Library {
                         addedAt: now, modifiedAt: now, lastPlayedAt: nil, finished: false, note: "",
                         volume: 1, speed: 1, shuffle: false, loop: .none, positionFileId: nil, positionOffset: 0,
                         userOrder: try order.take(db), mountPath: imported.mountPath)
+            book.series = imported.series.map { Self.prefix($0, Limits.name) }
+            book.seriesPart = imported.series == nil ? nil : imported.seriesPart.map { Self.prefix($0, 32) }
             book.id = try Self.insertNew(db, book)
             created = true
         }
@@ -302,7 +314,7 @@ extension Library {
             book.finished, book.note, book.volume, book.speed, book.shuffle, book.loop.rawValue, book.positionFileId,
             book.positionOffset, book.userOrder, book.offline, book.mountPath, book.normalise, book.loudness,
             book.loudnessProblem, book.skipIntro, book.skipOutro, book.compress, book.skipSilence, book.silenceThreshold,
-            book.silenceAmount,
+            book.silenceAmount, book.series, book.seriesPart,
         ])
         return db.lastInsertedRowID
     }
@@ -341,7 +353,7 @@ extension Library {
             "shelfId", "title", "author", "narrator", "coverPath", "sourcePath", "albumKey", "addedAt", "modifiedAt",
             "lastPlayedAt", "finished", "note", "volume", "speed", "shuffle", "loop", "positionFileId", "positionOffset",
             "userOrder", "offline", "mountPath", "normalise", "loudness", "loudnessProblem", "skipIntro", "skipOutro",
-            "compress", "skipSilence", "silenceThreshold", "silenceAmount",
+            "compress", "skipSilence", "silenceThreshold", "silenceAmount", "series", "seriesPart",
         ])
         static let file = RawInsert(table: "bookFile", columns: [
             "bookId", "path", "position", "duration", "title", "artist", "album", "albumArtist", "composer", "genre",

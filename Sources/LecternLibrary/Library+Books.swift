@@ -191,6 +191,40 @@ extension Library {
         }
     }
 
+    /// Puts the book in `series` at `part` ("2", "2.5"; nil: no part), or in none (`series` nil or blank), by hand: an
+    /// import then keeps it. Names are trimmed; a part without a series is refused.
+    public func setSeries(of book: Int64, _ series: String?, part: String?) throws {
+        let name = try series.map(Self.trimmed).flatMap { $0.isEmpty ? nil : try Self.checkName($0, "a series") }
+        let part = part.map(Self.trimmed).flatMap { $0.isEmpty ? nil : $0 }
+        guard name != nil || part == nil else { throw LibraryError.invalidArgument("a part needs a series") }
+        guard (part?.unicodeScalars.count ?? 0) <= 32 else { throw LibraryError.invalidArgument("a part in a series is at most 32 characters") }
+        try updateBook(book) { ($0.series, $0.seriesPart) = (name, part) }
+    }
+
+    /// Every series, by name (case-insensitively), with how many books it has.
+    public func allSeries() throws -> [(name: String, books: Int)] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT min(series), count(*) FROM book WHERE series IS NOT NULL
+                GROUP BY series COLLATE NOCASE ORDER BY series COLLATE NOCASE
+                """).map { (name: $0[0], books: $0[1]) }
+        }
+    }
+
+    /// The first book after `book` in its series (in ``BookSort/series`` order) that is not finished; nil when it is in
+    /// none, or none after it is left.
+    public func nextInSeries(after book: Int64) throws -> Int64? {
+        try read { db in
+            let ordered = try Int64.fetchAll(db, sql: """
+                SELECT b.id FROM book b WHERE b.series = (SELECT series FROM book WHERE id = ?) COLLATE NOCASE
+                ORDER BY \(BookSort.series.orderBy(of: "b"))
+                """, arguments: [book])
+            guard let index = ordered.firstIndex(of: book) else { return nil }
+            for id in ordered[(index + 1)...] where try !Self.existingBook(db, id).finished { return id }
+            return nil
+        }
+    }
+
     public func setNote(of book: Int64, _ note: String) throws {
         try Self.checkNote(note)
         try updateBook(book) { $0.note = note }

@@ -11,9 +11,12 @@ public struct LibraryQuery: Sendable, Hashable {
     public var composer: String?
     public var genre: String?
     public var progress: Progress?
+    /// The book's series, whole (case-insensitively).
+    public var series: String?
 
     public init(title: String? = nil, author: String? = nil, album: String? = nil, composer: String? = nil, genre: String? = nil,
-                progress: Progress? = nil) {
+                progress: Progress? = nil, series: String? = nil) {
+        self.series = series
         self.title = title
         self.author = author
         self.album = album
@@ -79,7 +82,7 @@ extension Library {
             query[property].map { ($0, property) }
         }
         let conditions = predicates.map { contains($0.1 == .title ? "b.title" : "t.\($0.1.rawValue)") }
-            + (query.progress.map { [$0.condition] } ?? [])
+            + (query.progress.map { [$0.condition] } ?? []) + (query.series.map { _ in ["b.series = ? COLLATE NOCASE"] } ?? [])
         let condition = conditions.isEmpty ? "1" : conditions.joined(separator: " AND ")
         // The narrowest rows read first (CROSS JOIN keeps the order), each one's book looked up by its id.
         let from = switch (searched, predicates.isEmpty) {
@@ -88,7 +91,7 @@ extension Library {
         case (true, true): "bookSearch CROSS JOIN book b ON b.id = bookSearch.rowid"
         case (true, false): "bookSearch CROSS JOIN bookTags t ON t.bookId = bookSearch.rowid CROSS JOIN book b ON b.id = t.bookId"
         }
-        return (from, condition, StatementArguments(predicates.map { Folding.fold($0.0) }))
+        return (from, condition, StatementArguments(predicates.map { Folding.fold($0.0) } + (query.series.map { [$0] } ?? [])))
     }
 
     /// The values of `property` among the matching books, each with how many books have it.

@@ -115,6 +115,10 @@ public struct Book: Codable, Sendable, Equatable, Identifiable, FetchableRecord,
     public var skipSilence = false
     public var silenceThreshold = 0.5
     public var silenceAmount = 0.75
+    /// The series the book belongs to (its files' tags, its folder's layout, or set by hand); nil: none known.
+    public var series: String?
+    /// Its place in the series, as written ("2", "2.5", "0"); nil when not known.
+    public var seriesPart: String?
 
     public static let databaseTableName = "book"
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -145,7 +149,7 @@ extension Book {
         case id, shelfId, title, author, narrator, coverPath, sourcePath, albumKey, addedAt, modifiedAt, lastPlayedAt,
              finished, note, volume, speed, shuffle, loop, positionFileId, positionOffset, userOrder, offline, mountPath,
              normalise, loudness, loudnessProblem, skipIntro, skipOutro, compress, skipSilence, silenceThreshold,
-             silenceAmount
+             silenceAmount, series, seriesPart
     }
 
     /// Where each ``Field`` is among a statement's `columns` (by ``Field``'s raw values); throws when one is not there.
@@ -203,6 +207,8 @@ extension Book {
         skipSilence = try required(columns.bool, .skipSilence)
         silenceThreshold = try required(columns.double, .silenceThreshold)
         silenceAmount = try required(columns.double, .silenceAmount)
+        series = try columns.text(.series)
+        seriesPart = try columns.text(.seriesPart)
     }
 
     /// The books `sql` selects (every column of `book`), its columns looked up once for all the rows, each row read with

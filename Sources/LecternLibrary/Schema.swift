@@ -462,6 +462,25 @@ enum Schema {
             try widenCheck(db, table: "undoEntry", from: "kind IN ('seek', 'chapter', 'jump', 'bookmark', 'book')",
                            to: "kind IN ('seek', 'chapter', 'jump', 'bookmark', 'book', 'stop')")
         }
+        migrator.registerMigration("v20: series") { db in
+            // A book's series and its place in it, as written ("2.5"): listed in series order (parts as numbers) by this index.
+            try db.alter(table: "book") { t in
+                t.add(column: "series", .text).check { length($0) <= Limits.name }
+                t.add(column: "seriesPart", .text).check { length($0) <= 32 }
+            }
+            try db.execute(sql: """
+                CREATE INDEX book_series
+                ON book(series IS NULL, series COLLATE NOCASE, seriesPart IS NULL, CAST(seriesPart AS REAL), seriesPart COLLATE NOCASE,
+                        title COLLATE NOCASE, id);
+                DROP VIEW bookSearchText;
+                \(searchTextView)
+                DROP TRIGGER bookSearch_bookUpdated;
+                \(bookUpdatedTrigger(remake: remakeOnce))
+                """)
+            // The files were read without these tags: the next import reads them again (an unchanged file is known by
+            // its size and modification time).
+            try db.execute(sql: "UPDATE bookFile SET modified = NULL")
+        }
         return migrator
     }
 
@@ -571,6 +590,36 @@ enum Schema {
             WHEN NEW.name IS NOT OLD.name OR NEW.parentId IS NOT OLD.parentId
             BEGIN \(remake("SELECT id FROM book WHERE shelfId IN (SELECT id FROM shelfTree WHERE top = NEW.id)")) END;
             """
+    }
+
+    /// v20's view of a book's search row: v7's, with the book's series before its shelves in the `series` column.
+    static let searchTextView = """
+        CREATE VIEW bookSearchText AS
+        SELECT b.id, b.title,
+          (SELECT group_concat(v, char(31)) FROM (SELECT b.author AS v UNION SELECT artist FROM bookFile WHERE bookId = b.id
+                                                  UNION SELECT albumArtist FROM bookFile WHERE bookId = b.id)) AS author,
+          b.narrator,
+          nullif(ifnull(b.series || char(31), '') || ifnull((WITH RECURSIVE up(id, parentId, name) AS (
+             SELECT id, parentId, name FROM shelf WHERE id = b.shelfId
+             UNION ALL SELECT s.id, s.parentId, s.name FROM shelf s JOIN up ON s.id = up.parentId)
+           SELECT group_concat(name, char(31)) FROM up), ''), '') AS series,
+          (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT album AS v FROM bookFile WHERE bookId = b.id)) AS album,
+          (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT composer AS v FROM bookFile WHERE bookId = b.id)) AS composer,
+          (SELECT group_concat(v, char(31)) FROM (SELECT DISTINCT genre AS v FROM bookFile WHERE bookId = b.id)) AS genre,
+          (SELECT group_concat(title, char(31)) FROM bookFile WHERE bookId = b.id) AS files,
+          (SELECT group_concat(v, char(31)) FROM (SELECT b.note AS v UNION ALL SELECT title FROM bookmark WHERE bookId = b.id
+                                                  UNION ALL SELECT note FROM bookmark WHERE bookId = b.id)) AS notes
+        FROM book b;
+        """
+
+    /// The trigger of a book's own words changing (v9's; v20's with its series).
+    static func bookUpdatedTrigger(remake: Remake) -> String {
+        """
+        CREATE TRIGGER bookSearch_bookUpdated AFTER UPDATE OF title, author, narrator, note, shelfId, series ON book
+        WHEN NEW.title IS NOT OLD.title OR NEW.author IS NOT OLD.author OR NEW.narrator IS NOT OLD.narrator
+          OR NEW.note IS NOT OLD.note OR NEW.shelfId IS NOT OLD.shelfId OR NEW.series IS NOT OLD.series
+        BEGIN \(remake("OLD.id, NEW.id")) END;
+        """
     }
 
     /// The triggers that keep each book's stored progress (see v7), and the one that makes a deferred book's search

@@ -19,21 +19,28 @@ public enum BookSort: String, Sendable, CaseIterable {
     case modified
     /// The user's order of the books (the order they were first added in, until something reorders them).
     case user
+    /// By series (books without one last), in the order of their parts (as numbers: 2 before 2.5 before 10; books without
+    /// a part last), then title.
+    case series
 
     /// The listing's ORDER BY on `book` (or `reversed`, every key the other way), each read in an index (Schema v2
     /// and v7); its columns named as of `table` when given (the alias of `book` in a join).
     public func orderBy(reversed: Bool = false, of table: String? = nil) -> String {
+        let t = table.map { $0 + "." } ?? ""
         let keys: [(String, descending: Bool)] = switch self {
-        case .title: [("title COLLATE NOCASE", false), ("id", false)]
-        case .author: [("author IS NULL", false), ("author COLLATE NOCASE", false), ("title COLLATE NOCASE", false), ("id", false)]
-        case .played: [("lastPlayedAt IS NOT NULL", true), ("lastPlayedAt", true), ("id", true)]
-        case .added: [("addedAt", true), ("id", true)]
-        case .progress: [("progress", true), ("id", true)]
-        case .modified: [("modifiedAt", true), ("id", true)]
-        case .user: [("userOrder", false), ("id", false)]
+        case .title: [("\(t)title COLLATE NOCASE", false), ("\(t)id", false)]
+        case .author: [("\(t)author IS NULL", false), ("\(t)author COLLATE NOCASE", false), ("\(t)title COLLATE NOCASE", false),
+                       ("\(t)id", false)]
+        case .played: [("\(t)lastPlayedAt IS NOT NULL", true), ("\(t)lastPlayedAt", true), ("\(t)id", true)]
+        case .added: [("\(t)addedAt", true), ("\(t)id", true)]
+        case .progress: [("\(t)progress", true), ("\(t)id", true)]
+        case .modified: [("\(t)modifiedAt", true), ("\(t)id", true)]
+        case .user: [("\(t)userOrder", false), ("\(t)id", false)]
+        case .series: [("\(t)series IS NULL", false), ("\(t)series COLLATE NOCASE", false), ("\(t)seriesPart IS NULL", false),
+                       ("CAST(\(t)seriesPart AS REAL)", false),
+                       ("\(t)seriesPart COLLATE NOCASE", false), ("\(t)title COLLATE NOCASE", false), ("\(t)id", false)]
         }
-        let prefix = table.map { $0 + "." } ?? ""
-        return keys.map { prefix + $0.0 + ($0.descending != reversed ? " DESC" : "") }.joined(separator: ", ")
+        return keys.map { $0.0 + ($0.descending != reversed ? " DESC" : "") }.joined(separator: ", ")
     }
 
     /// MPRIS Playlists' orderings (`Playlist_Ordering`), by name, each the order GetPlaylists gives without

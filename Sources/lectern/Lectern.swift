@@ -25,7 +25,8 @@ struct Lectern: AsyncParsableCommand {
                       CompressorCommand.self,
                       SkipSilenceCommand.self,
                       Say.self, PromptsCommand.self,
-                      Import.self, ShelfCommand.self, BookCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self, Activate.self,
+                      Import.self, ShelfCommand.self, BookCommand.self, SeriesCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self,
+                      Activate.self,
                       Undo.self, HistoryCommand.self, Stats.self])
 
     /// As ArgumentParser's, with a status of our own for each kind of ``CLIError`` and ``ClientError``.

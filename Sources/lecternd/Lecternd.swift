@@ -60,6 +60,9 @@ struct Lecternd: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Leave a bookmark (kind \"unplug\") where playback paused because the output went away (default: no).")
     var unplugBookmark: Bool?
 
+    @Flag(inversion: .prefixedNo, help: "When a book of a series is played to its end, play the next one of the series not finished (default: no).")
+    var seriesContinue: Bool?
+
     @Flag(inversion: .prefixedNo, help: "Speak prompts (a new book or chapter, the state after a media key, a bookmark added, the sleep timer's last minute, a failed file) with espeak-ng (default: no).")
     var prompts: Bool?
 
@@ -111,6 +114,7 @@ struct Lecternd: ParsableCommand {
                                           (.sleepFade, sleepFade), (.loudnessTarget, loudnessTarget)]
         for case let (setting, number?) in numbers { flags[setting] = .number(number) }
         if let unplugBookmark { flags[.unplugBookmark] = .on(unplugBookmark) }
+        if let seriesContinue { flags[.seriesContinue] = .on(seriesContinue) }
         if let prompts { flags[.prompts] = .on(prompts) }
         if !libraryFolders.isEmpty { flags[.libraryFolders] = .texts(libraryFolders) }
         return flags

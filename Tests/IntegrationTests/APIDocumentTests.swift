@@ -129,7 +129,7 @@ extension Integration.Desktop {
         @Test func theRunningDaemonMatchesTheDocumentedAPI() async throws {
             let document = try IntrospectedAPI(xml: try String(contentsOf: Self.documentURL, encoding: .utf8))
             #expect(Set(document.interfaces.keys) == [Lib.library, Lib.bookmarks], "\(document.interfaces.keys)")
-            #expect(document.interfaces[Lib.library]?.methods.count == 25)
+            #expect(document.interfaces[Lib.library]?.methods.count == 27)
             #expect(document.interfaces[Lib.bookmarks]?.methods.count == 7)
             try await DaemonFixture.with { d in
                 let xml = try await d.client.call(Lib.busName, path: Lib.path, interface: MPRIS.introspectable, member: "Introspect",

@@ -139,7 +139,7 @@ extension Integration.Library {
                                          "state", "missing"]
                 let settings: Set<String> = ["note", "volume", "speed", "shuffle", "loop", "normalise", "loudness_gain",
                                              "skip_intro", "skip_outro", "loudness_target", "compress", "skip_silence",
-                                             "silence_threshold", "silence_amount"]
+                                             "silence_threshold", "silence_amount", "series", "series_part"]
                 #expect(Set(DaemonFixture.listedFields) == keys)
                 let paged = try await d.lib("Search", [.string("book"), .vardict([:]), .uint32(0), .uint32(10)]).first
                 #expect(paged?.type.signature == "a(xxssssssuuxxxbxxx)", "a struct a book, in the documented order")

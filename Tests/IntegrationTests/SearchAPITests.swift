@@ -172,7 +172,7 @@ extension Integration.Library {
                 let mark = d.signals.mark
                 let refusals: [(String, [DBusValue], String)] = [
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("bogus"), .uint32(0), .uint32(10)],
-                     "order is one of title, author, played, added, progress, modified, user, not 'bogus'"),
+                     "order is one of title, author, played, added, progress, modified, user, series, not 'bogus'"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),
                     ("ListBooksPage", [.int64(0), .boolean(true), .string("title"), .uint32(0), .uint32(201)], "a page holds 1 to 200 books, not 201"),
                     ("Search", [.string("mix"), .vardict([:]), .uint32(0), .uint32(0)], "a page holds 1 to 200 books, not 0"),
@@ -180,11 +180,11 @@ extension Integration.Library {
                     ("Search", [.string("?!-"), .vardict([:]), .uint32(0), .uint32(10)], "the search text has no letters or digits to look for"),
                     ("Search", [.string(tooLongName), .vardict([:]), .uint32(0), .uint32(10)], "the search text is longer than 1024 characters"),
                     ("Search", [.string("mix"), .vardict(["bogus": .string("x")]), .uint32(0), .uint32(10)],
-                     "unknown query key 'bogus' (title, author, album, composer, genre, progress)"),
+                     "unknown query key 'bogus' (title, author, album, composer, genre, progress, series)"),
                     ("Search", [.string("mix"), .vardict(["progress": .string("halfway")]), .uint32(0), .uint32(10)],
                      "progress is one of not-started, in-progress, finished, unfinished, not 'halfway'"),
                     ("ListBooksMatching", [.int64(0), .boolean(true), .vardict([:]), .string("bogus"), .uint32(0), .uint32(10)],
-                     "order is one of title, author, played, added, progress, modified, user, not 'bogus'"),
+                     "order is one of title, author, played, added, progress, modified, user, series, not 'bogus'"),
                 ]
                 for (method, arguments, message) in refusals {
                     let failure = await d.failure(method, arguments)

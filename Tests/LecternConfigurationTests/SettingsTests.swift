@@ -68,6 +68,7 @@ import Testing
             resume-window: 60
             interruptions: ignore
             unplug-bookmark: true
+            series-continue: true
             prompts: true
             prompt-language: en-us
             prompt-voice: f3
@@ -89,6 +90,7 @@ import Testing
         #expect(settings.options.resumeWindow == .seconds(60))
         #expect(settings.options.interruptions == .ignore)
         #expect(settings.options.unplugBookmark)
+        #expect(settings.options.seriesContinue)
         #expect(settings.options.prompts)
         #expect(settings.options.promptVoice == SpeechVoice(language: "en-us", variant: "f3"))
         #expect(settings.options.promptVoice.name == "en-us+f3")

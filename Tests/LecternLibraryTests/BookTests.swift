@@ -102,7 +102,7 @@ struct BookTests {
         let columns = try #require(try await sqlite3(t.path, "SELECT name FROM pragma_table_info('book') ORDER BY name"))
         #expect(columns == ["addedAt", "albumKey", "author", "compress", "coverPath", "finished", "id", "lastPlayedAt", "loop",
                             "loudness", "loudnessProblem", "modifiedAt", "mountPath", "narrator", "normalise", "note", "offline",
-                            "positionFileId", "positionOffset", "progress", "shelfId", "shuffle", "silenceAmount",
+                            "positionFileId", "positionOffset", "progress", "series", "seriesPart", "shelfId", "shuffle", "silenceAmount",
                             "silenceThreshold", "skipIntro", "skipOutro", "skipSilence", "sourcePath", "speed", "title",
                             "userOrder", "volume"])
         let book = try library.book(id)

@@ -30,7 +30,7 @@ struct SchemaTests {
                           "trigger bookSearch_bookmarkInserted", "trigger bookSearch_bookmarkUpdated", "trigger bookSearch_fileDeleted",
                           "trigger bookSearch_fileInserted", "trigger bookSearch_fileUpdated", "trigger bookSearch_shelfUpdated",
                           "index book_added", "index book_author", "index book_modified", "index book_on_shelfId",
-                          "index book_played", "trigger book_position_file", "index book_progress", "index book_source",
+                          "index book_played", "trigger book_position_file", "index book_progress", "index book_series", "index book_source",
                           "index book_title", "index book_user_order", "trigger bookmark_file", "index bookmark_on_bookId",
                           "index chapter_on_fileId", "index finishedBook_at", "trigger finishedBook_marked",
                           "index listeningSession_book", "index listeningSession_started", "index shelf_name",
@@ -56,7 +56,8 @@ struct SchemaTests {
                                                                                   "v16: skip silence",
                                                                                   "v17: an import's new books make their search rows once",
                                                                                   "v18: an import makes its books' search rows in one pass",
-                                                                                  "v19: a stop's place kept"])
+                                                                                  "v19: a stop's place kept",
+                                                                                  "v20: series"])
         #expect(try await sqlite3(t.path, "PRAGMA journal_mode") == ["wal"])
     }
 
@@ -126,7 +127,7 @@ struct SchemaTests {
         #expect(second > bookId)
         #expect(try library.bookCount() == 2)
         // Each migration ran once.
-        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["19"]) }
+        if let migrations = try await sqlite3(path, "SELECT count(*) FROM grdb_migrations") { #expect(migrations == ["20"]) }
     }
 
     @Test("A file migrated by a newer version (an unknown later migration) still opens, with its data")

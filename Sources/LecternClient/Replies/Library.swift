@@ -97,6 +97,9 @@ public struct BookDetails: ReplyDecodable {
     /// Seconds of a pause kept whole, and the share of the rest removed.
     public var silenceThreshold: Double
     public var silenceAmount: Double
+    /// Its series and its part in it; nil when none.
+    public var series: String?
+    public var seriesPart: String?
     public var files: [BookFile]
     /// The book as lecternd gave it, every key: what `--json` prints.
     public var reply: DBusValue
@@ -115,6 +118,8 @@ public struct BookDetails: ReplyDecodable {
         skipSilence = try reader.read("skip_silence") ?? false
         silenceThreshold = try reader.read("silence_threshold") ?? 0.5
         silenceAmount = try reader.read("silence_amount") ?? 0.75
+        series = try reader.read("series").flatMap { (name: String) in name.isEmpty ? nil : name }
+        seriesPart = try reader.read("series_part").flatMap { (part: String) in part.isEmpty ? nil : part }
         files = try reader.dictionaries("file_list") ?? []
         reply = reader.reply
     }
@@ -171,6 +176,17 @@ public struct BookGroup: ReplyDecodable {
     }
 }
 
+/// A series (ListSeries), and how many books it has.
+public struct Series: ReplyDecodable {
+    public var name: String
+    public var books: UInt32
+
+    public init(_ reader: inout ReplyReader) throws {
+        name = try reader.value("name")
+        books = try reader.value("books")
+    }
+}
+
 /// ImportProgress: `done` of `total` files read.
 public struct ImportProgress: Sendable {
     public var job: UInt32
@@ -214,6 +230,7 @@ public struct Library1: Sendable {
     public let search = Decoding<BooksPage>(.reply(.library, method: "Search"), what: "lists books", readBooksPage)
     public let book = Decoding<BookDetails>(.reply(.library, method: "GetBook")) { try $0.value("book", of: BookDetails.self) }
     public let groups = Decoding<[BookGroup]>(.reply(.library, method: "Group")) { try $0.structs("groups") ?? [] }
+    public let series = Decoding<[Series]>(.reply(.library, method: "ListSeries")) { try $0.structs("series") ?? [] }
     public let randomBook = Decoding<BookDetails>(.reply(.library, method: "Random")) { try $0.value("found", of: BookDetails.self) }
     public let randomFile = Decoding<BookFile>(.reply(.library, method: "Random")) { try $0.value("found", of: BookFile.self) }
     public let importJob = Decoding<UInt32>.reply(.library, "Import", "job")

@@ -152,6 +152,17 @@ extension LibraryService {
                     self.bookChanged(id)
                     return []
                 },
+                method("SetBookSeries", in: [("id", .int64), ("series", .string), ("part", .string)]) { call in
+                    let (id, series, part) = try call.arguments(Int64.self, String.self, String.self)
+                    try await self.writer.write { try $0.setSeries(of: id, series, part: part) }
+                    self.bookChanged(id)
+                    return []
+                },
+                deferred("ListSeries", out: [("series", .array(.structure([.string, .uint32])))]) { _, library in
+                    [.array(.structure([.string, .uint32]), try library.allSeries().map {
+                        .structure([.string($0.name), .uint32(UInt32(clamping: $0.books))])
+                    })]
+                },
                 method("SetBookFinished", in: [("id", .int64), ("finished", .boolean)]) { call in
                     let (id, finished) = try call.arguments(Int64.self, Bool.self)
                     try await self.writer.write { try $0.setFinished(id, finished) }

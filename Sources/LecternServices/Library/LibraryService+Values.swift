@@ -56,7 +56,9 @@ extension LibraryService {
                     throw LibraryError.invalidArgument("progress is one of \(values), not '\(text)'")
                 }
                 query.progress = progress
-            default: throw LibraryError.invalidArgument("unknown query key '\(key)' (title, author, album, composer, genre, progress)")
+            case "series": query.series = text
+            default:
+                throw LibraryError.invalidArgument("unknown query key '\(key)' (title, author, album, composer, genre, progress, series)")
             }
         }
         return query
@@ -113,13 +115,14 @@ extension LibraryService {
         ]
     }
 
-    /// A book's note, its settings and what is known of its loudness (GetBook's keys beyond a listing's).
+    /// A book's note, its series, its settings and what is known of its loudness (GetBook's keys beyond a listing's).
     static func settings(of book: Book) -> [(key: String, value: DBusValue)] {
         let target = LoudnessMeter.target.withLock { $0 }
         var entries: [(key: String, value: DBusValue)] = [
             ("compress", .boolean(book.compress)), ("loop", .string(spelling(of: book.loop))),
             ("loudness_gain", .double(20 * log10(book.loudnessGain(target: target)))), ("loudness_target", .double(target)),
             ("normalise", .boolean(book.normalise)), ("note", .string(book.note)), ("shuffle", .boolean(book.shuffle)),
+            ("series", .string(book.series ?? "")), ("series_part", .string(book.seriesPart ?? "")),
             ("silence_amount", .double(book.silenceAmount)), ("silence_threshold", .double(book.silenceThreshold)),
             ("skip_intro", .double(book.skipIntro)), ("skip_outro", .double(book.skipOutro)),
             ("skip_silence", .boolean(book.skipSilence)), ("speed", .double(book.speed)), ("volume", .double(book.volume)),

@@ -366,6 +366,8 @@ public final class MPRISService: PlayerObserver {
         if !item.artists.isEmpty { map["xesam:artist"] = .strings(item.artists) }
         if !item.albumArtists.isEmpty { map["xesam:albumArtist"] = .strings(item.albumArtists) }
         if let album = item.album { map["xesam:album"] = .string(album) }
+        if let series = item.series { map["lectern:series"] = .string(series) }
+        if let part = item.seriesPart { map["lectern:seriesPart"] = .string(part) }
         if let genre = item.genre { map["xesam:genre"] = .strings([genre]) }
         if let number = item.discNumber { map["xesam:discNumber"] = .int32(Int32(clamping: number)) }
         if let art = item.artURL { map["mpris:artUrl"] = .string(art.absoluteString) }

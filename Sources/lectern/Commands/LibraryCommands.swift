@@ -157,7 +157,8 @@ struct ShelfCommand: AsyncParsableCommand {
 struct BookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "book", abstract: "List, show and arrange books.",
         discussion: examples("lectern book list", "lectern book show Dune"),
-        subcommands: [List.self, Show.self, Rename.self, Move.self, Finished.self, Unfinished.self, Delete.self, Order.self])
+        subcommands: [List.self, Show.self, Rename.self, Move.self, SeriesOfBook.self, Finished.self, Unfinished.self, Delete.self,
+                      Order.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the books: all of them, or one shelf's.",
@@ -167,7 +168,8 @@ struct BookCommand: AsyncParsableCommand {
         @Option(help: "Only this shelf (id or path).") var shelf: String?
         @Flag(help: "Include the shelves below it.") var recursive = false
         @Flag var progress: ProgressFlag?
-        @Option(help: "title, author, played (recent first), added (recent first), progress (furthest first), modified (recent first) or user.") var sort = "title"
+        @Option(help: "title, author, played (recent first), added (recent first), progress (furthest first), modified (recent first), user or series (in series order).")
+        var sort = "title"
         @Flag(help: "Print JSON.") var json = false
         func run() async throws {
             let client = try await bus.connect()
@@ -190,6 +192,25 @@ struct BookCommand: AsyncParsableCommand {
             let client = try await bus.connect()
             let details = try await client.book(try await client.resolveBook(book))
             print(json ? JSON.encode(JSON.whole(details.reply)) : Format.book(details))
+        }
+    }
+
+    struct SeriesOfBook: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "series",
+            abstract: "Put a book in a series, at a part (\"2\", \"2.5\"), or in none; an import then keeps it.",
+            discussion: examples("lectern book series \"Mort\" Discworld --part 4", "lectern book series 12 --none"))
+        @OptionGroup var bus: BusOptions
+        @Argument(help: "The book (id or title).") var book: String
+        @Argument(help: "The series.") var series: String?
+        @Option(help: "Its part in the series, as written (2, 2.5, 0).") var part: String?
+        @Flag(help: "In no series.") var none = false
+        func validate() throws {
+            guard none != (series != nil) else { throw ValidationError("give a series, or --none") }
+            if none && part != nil { throw ValidationError("--part needs a series") }
+        }
+        func run() async throws {
+            let client = try await bus.connect()
+            try await client.setBookSeries(try await client.resolveBook(book), series ?? "", part: part ?? "")
         }
     }
 
@@ -335,5 +356,43 @@ struct Find: AsyncParsableCommand {
             for book in found.books { print(Format.bookLine(book)) }
             if found.total > found.books.count { print("… and \(found.total - found.books.count) more") }
         }
+    }
+}
+
+struct SeriesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "series",
+        abstract: "List the series, or one series' books in order.",
+        discussion: examples("lectern series", "lectern series Discworld", "lectern series Discworld --json"))
+    @OptionGroup var bus: BusOptions
+    @Argument(help: "A series: its books, in order of their parts.") var name: String?
+    @Flag(help: "Print JSON.") var json = false
+    func run() async throws {
+        let client = try await bus.connect()
+        guard let name else {
+            let series = try await client.allSeries()
+            if json {
+                print(JSON.encode(series.map { ["series": $0.name, "books": Int($0.books)] as [String: Any] }))
+            } else if series.isEmpty {
+                print("no series")
+            } else {
+                for entry in series { print("\(entry.name)  (\(entry.books) book\(entry.books == 1 ? "" : "s"))") }
+            }
+            return
+        }
+        let books = try await client.books(shelf: 0, recursive: true, matching: BookQuery(series: name), order: "series")
+        guard !books.isEmpty else { throw CLIError("no series \"\(name)\"") }
+        var lines: [String] = []
+        var found: [[String: Any]] = []
+        for book in books {
+            let part = try await client.book(book.id).seriesPart
+            if json {
+                var entry = JSON.book(book)
+                entry["series_part"] = part ?? ""
+                found.append(entry)
+            } else {
+                lines.append("\(part.map { "#" + $0 + "  " } ?? "")" + Format.bookLine(book))
+            }
+        }
+        print(json ? JSON.encode(found) : lines.joined(separator: "\n"))
     }
 }

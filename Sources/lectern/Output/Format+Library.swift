@@ -15,9 +15,10 @@ extension Format {
             + (book.missing > 0 ? "  \(book.missing) missing" : "")
     }
 
-    /// `lectern book show`: the book's line, its files (from 1) with their chapters, and its note.
+    /// `lectern book show`: the book's line, its series, its files (from 1) with their chapters, and its note.
     static func book(_ details: BookDetails) -> String {
         var lines = [bookLine(details.book)]
+        if let series = details.series { lines.append("series: \(series)\(details.seriesPart.map { " #" + $0 } ?? "")") }
         for file in details.files {
             let mark = file.state == "missing" ? " (missing)" : ""
             lines.append("  \(file.index + 1). [\(file.id ?? 0)] \(file.title ?? file.path)  \(Clock.format(file.duration))\(mark)")
