@@ -280,10 +280,11 @@ struct TagReader {
 
     /// The tags, without a duration or chapters.
     var mediaInfo: MediaInfo {
-        MediaInfo(title: string("title"), artists: strings("artist"), album: string("album"),
-                  albumArtist: string("album-artist"), genre: string("genre"), trackNumber: number("track-number"),
-                  discNumber: number("album-disc-number"), hasAudio: true,
-                  cover: image("image") ?? image("preview-image"), lyrics: lyrics())
+        let (series, part) = series()
+        return MediaInfo(title: string("title"), artists: strings("artist"), album: string("album"),
+                         albumArtist: string("album-artist"), genre: string("genre"), trackNumber: number("track-number"),
+                         discNumber: number("album-disc-number"), hasAudio: true,
+                         cover: image("image") ?? image("preview-image"), lyrics: lyrics(), series: series, seriesPart: part)
     }
 
     func string(_ tag: String) -> String? {
@@ -316,25 +317,54 @@ struct TagReader {
     /// both come as "private-id3v2-frame"), the "lyrics" tag (MP4's `©lyr`), a `USLT` frame, a Vorbis comment
     /// `LYRICS` or `UNSYNCEDLYRICS` (left as an "extended-comment"). The first that can be read; else why not.
     func lyrics() -> TagLyrics? {
-        let frames = id3Frames()
-        let synced = frames.filter { $0.id == "SYLT" }.compactMap { TagLyrics.id3Frame($0.bytes) }
-        let unsynced = frames.filter { $0.id == "USLT" }.compactMap { TagLyrics.id3Frame($0.bytes) }
+        let frames = id3Frames(["USLT", "SYLT"])
+        let synced = frames.filter { $0.id == "SYLT" }.compactMap { TagLyrics.id3Frame($0) }
+        let unsynced = frames.filter { $0.id == "USLT" }.compactMap { TagLyrics.id3Frame($0) }
         let tagged = string("lyrics").map { TagLyrics.text($0) }
-        let comments = strings("extended-comment").compactMap { comment -> TagLyrics? in
-            guard let equals = comment.firstIndex(of: "=") else { return nil }
-            let key = comment[..<equals].uppercased()
-            guard key == "LYRICS" || key == "UNSYNCEDLYRICS" else { return nil }
-            let text = comment[comment.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
-            return text.isEmpty ? nil : .text(text)
-        }
+        let comments = vorbisComments().filter { $0.key == "LYRICS" || $0.key == "UNSYNCEDLYRICS" }
+            .map { TagLyrics.text($0.value) }
         return TagLyrics.first(synced + [tagged].compactMap { $0 } + unsynced + comments)
     }
 
-    /// The ID3v2 frames GStreamer does not map ("private-id3v2-frame": each frame with its header), those named
-    /// `USLT` or `SYLT`.
-    private func id3Frames() -> [(id: String, bytes: [UInt8])] {
-        var frames: [(id: String, bytes: [UInt8])] = []
+    /// The series and the book's place in it, which GStreamer 1.22 does not map: ID3 `TXXX` frames `SERIES` and
+    /// `SERIES-PART` (or `SERIESPART`), else the movement frames `MVNM` and `MVIN` (all "private-id3v2-frame"); Vorbis
+    /// comments `SERIES` and `SERIES-PART` (or `SERIESPART`), else `MOVEMENTNAME` and `MOVEMENT` (all
+    /// "extended-comment"). See ``MediaInfo/series(from:)``.
+    func series() -> (series: String?, part: String?) {
+        let frames = id3Frames(["TXXX", "MVNM", "MVIN"])
+        let userTexts = frames.compactMap(\.userText).map { (key: $0.description.uppercased(), value: $0.value) }
+        let comments = vorbisComments()
+        func first(_ pairs: [(key: String, value: String)], _ keys: Set<String>) -> String? {
+            pairs.first { keys.contains($0.key) }?.value
+        }
+        return MediaInfo.series(from: [
+            (first(userTexts, ["SERIES"]), first(userTexts, ["SERIES-PART", "SERIESPART"])),
+            (frames.first { $0.id == "MVNM" }?.text, frames.first { $0.id == "MVIN" }?.text.map(movementNumber)),
+            (first(comments, ["SERIES"]), first(comments, ["SERIES-PART", "SERIESPART"])),
+            (first(comments, ["MOVEMENTNAME"]), first(comments, ["MOVEMENT"]).map(movementNumber)),
+        ])
+    }
+
+    /// A movement's number as ID3 writes it, "2" or "2/5": the part before the slash.
+    private func movementNumber(_ text: String) -> String {
+        String(text.prefix { $0 != "/" })
+    }
+
+    /// The Vorbis comments GStreamer does not map ("extended-comment": "KEY=value"), keys in upper case (Vorbis
+    /// comment keys ignore case), values trimmed; those with an empty value left out.
+    private func vorbisComments() -> [(key: String, value: String)] {
+        strings("extended-comment").compactMap { comment in
+            guard let equals = comment.firstIndex(of: "=") else { return nil }
+            let value = comment[comment.index(after: equals)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            return value.isEmpty ? nil : (comment[..<equals].uppercased(), value)
+        }
+    }
+
+    /// The ID3v2 frames GStreamer does not map ("private-id3v2-frame": each frame with its header) named by `ids`,
+    /// from the first tag list that has any.
+    private func id3Frames(_ ids: Set<String>) -> [ID3Frame] {
         for list in lists {
+            var frames: [ID3Frame] = []
             let count = gst_tag_list_get_tag_size(list, "private-id3v2-frame")
             for index in 0..<count {
                 var sample: OpaquePointer?
@@ -344,13 +374,13 @@ struct TagReader {
                 let size = gst_buffer_get_size(buffer)
                 guard size >= 10 else { continue }
                 var bytes = [UInt8](repeating: 0, count: Int(size))
-                guard gst_buffer_extract(buffer, 0, &bytes, size) == size else { continue }
-                let id = String(decoding: bytes[0..<4], as: UTF8.self)
-                if id == "USLT" || id == "SYLT" { frames.append((id, bytes)) }
+                guard gst_buffer_extract(buffer, 0, &bytes, size) == size, let frame = ID3Frame(bytes),
+                      ids.contains(frame.id) else { continue }
+                frames.append(frame)
             }
-            if !frames.isEmpty { break }
+            if !frames.isEmpty { return frames }
         }
-        return frames
+        return []
     }
 
     func image(_ tag: String) -> MediaInfo.CoverImage? {

@@ -60,10 +60,13 @@ public struct MediaInfo: Sendable, Equatable {
     /// The words in the tags (lyrics, a transcript), or why they cannot be used; nil when the tags have none.
     public var lyrics: TagLyrics?
     /// The series the file's book belongs to, as its tags name it (ID3 `TXXX:SERIES` or the movement name `MVNM`, MP4
-    /// `©mvn` or a freeform `SERIES`, Vorbis comment `SERIES`); nil when they don't.
+    /// `©mvn` or a freeform `SERIES`, Vorbis comment `SERIES` or `MOVEMENTNAME`); nil when they don't. The discoverer
+    /// reads ID3 frames and Vorbis comments; of MP4 items GStreamer 1.22 drops the freeform ones and leaves the others
+    /// unread: the media reader reads those with the MP4 module.
     public var series: String?
-    /// The book's place in its series as the tags write it ("2", "2.5", "0"; ID3 `TXXX:SERIES-PART` or `MVIN`, MP4
-    /// `©mvi` or a freeform `SERIES-PART`, Vorbis `SERIES-PART` or `SERIESPART`); nil when they don't say.
+    /// The book's place in its series as the tags write it, trimmed ("2", "2.5", "0", "1-3"; ID3 `TXXX:SERIES-PART`
+    /// or `MVIN`, "2/5" giving "2"; MP4 `©mvi` or a freeform `SERIES-PART`; Vorbis `SERIES-PART`, `SERIESPART` or
+    /// `MOVEMENT`); nil when they don't say. It comes with the series: see ``series(from:)``.
     public var seriesPart: String?
 
     public init(
@@ -86,6 +89,22 @@ public struct MediaInfo: Sendable, Equatable {
         self.lyrics = lyrics
         self.series = series
         self.seriesPart = seriesPart
+    }
+}
+
+extension MediaInfo {
+    /// The series and part of the first of `sources` (in order of precedence: a file's `SERIES` tags, then its
+    /// movement's) that names a series; without a series, the first part any gives. Values trimmed, empty ones nil.
+    ///
+    /// ```swift
+    /// MediaInfo.series(from: [(nil, nil), ("Mistborn", "2")])   // ("Mistborn", "2")
+    /// ```
+    public static func series(from sources: [(series: String?, part: String?)]) -> (series: String?, part: String?) {
+        func trimmed(_ text: String?) -> String? {
+            text.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let found = sources.map { (series: trimmed($0.series), part: trimmed($0.part)) }
+        return found.first { $0.series != nil } ?? (nil, found.lazy.compactMap(\.part).first)
     }
 }
 

@@ -115,8 +115,7 @@ public final class MediaOpener: Sendable {
         if !info.chapters.isEmpty {
             return info.chapters.map { ($0.title, $0.start, $0.end) }
         }
-        guard ["m4b", "m4a", "mp4", "aac"].contains(url.pathExtension.lowercased()),
-              let chapters = try? MP4ChapterReader.chapters(of: url) else { return [] }
+        guard MediaInfo.isMP4(url), let chapters = try? MP4ChapterReader.chapters(of: url) else { return [] }
         return chapters.map { ($0.title, $0.start, $0.end) }
     }
 

@@ -6,10 +6,10 @@ import LecternCore
 import Logging
 import Synchronization
 
-/// Reads media files (GStreamer's discoverer: duration, tags, cover, chapters) in a child process, `lecternd
-/// --media-reader`, as GStreamer scans its plugins in `gst-plugin-scanner`: a file that crashes or hangs a demuxer
-/// costs an error for that file, not the daemon. (The daemon's memory is the same either way: the discoverer loads
-/// the plugins the playbin loads; docs/decisions/media-reader.md.)
+/// Reads media files (GStreamer's discoverer: duration, tags, cover, chapters; the MP4 module: an MP4 file's series)
+/// in a child process, `lecternd --media-reader`, as GStreamer scans its plugins in `gst-plugin-scanner`: a file that
+/// crashes or hangs a demuxer costs an error for that file, not the daemon. (The daemon's memory is the same either
+/// way: the discoverer loads the plugins the playbin loads; docs/decisions/media-reader.md.)
 ///
 /// One child at a time: started by the first read, kept for the reads that follow (an import reads hundreds of
 /// files), asked to leave after `idleTime` without one or after `readsPerChild` files. A request and its reply are
@@ -125,7 +125,9 @@ public final class MediaReader: Sendable {
         let name = url.isFileURL ? url.path(percentEncoded: false) : url.absoluteString
         let request = MediaReaderWire.Request(uri: url.absoluteString, timeoutMilliseconds: Int64(timeout.seconds * 1000))
         let reply = try exchange(request, about: name, within: timeout + answerGrace) { () throws(MediaError) in
-            .info(try Discoverer.discover(url, timeout: timeout))
+            var info = try Discoverer.discover(url, timeout: timeout)
+            info.readMP4Series(of: url)
+            return .info(info)
         }
         guard case .info(let info) = reply else { throw .failed("\(name): the media reader answered nonsense") }
         return info
@@ -384,6 +386,7 @@ public final class MediaReader: Sendable {
                         ? MP3Probe.read(url.path(percentEncoded: false)) : nil
                     var info: MediaInfo
                     if let probed { info = probed } else { info = try discoverer!.discover(url) }
+                    info.readMP4Series(of: url)
                     // Words longer than any lyrics may be are not sent: the daemon hears why.
                     if case .text(let text) = info.lyrics, text.utf8.count > Lyrics.maximumSize {
                         info.lyrics = .unreadable(LyricsError.tooLarge(text.utf8.count).description)

@@ -42,7 +42,7 @@ enum MediaReaderWire {
 
     /// The first 8 bytes of every request: "LMR" and the protocol's version. A reader that finds another value
     /// exits (status 3) rather than guess.
-    static let requestMagic: Int64 = 0x4C4D_5202
+    static let requestMagic: Int64 = 0x4C4D_5203
 
     static func speaksThisProtocol(_ payload: [UInt8]) -> Bool {
         var reader = Reader(payload)
@@ -100,6 +100,8 @@ enum MediaReaderWire {
             case .text(let text): writer.integer(1); writer.string(text)
             case .unreadable(let why): writer.integer(2); writer.string(why)
             }
+            writer.string(info.series)
+            writer.string(info.seriesPart)
         case .error(let error):
             switch error {
             case .notFound(let message): writer.integer(1); writer.string(message)
@@ -149,10 +151,11 @@ enum MediaReaderWire {
                 guard let words = reader.string(), lyricsKind == 1 || lyricsKind == 2 else { return nil }
                 lyrics = lyricsKind == 1 ? .text(words) : .unreadable(words)
             }
+            guard let series = reader.optionalString(), let seriesPart = reader.optionalString() else { return nil }
             reply = .info(MediaInfo(duration: duration, title: title, artists: artists, album: album,
                                     albumArtist: albumArtist, genre: genre, trackNumber: track >= 0 ? Int(track) : nil,
                                     discNumber: disc >= 0 ? Int(disc) : nil, hasAudio: hasAudio != 0, cover: cover,
-                                    chapters: chapters, lyrics: lyrics))
+                                    chapters: chapters, lyrics: lyrics, series: series, seriesPart: seriesPart))
         case 1...4:
             guard let message = reader.string() else { return nil }
             let cases: [(String) -> MediaError] = [MediaError.notFound, MediaError.unreadable, MediaError.notAudio, MediaError.failed]

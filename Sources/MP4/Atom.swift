@@ -34,6 +34,10 @@ struct FourCC: Hashable, CustomStringConvertible {
     static let stts = FourCC("stts"), stsz = FourCC("stsz"), stsc = FourCC("stsc"), stco = FourCC("stco")
     static let co64 = FourCC("co64"), udta = FourCC("udta"), chpl = FourCC("chpl")
     static let text = FourCC("text"), sbtl = FourCC("sbtl"), subt = FourCC("subt"), soun = FourCC("soun")
+    static let meta = FourCC("meta"), ilst = FourCC("ilst"), data = FourCC("data"), mean = FourCC("mean")
+    static let name = FourCC("name"), freeform = FourCC("----")
+    /// iTunes' `©mvn` (movement name) and `©mvi` (movement number): © is 0xA9, one byte in the file.
+    static let movementName = FourCC(rawValue: 0xA96D_766E), movementNumber = FourCC(rawValue: 0xA96D_7669)
 
     /// Types an MP4 or QuickTime file may begin with.
     static let leading: Set<FourCC> = Set(([
@@ -122,6 +126,24 @@ enum AtomWalker {
             return found == nil
         }
         return found
+    }
+
+    /// The movie atom (`moov`) of an MP4 file.
+    /// - Throws: ``MP4Error/notMP4(_:)`` when the source does not begin with an MP4 atom, ``MP4Error/malformed(_:)``
+    ///   when it has no `moov` (a file truncated before it).
+    static func movie(_ source: some ByteSource, name: String) throws(MP4Error) -> Atom {
+        guard let first = try header(source, at: 0, end: source.size), FourCC.leading.contains(first.type) else {
+            throw .notMP4("\(name) is not an MP4 file (it does not begin with an MP4 atom)")
+        }
+        var movie: Atom?
+        try walk(source, from: 0, to: source.size) { atom in
+            if atom.type == .moov { movie = atom }
+            return movie == nil
+        }
+        guard let movie else {
+            throw .malformed("\(name): no movie atom (moov); the file may be truncated")
+        }
+        return movie
     }
 
     /// The first atom reached by following `path` down from `parent`.

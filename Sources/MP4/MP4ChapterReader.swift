@@ -49,19 +49,7 @@ public enum MP4ChapterReader {
     // MARK: - The movie
 
     static func read(_ source: some ByteSource, name: String) throws(MP4Error) -> MP4ChapterSources {
-        guard let first = try AtomWalker.header(source, at: 0, end: source.size),
-              FourCC.leading.contains(first.type) else {
-            throw .notMP4("\(name) is not an MP4 file (it does not begin with an MP4 atom)")
-        }
-        var movie: Atom?
-        try AtomWalker.walk(source, from: 0, to: source.size) { atom in
-            if atom.type == .moov { movie = atom }
-            return movie == nil
-        }
-        guard let movie else {
-            throw .malformed("\(name): no movie atom (moov); the file may be truncated")
-        }
-
+        let movie = try AtomWalker.movie(source, name: name)
         var header: MediaHeader?
         var tracks: [Track] = []
         var userData: Atom?

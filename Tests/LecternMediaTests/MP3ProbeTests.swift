@@ -100,6 +100,20 @@ import TestSupport
         }
     }
 
+    /// A series (TXXX, MVNM, MVIN: GStreamer 1.22 maps none of them) is read by the probe and after the discoverer
+    /// alike.
+    @Test(arguments: SeriesTags.names(["mp3"]))
+    func theSeriesIsReadAlike(_ name: String) async throws {
+        let tagged = SeriesTags.named(name)
+        let folder = try TemporaryDirectory(prefix: "lectern-mp3probe")
+        defer { folder.remove() }
+        let file = try await offThePool { try SeriesTags.file(tagged, in: folder.url) }
+        let probed = try #require(MP3Probe.read(file.path), "the probe left \(name) to the discoverer")
+        #expect(probed.series == tagged.series)
+        #expect(probed.seriesPart == tagged.part)
+        #expect(probed == (try await offThePool { try Discoverer.Reader(timeout: .seconds(10)).discover(file) }))
+    }
+
     /// SYLT pieces that start with a line feed start a line; the others go on the line (syllables), as ID3 says.
     @Test func syllablesMakeLines() {
         var content: [UInt8] = [3] + Array("eng".utf8) + [2, 1, 0]

@@ -219,6 +219,23 @@ struct MediaReaderTests {
         #expect(reader.processID == nil)
     }
 
+    @Test("a book's series and its part come from the child, for every format (an MP4 file's read by the MP4 module)",
+          arguments: SeriesTags.cases.map(\.name))
+    func series(_ name: String) async throws {
+        let tagged = SeriesTags.named(name)
+        let folder = try TemporaryDirectory(prefix: "lectern-reader-series")
+        defer { folder.remove() }
+        let file = try await offThePool { try SeriesTags.file(tagged, in: folder.url) }
+        let reader = reader()
+        let read = try await reader.read(file)
+        #expect(read.series == tagged.series)
+        #expect(read.seriesPart == tagged.part)
+        #expect(reader.processID != nil, "read by the child")
+        await reader.stop()
+        // Read in this process when no child can be started: the same.
+        #expect(try await MediaReader(program: nil, logger: Logger(label: "test")).read(file) == read)
+    }
+
     @Test("messages come back as sent, and a cut, padded or garbled message is refused, never a crash")
     func wire() throws {
         let full = MediaInfo(duration: .nanoseconds(9_985_000_123), title: "Title ü", artists: ["A", "", "B"], album: nil,
@@ -226,9 +243,11 @@ struct MediaReaderTests {
                              cover: MediaInfo.CoverImage(data: Data([0, 1, 2, 255]), mimeType: "image/png"),
                              chapters: [MediaInfo.Chapter(title: "One", start: .zero, end: .seconds(2)),
                                         MediaInfo.Chapter(title: "", start: .seconds(2), end: nil)],
-                             lyrics: .text("[00:01.00]One\nTwo"))
+                             lyrics: .text("[00:01.00]One\nTwo"), series: "Discworld ü", seriesPart: "2.5")
         var unreadable = full
         unreadable.lyrics = .unreadable("a SYLT frame: not UTF-8")
+        unreadable.series = nil  // a part without a series, as a file may have
+        unreadable.seriesPart = "0"
         let empty = MediaInfo(duration: nil, title: nil, artists: [], album: nil, albumArtist: nil, genre: nil,
                               trackNumber: nil, discNumber: nil, hasAudio: false, cover: nil, chapters: [])
         let replies: [MediaReaderWire.Reply] = [.info(full), .info(unreadable), .info(empty), .error(.notFound("a")), .error(.unreadable("")),

@@ -77,6 +77,12 @@ public enum AudioFiles {
                 + " ! vorbisenc ! oggmux", to: url)
     }
 
+    /// Opus in Ogg.
+    public static func opus(_ url: URL, seconds: Double, frequency: Int = 440) throws {
+        try gst("audiotestsrc num-buffers=\(buffers(forSeconds: seconds)) freq=\(frequency) ! audioconvert"
+                + " ! audioresample ! opusenc ! oggmux", to: url)
+    }
+
     /// PCM WAV (S16LE, mono).
     public static func wav(_ url: URL, seconds: Double, frequency: Int = 440) throws {
         try gst("audiotestsrc num-buffers=\(buffers(forSeconds: seconds)) freq=\(frequency) ! audioconvert"
@@ -127,9 +133,10 @@ public enum AudioFiles {
                     "-metadata:s:v", "title=Album cover", "-metadata:s:v", "comment=Cover (front)", output.path])
     }
 
-    // MARK: - Lyrics in tags (python3-mutagen)
+    // MARK: - Lyrics and other tags (python3-mutagen)
 
-    /// Words written into a file's tags with mutagen (Debian's python3-mutagen).
+    /// Tags written into a file with mutagen (Debian's python3-mutagen), as taggers write them: words (lyrics) and
+    /// what a tagger adds beside them (a series).
     public enum TagWords: Sendable {
         /// ID3 `USLT` (ID3v2.4, or 2.3 with `id3v2_3`) in UTF-8.
         case uslt(String, id3v2_3: Bool = false)
@@ -141,6 +148,14 @@ public enum AudioFiles {
         case mp4(String)
         /// An ID3v2.4 frame as given (its content, after the 10-byte header), for what mutagen would not write.
         case id3Frame(String, [UInt8])
+        /// ID3 `TXXX`: a description and a value, in UTF-8 (ID3v2.4) or UTF-16 (2.3).
+        case id3UserText(String, String, id3v2_3: Bool = false)
+        /// An ID3 text frame (`MVNM`, `MVIN`), as `id3UserText`.
+        case id3Text(String, String, id3v2_3: Bool = false)
+        /// An MP4 text item by mutagen's key: "©mvn", or "----:com.apple.iTunes:SERIES" for a freeform item.
+        case mp4Text(String, String)
+        /// An MP4 number item ("©mvi").
+        case mp4Number(String, Int)
     }
 
     /// Adds `words` to the tags of `url`.
@@ -148,15 +163,18 @@ public enum AudioFiles {
         let script = #"""
             import sys, json
             from mutagen import File
-            from mutagen.id3 import ID3, USLT, SYLT, Encoding
-            from mutagen.mp4 import MP4
+            from mutagen.id3 import ID3, USLT, SYLT, TXXX, Frames, Encoding
+            from mutagen.mp4 import MP4, MP4FreeForm
             path, kind, value, version = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
-            if kind in ("uslt", "sylt", "raw"):
+            if kind in ("uslt", "sylt", "raw", "txxx", "text"):
                 try: tags = ID3(path)
                 except Exception: tags = ID3()
                 if kind == "uslt": tags.add(USLT(encoding=Encoding.UTF8, lang="eng", desc="", text=value))
                 elif kind == "sylt": tags.add(SYLT(encoding=Encoding.UTF16, lang="eng", format=2, type=1, desc="",
                                                    text=[(text, ms) for ms, text in value]))
+                text_encoding = Encoding.UTF8 if version == 4 else Encoding.UTF16
+                if kind == "txxx": tags.add(TXXX(encoding=text_encoding, desc=value[0], text=value[1]))
+                elif kind == "text": tags.add(Frames[value[0]](encoding=text_encoding, text=value[1]))
                 tags.save(path, v2_version=version)
                 if kind == "raw":
                     frame_id, content = value[0], bytes(value[1])
@@ -170,7 +188,8 @@ public enum AudioFiles {
                     body = data[10:end] + frame
                     open(path, "wb").write(data[:5] + b"\0" + syncsafe(len(body)) + body + data[10 + size:])
             elif kind == "mp4":
-                tags = MP4(path); tags["\xa9lyr"] = value; tags.save()
+                key, item = value
+                tags = MP4(path); tags[key] = [MP4FreeForm(item.encode()) if key.startswith("----:") else item]; tags.save()
             else:
                 tags = File(path); tags[value[0]] = value[1]; tags.save()
             """#
@@ -179,8 +198,12 @@ public enum AudioFiles {
         case .uslt(let text, let v3): (kind, value, version) = ("uslt", text, v3 ? 3 : 4)
         case .sylt(let pieces, let v3): (kind, value, version) = ("sylt", pieces.map { [$0.milliseconds, $0.text] as [Any] }, v3 ? 3 : 4)
         case .vorbisComment(let key, let text): (kind, value, version) = ("comment", [key, text], 4)
-        case .mp4(let text): (kind, value, version) = ("mp4", text, 4)
+        case .mp4(let text): (kind, value, version) = ("mp4", ["\u{A9}lyr", text], 4)
         case .id3Frame(let id, let content): (kind, value, version) = ("raw", [id, content.map(Int.init)] as [Any], 4)
+        case .id3UserText(let description, let text, let v3): (kind, value, version) = ("txxx", [description, text], v3 ? 3 : 4)
+        case .id3Text(let id, let text, let v3): (kind, value, version) = ("text", [id, text], v3 ? 3 : 4)
+        case .mp4Text(let key, let text): (kind, value, version) = ("mp4", [key, text], 4)
+        case .mp4Number(let key, let number): (kind, value, version) = ("mp4", [key, number] as [Any], 4)
         }
         // In a file: words of megabytes are more than an argument may hold.
         let json = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).words.json")
