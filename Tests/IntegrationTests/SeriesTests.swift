@@ -6,6 +6,24 @@ import TestSupport
 extension Integration.Library {
     /// Series in their order: named by the folders' layout, set by hand, listed, searched, shown, played on.
     @Suite struct Series {
+        /// A file whose tags name its series (ID3 TXXX, an M4B's movement atoms), opened: its book is in that series.
+        @Test(arguments: ["ID3 TXXX", "MP4 movement"])
+        func theTagsNameTheSeriesOfTheBookOpened(_ name: String) async throws {
+            let folder = try TemporaryDirectory(prefix: "lectern-series-tags")
+            defer { folder.remove() }
+            let tagged = SeriesTags.named(name)
+            let file = try await offThePool { try SeriesTags.file(tagged, in: folder.url) }
+            try await DaemonFixture.with { d in
+                try await d.openURI(file)
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                let book = try #require(try await d.allBooks().first?["id"]?.int64)
+                let details = try await d.getBook(book)
+                #expect(details["series"] == .string(tagged.series ?? "") && details["series_part"] == .string(tagged.part ?? ""),
+                        "\(details)")
+                #expect(try await d.metadata()["lectern:series"] == tagged.series.map(DBusValue.string))
+            }
+        }
+
         @Test func aSeriesLaidOutInFoldersIsListedInOrderAndPlaysOn() async throws {
             let root = try TemporaryDirectory(prefix: "lectern-series")
             defer { root.remove() }
