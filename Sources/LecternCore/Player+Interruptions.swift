@@ -11,12 +11,13 @@ extension Player {
     func interruptionBegan() {
         corkRequested = true
         let pausing = interruptions == .pause && state.status == .playing
+        // Told first: the event that explains a change of PlaybackStatus comes before it.
+        tell(.interruption(.began(paused: pausing)))
         if pausing {
             pauseNow()
             outputPause = .interrupted
         }
         logger.info("another sound asked for the output", metadata: ["action": "\(pausing ? "paused" : "none")"])
-        tell(.interruption(.began(paused: pausing)))
         if state.status == .playing { playingThroughInterruption() }
     }
 
@@ -29,9 +30,9 @@ extension Player {
         guard corkRequested || outputPause == .interrupted else { return }
         corkRequested = false
         let resuming = outputPause == .interrupted && state.status == .paused
+        tell(.interruption(.ended(resumed: resuming)))
         if resuming { play() }
         logger.info("the other sound gave the output back", metadata: ["action": "\(resuming ? "resumed" : "none")"])
-        tell(.interruption(.ended(resumed: resuming)))
     }
 
     /// The stream plays while the server's cork request stands: the server muted it with the request (PulseAudio's

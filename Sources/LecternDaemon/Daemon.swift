@@ -157,6 +157,7 @@ public enum Daemon {
                 await session.addAutomaticBookmark(.unplug, title: "Output unplugged")
             }
         }
+        toOutputWatcher.deliver(to: outputWatcher)
         LoudnessMeter.target.withLock { $0 = options.loudnessTarget }
         // Loudness is measured by a media reader of its own: a long measurement never holds up opening a file.
         let meter = LoudnessMeter(library: library, writer: writer, reader: MediaReader(program: options.mediaReader, logger: logger),

@@ -40,6 +40,14 @@ extension OutputWatcher {
         public var interruptions: InterruptionMode
     }
 
+    /// What is published (the last route event, the output in use as last settled) and to whom: a ``Mutex``'s, so that
+    /// the player's observer can record an interruption's event at once.
+    struct Published {
+        var observer: (@Sendable (Change) -> Void)?
+        var lastEvent = RouteEvent.initial
+        var currentOutput = ""
+    }
+
     /// One change of the ``Status``; `.routeEvent` is also an announcement (D-Bus: the RouteChanged signal).
     public enum Change: Sendable, Equatable {
         case currentOutput(String)
@@ -51,44 +59,58 @@ extension OutputWatcher {
     }
 
     /// Gives the player its interruption mode, then tells `observer` of every change from now on; returns the status
-    /// to start from. The observer is called on the actor and must not wait.
+    /// to start from. The observer is called on the actor, or on the player's thread for an interruption's event, and
+    /// must not wait.
     public func observe(_ observer: @escaping @Sendable (Change) -> Void) async -> Status {
-        self.observer = observer
+        let lastEvent = published.withLock { published in
+            published.observer = observer
+            return published.lastEvent
+        }
         await player.setInterruptions(interruptions)
         return Status(currentOutput: soundServer.currentOutput, serverConnected: soundServer.connected, lastEvent: lastEvent,
                       policy: policy.mode, resumeWindow: policy.resumeWindow, interruptions: interruptions)
     }
 
+    /// Tells the observer of `change`.
+    nonisolated func announce(_ change: Change) {
+        published.withLock { $0.observer }?(change)
+    }
+
     public func setMode(_ mode: OutputPolicyMode) {
         policy.mode = mode
-        observer?(.policy(mode))
+        announce(.policy(mode))
     }
 
     public func setResumeWindow(_ window: Duration) {
         policy.resumeWindow = window
-        observer?(.resumeWindow(window))
+        announce(.resumeWindow(window))
     }
 
     public func setInterruptions(_ mode: InterruptionMode) async {
         interruptions = mode
         await player.setInterruptions(mode)
-        observer?(.interruptions(mode))
+        announce(.interruptions(mode))
     }
 
     /// Recomputes the output in use and publishes it when it changed.
     func updateCurrentOutput() {
         guard let name = soundServer.settleCurrentOutput() else { return }
-        observer?(.currentOutput(name))
+        published.withLock { $0.currentOutput = name }
+        announce(.currentOutput(name))
     }
 
     func publishServerConnected() {
-        observer?(.serverConnected(soundServer.connected))
+        announce(.serverConnected(soundServer.connected))
     }
 
-    /// Notes a route event as the last one, and announces it.
-    func record(_ kind: RouteEvent.Kind, output: String, port: String = "", action: RouteEvent.Action) {
+    /// Notes a route event as the last one, and announces it; `output` nil: the output in use as last settled.
+    nonisolated func record(_ kind: RouteEvent.Kind, output: String?, port: String = "", action: RouteEvent.Action) {
         let now = Date().timeIntervalSince1970
-        lastEvent = RouteEvent(kind: kind, output: output, port: port, action: action, time: Int64(now * 1_000_000))
-        observer?(.routeEvent(lastEvent))
+        let (event, observer) = published.withLock { published in
+            published.lastEvent = RouteEvent(kind: kind, output: output ?? published.currentOutput, port: port, action: action,
+                                             time: Int64(now * 1_000_000))
+            return (published.lastEvent, published.observer)
+        }
+        observer?(.routeEvent(event))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LecternCore
 import Logging
 import PulseAudio
+import Synchronization
 
 /// Watches the audio outputs and pauses (and later resumes) the player when the one in use goes away; tells its
 /// observer (the daemon publishes it as `org.lectern.Output1`) what it sees and did, with what the player did when another
@@ -41,11 +42,11 @@ public actor OutputWatcher {
     // Internal, not private: OutputWatcher+Changes.swift publishes them (still actor-isolated).
     /// What to do when the output in use goes and comes back; Policy and ResumeWindow set its mode and window.
     var policy: OutputPolicy<ContinuousClock.Instant>
-    /// Told of every change, once ``observe(_:)`` gave it.
-    var observer: (@Sendable (Change) -> Void)?
+    /// What is published, and to whom: set and read from the actor, and from the player's observer when it tells of
+    /// an interruption (``recordInterruption(_:)``), which must be announced before what the player does about it.
+    let published = Mutex(Published())
     /// The sound server as last seen (empty while disconnected).
     var soundServer = SoundServerModel()
-    var lastEvent = RouteEvent.initial
 
     public init(player: Player, mode: OutputPolicyMode = .pauseAndResume, resumeWindow: Duration = .seconds(30 * 60),
                 interruptions: InterruptionMode = .pause, interruptionNews: AsyncStream<InterruptionNews> = AsyncStream { $0.finish() },
@@ -282,17 +283,21 @@ public actor OutputWatcher {
 
     // MARK: - Another sound asking for the output
 
-    /// What the player did about a cork or uncork request, as a route event; when it plays through one, the stream
-    /// is unmuted: PulseAudio's module-role-cork muted it with the request (and unmutes it only when the call ends).
-    private func interrupted(_ news: InterruptionNews) async {
+    /// What the player does about a cork or uncork request, as a route event, recorded and announced at once, on the
+    /// player's own thread, before the player acts on it (it tells first): a client that sees PlaybackStatus change
+    /// has seen the event that explains it.
+    nonisolated func recordInterruption(_ news: InterruptionNews) {
         switch news {
-        case .began(let paused):
-            record(.interrupted, output: soundServer.currentOutput, action: paused ? .paused : .none)
-        case .ended(let resumed):
-            record(.interruptionEnded, output: soundServer.currentOutput, action: resumed ? .resumed : .none)
-        case .playingThrough:
-            await unmuteOurStreams()
+        case .began(let paused): record(.interrupted, output: nil, action: paused ? .paused : .none)
+        case .ended(let resumed): record(.interruptionEnded, output: nil, action: resumed ? .resumed : .none)
+        case .playingThrough: break
         }
+    }
+
+    /// When the player plays through a cork request, the stream is unmuted: PulseAudio's module-role-cork muted it with
+    /// the request (and unmutes it only when the call ends).
+    private func interrupted(_ news: InterruptionNews) async {
+        if case .playingThrough = news { await unmuteOurStreams() }
     }
 
     private func unmuteOurStreams() async {
@@ -308,10 +313,18 @@ public actor OutputWatcher {
     }
 }
 
-/// Hands the player's ``InterruptionNews`` to the output watcher (which publishes them), in order; a
-/// ``PlayerObserver`` that does not wait.
-public struct InterruptionRelay: PlayerObserver {
+/// Hands the player's ``InterruptionNews`` to the output watcher, in order; a ``PlayerObserver`` that does not wait.
+/// The route events (a call began, it ended) are recorded and announced at once (``OutputWatcher/recordInterruption(_:)``),
+/// before the player pauses or resumes; what the watcher itself must do (unmute a stream played through a call) reaches
+/// it through the stream.
+public final class InterruptionRelay: PlayerObserver, Sendable {
     private let continuation: AsyncStream<InterruptionNews>.Continuation
+    /// The watcher, once made (it is made after the player, which holds this relay).
+    private let watcher = Mutex<OutputWatcher?>(nil)
+
+    private init(continuation: AsyncStream<InterruptionNews>.Continuation) {
+        self.continuation = continuation
+    }
 
     /// The relay, for the player's observers, and the stream of news, for the ``OutputWatcher``.
     public static func make() -> (InterruptionRelay, AsyncStream<InterruptionNews>) {
@@ -319,7 +332,12 @@ public struct InterruptionRelay: PlayerObserver {
         return (InterruptionRelay(continuation: continuation), stream)
     }
 
+    /// The watcher the news are for.
+    public func deliver(to watcher: OutputWatcher) { self.watcher.withLock { $0 = watcher } }
+
     public func handle(_ event: PlayerEvent) {
-        if case .interruption(let news) = event { continuation.yield(news) }
+        guard case .interruption(let news) = event else { return }
+        watcher.withLock { $0 }?.recordInterruption(news)
+        continuation.yield(news)
     }
 }

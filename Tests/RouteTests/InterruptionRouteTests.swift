@@ -8,6 +8,21 @@ import TestSupport
 /// it to cork while the call plays, and unmutes it and asks it to uncork after. PipeWire 0.3.65 has no role cork
 /// (pipewire-pulse refuses module-role-cork, and sends no cork requests): PulseAudio only.
 @Suite(.serialized) struct InterruptionRouteTests {
+    /// Whether RouteChanged with `kind` came before PlaybackStatus `status`, both after `mark`: a client that reads
+    /// LastRouteEvent when it sees the status change reads the event that explains it.
+    static func routeEventComesFirst(_ d: RouteDaemon, since mark: Int, _ kind: String, status: String,
+                                     sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let messages = d.signals.all.dropFirst(mark).map(\.message)
+        let route = messages.firstIndex { $0.member == "RouteChanged" && $0.arguments.first?.fields?.first?.string == kind }
+        let change = messages.firstIndex { RouteDaemon.isStatusChange($0, status) }
+        guard let route, let change else {
+            Issue.record("RouteChanged \(kind): \(route.map(String.init) ?? "none"), \(status): \(change.map(String.init) ?? "none")",
+                         sourceLocation: sourceLocation)
+            return false
+        }
+        return route < change
+    }
+
     @Test func aCallPausesAndItsEndResumesWhereItWas() async throws {
         try await withCallDaemon { d in
             try await d.startPlaying()
@@ -21,6 +36,7 @@ import TestSupport
                     "\(interrupted)")
             let routeSignal = await d.signals.wait(since: mark, timeout: .seconds(2)) { $0.member == "RouteChanged" }
             #expect(routeSignal?.message.arguments.first?.fields?.first?.string == "interrupted")
+            #expect(Self.routeEventComesFirst(d, since: mark, "interrupted", status: "Paused"))
             let saved = try await d.position()
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await d.position() == saved, "the position moves while paused")
@@ -33,6 +49,7 @@ import TestSupport
             #expect(resumedAt >= saved - 50_000 && resumedAt <= saved + 1_500_000, "resumed at \(resumedAt) µs, saved \(saved) µs")
             let event = try await d.waitFor(d.lastRouteEvent) { $0.first?.string == "interruption-ended" }
             #expect(event.count == 5 && event[3].string == "resumed", "\(event)")
+            #expect(Self.routeEventComesFirst(d, since: ended, "interruption-ended", status: "Playing"))
             // It really plays again, and is heard: the server unmuted it.
             #expect(try await d.waitFor(d.position) { $0 > resumedAt + 200_000 } > resumedAt + 200_000)
             #expect(try await d.waitFor(d.lecternStreamMuted) { $0 == false } == false)
