@@ -23,15 +23,18 @@ let package = Package(
         .executable(name: "lecternd", targets: ["lecternd"]),
         .executable(name: "lectern", targets: ["lectern"]),
     ],
+    // Pinned to exact versions: an application builds with the versions it was tested with. (Package.resolved, which
+    // would pin the packages these depend on too, is not kept: it names commits, and the package mirror this project
+    // is built from has commits of its own for the same tags.)
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        .package(url: "https://github.com/swiftcsv/SwiftCSV", from: "0.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/swiftcsv/SwiftCSV", exact: "0.10.0"),
         // The configuration file (YAML), environment and flags, with where each value came from.
-        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0", traits: ["YAML"]),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-configuration", exact: "1.4.0", traits: ["YAML"]),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-system", exact: "1.8.1"),
     ],
     targets: [
         // C libraries, as pkg-config finds them.
