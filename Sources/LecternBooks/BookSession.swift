@@ -80,7 +80,7 @@ public actor BookSession {
     public func run() async {
         for await event in events {
             recorder.record(event, book: &book, files: files)
-            if case .finished = event, continuesSeries(), let id = book?.id { await playNextInSeries(after: id) }
+            if case .finished = event, !closed, continuesSeries(), let id = book?.id { await playNextInSeries(after: id) }
         }
     }
 
