@@ -294,6 +294,14 @@ public actor BookSession {
         return book.mountPath.map { Mounts.current().isMounted($0) } ?? true
     }
 
+    /// The series of `id` was set by hand: when it is the current book, its queue says so at once.
+    public func seriesChanged(of id: Int64) async {
+        guard book?.id == id, let changed = try? library.book(id) else { return }
+        book?.series = changed.series
+        book?.seriesPart = changed.seriesPart
+        await player.setSeries(changed.series, part: changed.seriesPart)
+    }
+
     /// Applies new settings of the current book to the player.
     func apply(_ settings: BookSettings) async throws {
         guard var book else { return }

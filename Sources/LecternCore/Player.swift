@@ -238,6 +238,14 @@ public actor Player {
         publish()
     }
 
+    /// The queue's book is now in `series` at `part` (set by hand): every item says so, and Metadata with them.
+    public func setSeries(_ series: String?, part: String?) {
+        guard state.queue.contains(where: { $0.series != series || $0.seriesPart != part }) else { return }
+        for index in state.queue.indices { (state.queue[index].series, state.queue[index].seriesPart) = (series, part) }
+        refreshChapters()
+        publish()
+    }
+
     /// Playing stays playing; paused resumes (a little earlier after a long pause: the smart rewind);
     /// stopped starts the current chapter from its beginning.
     public func play() {

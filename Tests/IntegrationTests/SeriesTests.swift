@@ -70,6 +70,12 @@ extension Integration.Library {
                 #expect(metadata["lectern:series"] == .string("Discworld") && metadata["lectern:seriesPart"] == .string("02"),
                         "\(metadata)")
                 #expect(try await d.getBook(colour)["finished"] == .boolean(true))
+                // Set by hand on the current book: its Metadata says so at once.
+                #expect(try await d.lectern("book", "series", "02 - The Light Fantastic", "Rincewind", "--part", "2").status == 0)
+                let changed = try await d.waitForProperty("Metadata") {
+                    $0.stringKeyedDictionary?["lectern:series"] == .string("Rincewind")
+                }.stringKeyedDictionary
+                #expect(changed?["lectern:series"] == .string("Rincewind") && changed?["lectern:seriesPart"] == .string("2"))
             }
         }
     }

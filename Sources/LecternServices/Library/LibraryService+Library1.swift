@@ -155,6 +155,7 @@ extension LibraryService {
                 method("SetBookSeries", in: [("id", .int64), ("series", .string), ("part", .string)]) { call in
                     let (id, series, part) = try call.arguments(Int64.self, String.self, String.self)
                     try await self.writer.write { try $0.setSeries(of: id, series, part: part) }
+                    await rules.session.seriesChanged(of: id)
                     self.bookChanged(id)
                     return []
                 },
