@@ -89,26 +89,31 @@ extension Integration.Library {
         /// one moment (every book with all its files, the total its books), and once the import is done, all of it.
         @Test func listingsReadWhileAnImportWritesShowWholeBooks() async throws {
             try await DaemonFixture.with { d in
-                let mark = d.signals.mark
-                let reply = try await d.lib("Import", [.string(try await d.libraryMedia.tree.path), .string("")])
-                let job = try #require(reply.first?.int64)
-                func finished() -> Bool {
-                    d.signals.since(mark).contains { $0.member == "ImportFinished" && $0.arguments.first?.int64 == job }
-                }
                 var filesSeen: [Int64: Int64] = [:]
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !finished(), ContinuousClock.now < deadline {
-                    let page = try await d.page("added", offset: 0, limit: 200)
-                    #expect(Int(page.total) == page.books.count)
-                    for book in page.books {
-                        let id = try #require(book["id"]?.int64)
-                        let files = try #require(book["files"]?.int64, "a book listed without its file count")
-                        #expect(files > 0, "a book listed without its files")
-                        filesSeen[id] = files
+                // The books are written in one transaction just before the import ends: a page reads them meanwhile in
+                // most runs. When none did, the books are deleted and imported again (at most three times).
+                for _ in 0..<3 where filesSeen.isEmpty {
+                    for book in try await d.allBooks() { try await d.lib("DeleteBook", [.int64(book["id"]?.int64 ?? 0)]) }
+                    let mark = d.signals.mark
+                    let reply = try await d.lib("Import", [.string(try await d.libraryMedia.tree.path), .string("")])
+                    let job = try #require(reply.first?.int64)
+                    func finished() -> Bool {
+                        d.signals.since(mark).contains { $0.member == "ImportFinished" && $0.arguments.first?.int64 == job }
                     }
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while !finished(), ContinuousClock.now < deadline {
+                        let page = try await d.page("added", offset: 0, limit: 200)
+                        #expect(Int(page.total) == page.books.count)
+                        for book in page.books {
+                            let id = try #require(book["id"]?.int64)
+                            let files = try #require(book["files"]?.int64, "a book listed without its file count")
+                            #expect(files > 0, "a book listed without its files")
+                            filesSeen[id] = files
+                        }
+                    }
+                    #expect(finished())
                 }
-                #expect(finished())
-                #expect(!filesSeen.isEmpty, "no page read a book while the import wrote")
+                #expect(!filesSeen.isEmpty, "no page read a book while the import wrote, in three imports")
                 let after = try await d.page("title", offset: 0, limit: 200)
                 #expect(after.books.compactMap { $0["title"]?.string } == LibraryMedia.treeTitles)
                 for (id, files) in filesSeen {
