@@ -242,7 +242,6 @@ public actor Player {
     public func setSeries(_ series: String?, part: String?) {
         guard state.queue.contains(where: { $0.series != series || $0.seriesPart != part }) else { return }
         for index in state.queue.indices { (state.queue[index].series, state.queue[index].seriesPart) = (series, part) }
-        refreshChapters()
         publish()
     }
 

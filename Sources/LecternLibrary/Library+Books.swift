@@ -215,13 +215,12 @@ extension Library {
     /// none, or none after it is left.
     public func nextInSeries(after book: Int64) throws -> Int64? {
         try read { db in
-            let ordered = try Int64.fetchAll(db, sql: """
-                SELECT b.id FROM book b WHERE b.series = (SELECT series FROM book WHERE id = ?) COLLATE NOCASE
+            let ordered = try Row.fetchAll(db, sql: """
+                SELECT b.id, b.finished FROM book b WHERE b.series = (SELECT series FROM book WHERE id = ?) COLLATE NOCASE
                 ORDER BY \(BookSort.series.orderBy(of: "b"))
-                """, arguments: [book])
-            guard let index = ordered.firstIndex(of: book) else { return nil }
-            for id in ordered[(index + 1)...] where try !Self.existingBook(db, id).finished { return id }
-            return nil
+                """, arguments: [book]).map { (id: $0[0] as Int64, finished: $0[1] as Bool) }
+            guard let index = ordered.firstIndex(where: { $0.id == book }) else { return nil }
+            return ordered[(index + 1)...].first { !$0.finished }?.id
         }
     }
 
