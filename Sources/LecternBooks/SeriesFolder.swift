@@ -23,11 +23,66 @@ enum SeriesFolder {
     }
 
     /// The part a book folder's name begins with ("01 - Title": "01"), as written; nil when it begins with none.
+    ///
+    /// The name is read as `^(?i:(book|vol|volume|part|#)[ ._]*)?(\d{1,3}(?:\.\d+)?)([ ]*[-–—.:)_][ ]*|[ ]+)(\S.*)$` would
+    /// read it (the test checks the two agree), by hand: a regular expression here brings Swift's regex parser and
+    /// compiler into the daemon (0.8 MB of resident code).
     static func part(of name: String) -> String? {
-        let pattern = /^(?i:(book|vol|volume|part|#)[ ._]*)?(\d{1,3}(?:\.\d+)?)([ ]*[-–—.:)_][ ]*|[ ]+)(\S.*)$/
-        guard let match = name.wholeMatch(of: pattern) else { return nil }
-        // A number followed by a space only is a title's ("3 Body Problem"), unless a word before it says it is a part.
-        guard match.output.1 != nil || !match.output.3.allSatisfy({ $0 == " " }) else { return nil }
-        return String(match.output.2)
+        let name = Array(name)
+        // A word before the number says it is a part, whatever follows it.
+        for word in ["book", "vol", "volume", "part", "#"] {
+            guard var at = end(of: word, atTheStartOf: name) else { continue }
+            while at < name.count, " ._".contains(name[at]) { at += 1 }
+            if let (part, _) = numberAndTitle(name, from: at) { return part }
+        }
+        // A number followed by a space only is a title's ("3 Body Problem").
+        guard let (part, spaceOnly) = numberAndTitle(name, from: 0), !spaceOnly else { return nil }
+        return part
+    }
+
+    /// Where `word` ends when `name` begins with it, in any case.
+    private static func end(of word: String, atTheStartOf name: [Character]) -> Int? {
+        let word = Array(word)
+        guard name.count >= word.count,
+              zip(name, word).allSatisfy({ $0.lowercased() == String($1) }) else { return nil }
+        return word.count
+    }
+
+    /// The number (one to three digits, then a fraction if any) at `start`, and whether only spaces separate it from
+    /// the title after it; nil when no number and title follow. A fraction is taken first, as the pattern does.
+    private static func numberAndTitle(_ name: [Character], from start: Int) -> (part: String, spaceOnly: Bool)? {
+        var at = start
+        while at < name.count, isDigit(name[at]) { at += 1 }
+        // A fourth digit is no separator: nothing else matches.
+        guard (1...3).contains(at - start) else { return nil }
+        if at + 1 < name.count, name[at] == ".", isDigit(name[at + 1]) {
+            var end = at + 1
+            while end < name.count, isDigit(name[end]) { end += 1 }
+            if let spaceOnly = separatorAndTitle(name, from: end) { return (String(name[start..<end]), spaceOnly) }
+        }
+        guard let spaceOnly = separatorAndTitle(name, from: at) else { return nil }
+        return (String(name[start..<at]), spaceOnly)
+    }
+
+    /// After a number: a separator with spaces around it, or spaces alone, then a title (true: spaces alone); nil when
+    /// neither is there.
+    private static func separatorAndTitle(_ name: [Character], from start: Int) -> Bool? {
+        var at = start
+        while at < name.count, name[at] == " " { at += 1 }
+        if at < name.count, "-–—.:)_".contains(name[at]) {
+            var title = at + 1
+            while title < name.count, name[title] == " " { title += 1 }
+            if isTitle(name, from: title) { return false }
+        }
+        return at > start && isTitle(name, from: at) ? true : nil
+    }
+
+    /// A title: something that is not a space first, and no line break.
+    private static func isTitle(_ name: [Character], from start: Int) -> Bool {
+        start < name.count && !name[start].isWhitespace && !name[start...].contains(where: \.isNewline)
+    }
+
+    private static func isDigit(_ character: Character) -> Bool {
+        character.unicodeScalars.count == 1 && character.unicodeScalars.first!.properties.generalCategory == .decimalNumber
     }
 }

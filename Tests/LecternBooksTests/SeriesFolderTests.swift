@@ -17,6 +17,35 @@ import Testing
         #expect(SeriesFolder.part(of: name) == nil, "\(name)")
     }
 
+    /// The pattern the layout is read by, as a specification: the scanner agrees with it on every name made of a
+    /// word or none, a number, a separator and a title (the daemon does without Swift's regex engine).
+    @Test func theNameIsReadAsThePatternReadsIt() {
+        let pattern = /^(?i:(book|vol|volume|part|#)[ ._]*)?(\d{1,3}(?:\.\d+)?)([ ]*[-–—.:)_][ ]*|[ ]+)(\S.*)$/
+        func byPattern(_ name: String) -> String? {
+            guard let match = name.wholeMatch(of: pattern),
+                  match.output.1 != nil || !match.output.3.allSatisfy({ $0 == " " }) else { return nil }
+            return String(match.output.2)
+        }
+        var disagreements: [String] = []
+        var parts = 0
+        for word in ["", "Book", "book ", "VOL.", "Volume_", "vol", "Part  ", "#", "Bo"] {
+            for number in ["1", "01", "001", "0001", "2.5", "2.", "3.14", "\u{661}\u{662}", "x", ""] {
+                for separator in [" - ", "-", " – ", ". ", ".", ":", ") ", "_", " ", "  ", "", " -", "- ", " — "] {
+                    for title in ["Title", "", " ", "Ti\ntle", "5 Title", "-x", "é"] {
+                        let name = word + number + separator + title
+                        let expected = byPattern(name)
+                        if expected != nil { parts += 1 }
+                        if SeriesFolder.part(of: name) != expected {
+                            disagreements.append("\(name.debugDescription): \(String(describing: SeriesFolder.part(of: name))), not \(String(describing: expected))")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(20))")
+        #expect(parts > 1000, "the names include parts: \(parts)")
+    }
+
     @Test func theFolderAboveIsTheSeriesUnlessItIsTheImportedOneOrTheRoot() {
         let found = SeriesFolder.series(of: "/books/Pratchett/Discworld/01 - The Colour of Magic", below: "/books")
         #expect(found?.name == "Discworld" && found?.part == "01")
