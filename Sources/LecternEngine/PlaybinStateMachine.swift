@@ -147,6 +147,7 @@ struct PlaybinStateMachine {
             startPosition = max(position, .zero)
             return Effects()
         case .ready:
+            if handedOver { return reload(at: max(position, .zero)) }
             return Effects(calls: [move(to: max(position, .zero), rate: rate)])
         }
     }
@@ -156,7 +157,28 @@ struct PlaybinStateMachine {
         self.rate = rate
         // Before `.ready` the start seek carries the rate.
         guard phase == .ready, let position = seekTarget ?? pipeline.position else { return Effects() }
+        if handedOver { return reload(at: position) }
         return Effects(calls: [move(to: position, rate: rate)])
+    }
+
+    /// Whether the streaming thread has taken the next stream ("about-to-finish") while the current one still plays
+    /// from the sink's queue. Playbin then sends a seek to the next stream's decoder: refused while it starts, else
+    /// obeyed there, so that playing would go on in the next file. A move in the current stream loads it again.
+    private var handedOver: Bool { takenNext != nil || failedNext != nil }
+
+    /// The current stream loaded again at `position`, at the rate, playing if it was; the next stream the handover
+    /// took goes back in the slot (its load ended the handover).
+    private mutating func reload(at position: Duration) -> Effects {
+        guard let url = loadedURL else { return Effects() }
+        let playing = wantsPlaying
+        let taken = takenNext
+        var effects = load(url, at: position)
+        wantsPlaying = playing
+        if nextURL == nil, let taken {
+            nextURL = taken
+            effects.calls.append(.setNext(taken))
+        }
+        return effects
     }
 
     mutating func setNext(_ url: URL?) -> Effects {

@@ -67,6 +67,32 @@ extension Integration.Player {
             }
         }
 
+        /// Paused near a file's end, GStreamer has already taken the next file to follow it without a gap; a move
+        /// back in the file (a seek, a speed change) then plays that file from there, not the next one.
+        @Test(arguments: [false, true])
+        func aMoveBackAfterTheNextFileWasTakenPlaysThisFile(changingTheSpeed: Bool) async throws {
+            try await DaemonFixture.with { d in
+                try await d.openPaused(d.media.book)
+                let first = try #require(try await d.currentURL())
+                try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(2_700_000)])
+                // The rest of the file (0.3 s) is decoded meanwhile, and the next one taken.
+                try await Task.sleep(for: .milliseconds(500))
+                if changingTheSpeed {
+                    try await d.set("Rate", .double(1.5))
+                    try await Task.sleep(for: .milliseconds(300))
+                }
+                try await d.call("SetPosition", [.objectPath(try #require(try await d.trackID())), .int64(500_000)])
+                try await d.call("Play")
+                #expect(try await d.waitForStatus("Playing") == "Playing")
+                try await Task.sleep(for: .milliseconds(600))
+                let url = try await d.currentURL()
+                let position = try await d.position()
+                #expect(url == first && position >= 500_000 && position <= 2_500_000,
+                        "playing \(url ?? "nothing") at \(position) µs, not \(first) from 0.5 s")
+                #expect(try await d.get("Rate") == .double(changingTheSpeed ? 1.5 : 1))
+            }
+        }
+
         @Test func seekPastTheEndMovesToTheNextFile() async throws {
             try await DaemonFixture.with { d in
                 try await d.openPaused(d.media.book)

@@ -129,6 +129,42 @@ struct PlaybinStateMachineTests {
         #expect(advanced.calls == [.seek(.zero, rate: 1.5, purpose: .move(2))])
     }
 
+    @Test("after the next stream was taken, a seek or a rate change loads the current one again there, the next kept")
+    func moveAfterTheHandover() {
+        var machine = Machine()
+        _ = prerolled(&machine, a)
+        _ = machine.play()
+        _ = machine.setNext(b)
+        _ = machine.handle(.streamStart, pipeline: pipeline)  // the loaded stream's own
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        // Playbin would send the seek to b's decoder: a is loaded again at the place, and b goes back in the slot.
+        let seek = machine.seek(to: .seconds(5))
+        #expect(seek.calls == [.load(a, number: 2), .setNext(b)])
+        #expect(machine.position(pipeline: pipeline) == .seconds(5))
+        let reloaded = machine.loadStarted(2)
+        #expect(reloaded)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        #expect(machine.handle(.asyncDone, pipeline: pipeline).calls == [.seek(.seconds(5), rate: 1, purpose: .start(load: 2))])
+        let ready = machine.handle(.asyncDone, pipeline: pipeline)
+        #expect(ready.calls == [.setState(.playing)], "playing, as it was")
+        // a plays on to its end and b follows it without a gap, as before.
+        _ = machine.handle(.streamStart, pipeline: pipeline)
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        // A rate change after the handover: a again, at the place, at the new rate.
+        let rate = machine.setRate(1.5, pipeline: pipeline)
+        #expect(rate.calls == [.load(a, number: 3), .setNext(b)])
+        let reloadedAgain = machine.loadStarted(3)
+        #expect(reloadedAgain)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
+        #expect(machine.handle(.asyncDone, pipeline: pipeline).calls == [.seek(.seconds(1), rate: 1.5, purpose: .start(load: 3))])
+        _ = machine.handle(.asyncDone, pipeline: pipeline)
+        _ = machine.handle(.streamStart, pipeline: pipeline)
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        let advanced = machine.handle(.streamStart, pipeline: pipeline)
+        #expect(advanced.events == [.advanced(b), .durationChanged(.seconds(60))])
+        #expect(advanced.calls == [.seek(.zero, rate: 1.5, purpose: .move(1))])
+    }
+
     @Test("the next stream's failure is reported once, and the current stream is not stopped")
     func nextFails() {
         var machine = Machine()
