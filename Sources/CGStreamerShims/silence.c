@@ -13,12 +13,15 @@
 // soft onset is never cut, and a window that is not silent is never dropped. Pending windows (the lookahead) wait in
 // a GstAdapter; kept windows go out in as few buffers as the input came in.
 //
-// Positions stay in the file's time: buffers keep their timestamps. When output resumes after dropped windows, a new
-// SEGMENT goes first: the upstream segment from the resumed buffer's timestamp on (start and position there, time its
-// stream time) whose base is the running time the first dropped frame had. The sink then plays the kept sound on
-// without a gap while its stream time (what a position query answers) is still the file's. Segments forwarded from
-// upstream after drops (the gapless handover to the next file) have their base moved back by the running time removed
-// since the last flush that reset time, since upstream counts it. Negative rates pass through.
+// Kept buffers go out continuous: within an upstream segment, each goes out earlier by the time dropped before it in
+// that segment, so elements that read timestamps only (an encoder, a muxer, wavenc, which drops TIME segments, and the
+// file sink after it) see no hole. Positions stay in the file's time through segments: when output resumes after
+// dropped windows, a new SEGMENT goes first, the upstream segment from the resumed buffer on with start and position
+// at its new timestamp (where the first dropped frame was), time the file's stream time there, stop earlier as well,
+// and base the running time the first dropped frame had. The sink plays the kept sound on without a gap while its
+// stream time (what a position query answers) is the file's. Segments forwarded from upstream after drops (the
+// gapless handover to the next file) have their base moved back by the running time removed since the last flush that
+// reset time, since upstream counts it. Negative rates pass through.
 //
 // An audio sink that renders ahead into a ring buffer (a pulsesink holds 2 s) takes a segment when it receives it, not
 // when its sound is heard: until then its position query answers the resumed point, up to the removed time ahead of
@@ -59,6 +62,7 @@ typedef struct {
     GstSegment pushed;        // the last segment pushed downstream
     guint32 seqnum;           // the upstream segment's
     GstClockTime shift;       // running time dropped since the last flush that reset time
+    GstClockTime offset;      // timestamp time dropped in the upstream segment: kept buffers go out this much earlier
     GstAdapter *adapter;      // frames not pushed yet: `kept` bytes decided kept, then undecided windows
     gsize kept;
     gboolean silent[LECTERN_SILENCE_LOOKAHEAD + 1];  // the undecided complete windows, oldest first
@@ -161,25 +165,42 @@ static gboolean lectern_silence_push_segment(LecternSilence *self, const GstSegm
     return gst_pad_push_event(self->srcpad, event);
 }
 
-// The drops end where output resumes, at `resume` (a timestamp): the running time removed since the last flush is
-// updated, and a segment from `resume` on is pushed if `splice` (else the caller pushes a new upstream segment).
+// The drops end where output resumes, at `resume` (an upstream timestamp): the running time removed since the last
+// flush and the timestamps' offset are updated, and a segment from `resume` on is pushed if `splice` (else the caller
+// pushes a new upstream segment).
 static void lectern_silence_end_drop(LecternSilence *self, GstClockTime resume, gboolean splice) {
     self->dropping = FALSE;
+    // Where the first dropped frame would have gone out, and its running time: the resumed sound goes on from there.
+    GstClockTime start = self->drop_start - MIN(self->offset, self->drop_start);
     guint64 base = 0;
-    if (gst_segment_to_running_time_full(&self->pushed, GST_FORMAT_TIME, self->drop_start, &base) != 1) return;
+    if (resume < self->drop_start) return;
+    if (gst_segment_to_running_time_full(&self->pushed, GST_FORMAT_TIME, start, &base) != 1) return;
     guint64 upstream = 0;
     if (gst_segment_to_running_time_full(&self->upstream, GST_FORMAT_TIME, resume, &upstream) == 1 && upstream > base) {
         self->shift = upstream - base;
     }
+    self->offset += resume - self->drop_start;
     if (!splice) return;
     GstSegment segment = self->upstream;
-    segment.start = resume;
-    segment.position = resume;
+    segment.start = start;
+    segment.position = start;
+    if (GST_CLOCK_TIME_IS_VALID(segment.stop)) segment.stop -= MIN(self->offset, segment.stop);
     segment.time = gst_segment_to_stream_time(&self->upstream, GST_FORMAT_TIME, resume);
     segment.base = base;
-    GST_LOG_OBJECT(self, "resuming at %" GST_TIME_FORMAT " (stream %" GST_TIME_FORMAT ") at running time %" GST_TIME_FORMAT,
-                   GST_TIME_ARGS(resume), GST_TIME_ARGS(segment.time), GST_TIME_ARGS(base));
+    GST_LOG_OBJECT(self, "resuming at %" GST_TIME_FORMAT ", out at %" GST_TIME_FORMAT " (stream %" GST_TIME_FORMAT
+                   ") at running time %" GST_TIME_FORMAT, GST_TIME_ARGS(resume), GST_TIME_ARGS(start),
+                   GST_TIME_ARGS(segment.time), GST_TIME_ARGS(base));
     lectern_silence_push_segment(self, &segment);
+}
+
+// `buffer` (writable from here on) with its timestamp moved earlier by the time dropped in this segment.
+static GstBuffer *lectern_silence_retime(LecternSilence *self, GstBuffer *buffer) {
+    if (self->offset == 0 || !GST_BUFFER_PTS_IS_VALID(buffer)) return buffer;
+    buffer = gst_buffer_make_writable(buffer);
+    GstClockTime pts = GST_BUFFER_PTS(buffer);
+    GST_BUFFER_PTS(buffer) = pts - MIN(self->offset, pts);
+    GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
+    return buffer;
 }
 
 // Pushes the first `bytes` of the adapter (kept frames), after a segment if windows were dropped before them.
@@ -190,7 +211,7 @@ static GstFlowReturn lectern_silence_push_front(LecternSilence *self, gsize byte
     self->dropping = FALSE;
     GstBuffer *buffer = gst_buffer_make_writable(gst_adapter_take_buffer(self->adapter, bytes));
     gint frame_size = GST_AUDIO_INFO_BPF(&self->info);
-    GST_BUFFER_PTS(buffer) = pts;
+    GST_BUFFER_PTS(buffer) = GST_CLOCK_TIME_IS_VALID(pts) ? pts - MIN(self->offset, pts) : pts;
     GST_BUFFER_DTS(buffer) = GST_CLOCK_TIME_NONE;
     GST_BUFFER_DURATION(buffer) = frame_size > 0
         ? gst_util_uint64_scale_int(bytes / frame_size, GST_SECOND, GST_AUDIO_INFO_RATE(&self->info))
@@ -288,7 +309,7 @@ static GstFlowReturn lectern_silence_chain(GstPad *pad, GstObject *parent, GstBu
         }
         // After drops (turned off meanwhile): the segment that resumes goes first.
         if (self->dropping && GST_BUFFER_PTS_IS_VALID(buffer)) lectern_silence_end_drop(self, GST_BUFFER_PTS(buffer), TRUE);
-        return gst_pad_push(self->srcpad, buffer);
+        return gst_pad_push(self->srcpad, lectern_silence_retime(self, buffer));
     }
     GstMapInfo map;
     gst_buffer_ref(buffer);
@@ -324,6 +345,7 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         lectern_silence_reset_run(self);
         self->dropping = FALSE;
         if (reset_time) self->shift = 0;
+        self->offset = 0;
         lectern_silence_forget_segments(self);
         break;
     }
@@ -334,6 +356,7 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
             lectern_silence_end_drop(self, self->drop_end, FALSE);
         }
         lectern_silence_reset_run(self);
+        self->offset = 0;
         gst_event_copy_segment(event, &self->upstream);
         self->seqnum = gst_event_get_seqnum(event);
         if (self->shift == 0 || self->upstream.format != GST_FORMAT_TIME) {
@@ -376,7 +399,16 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         GstClockTime timestamp = GST_CLOCK_TIME_NONE;
         gst_event_parse_gap(event, &timestamp, NULL);
         if (self->dropping && GST_CLOCK_TIME_IS_VALID(timestamp)) lectern_silence_end_drop(self, timestamp, TRUE);
-        break;
+        if (self->offset == 0 || !GST_CLOCK_TIME_IS_VALID(timestamp)) break;
+        GstClockTime duration = GST_CLOCK_TIME_NONE;
+        gst_event_parse_gap(event, NULL, &duration);
+        GstEvent *gap = gst_event_new_gap(timestamp - MIN(self->offset, timestamp), duration);
+        GstGapFlags flags = 0;
+        gst_event_parse_gap_flags(event, &flags);
+        gst_event_set_gap_flags(gap, flags);
+        gst_event_set_seqnum(gap, gst_event_get_seqnum(event));
+        gst_event_unref(event);
+        return gst_pad_push_event(self->srcpad, gap);
     }
     default:
         // Other serialized events keep their place among the buffers: what is pending goes first.
@@ -394,6 +426,7 @@ static void lectern_silence_reset(LecternSilence *self) {
     gst_segment_init(&self->pushed, GST_FORMAT_UNDEFINED);
     self->seqnum = GST_SEQNUM_INVALID;
     self->shift = 0;
+    self->offset = 0;
     self->window = 1;
     self->dropping = FALSE;
     self->drop_start = self->drop_end = GST_CLOCK_TIME_NONE;

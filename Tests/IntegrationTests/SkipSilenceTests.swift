@@ -10,13 +10,13 @@ extension Integration.Player {
     @Suite struct SkipSilence {
         static let second: Int64 = 1_000_000
 
-        /// The book's folder: two mono WAV files of tone, silence, tone.
-        func book(in folder: TemporaryDirectory) throws -> URL {
+        /// The book's folder: two mono WAV files of a second of tone, 10 s of silence, `lastTone` seconds of tone.
+        func book(in folder: TemporaryDirectory, lastTone: Int = 1) throws -> URL {
             let book = folder.appending("Pauses")
             try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
             let rate = AudioFiles.sampleRate
             let tone = (0..<rate).map { Int16(12_000 * sin(2 * Double.pi * 440 * Double($0) / Double(rate))) }
-            let samples = tone + [Int16](repeating: 0, count: 10 * rate) + tone
+            let samples = tone + [Int16](repeating: 0, count: 10 * rate) + Array([[Int16]](repeating: tone, count: lastTone).joined())
             for part in 1...2 { try AudioFiles.wavData(samples).write(to: book.appendingPathComponent("\(part).wav")) }
             return book
         }
@@ -27,6 +27,93 @@ extension Integration.Player {
             defer { folder.remove() }
             let source = try await offThePool { try book(in: folder) }
             try await DaemonFixture.with { d in try await body(d, try #require(try await d.importOK(source).first)) }
+        }
+
+        /// One reading of MPRIS Position: asked at `asked`, answered at `answered`, in file `file`.
+        struct Reading {
+            let asked: ContinuousClock.Instant
+            let answered: ContinuousClock.Instant
+            let position: Int64
+            let file: Int32
+        }
+
+        @Test("behind an encoder that drops time segments (wavenc, a synced file sink): pauses shortened, in time too")
+        func shortensPausesBehindAnEncoder() async throws {
+            let folder = try TemporaryDirectory(prefix: "lectern-silence-wav")
+            defer { folder.remove() }
+            let source = try await offThePool { try book(in: folder, lastTone: 3) }
+            let output = folder.appending("out.wav")
+            // wavenc drops the upstream segments and sends a BYTES segment of its own: the file sink syncs on the
+            // buffers' timestamps alone.
+            let sink = "audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=44100 ! wavenc"
+                + " ! filesink sync=true location=\(output.path)"
+            try await DaemonFixture.with(daemonArguments: ["--audio-sink", sink]) { d in
+                let id = try #require(try await d.importOK(source).first)
+                try await d.lib("SetBookSettings", [.int64(id), .vardict(["skip_silence": .boolean(true),
+                                                                          "silence_amount": .int32(1)])])
+                try await d.lib("ActivateBook", [.int64(id), .boolean(false)])
+                try await d.waitForStatus("Paused")
+                let mark = d.signals.mark
+                var readings: [Reading] = []
+                /// Reads Position (and the file) every 20 ms until `done` holds of the last reading or `limit` passes.
+                func read(for limit: Duration, until done: (Reading) -> Bool) async throws {
+                    let end = ContinuousClock.now + limit
+                    while ContinuousClock.now < end {
+                        let asked = ContinuousClock.now
+                        let position = try await d.position()
+                        let file = Int32(try await d.listenStatus()["file"]?.int64 ?? -1)
+                        readings.append(Reading(asked: asked, answered: .now, position: position, file: file))
+                        if done(readings[readings.count - 1]) { return }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+
+                // The first file's 10 s pause lasts half a second: its second tone (at 11 s) comes in about 1.5 s,
+                // not after the whole pause.
+                let started = ContinuousClock.now
+                try await d.call("Play")
+                try await read(for: .seconds(20)) { $0.file == 0 && $0.position >= 11_300_000 }
+                let first = ContinuousClock.now - started
+                #expect((readings.last?.position ?? 0) >= 11_300_000 && first < .seconds(7),
+                        "\(first) to reach \(readings.last?.position ?? 0) µs in the first file: the pause was waited out")
+
+                // A jump to the second file plays on, and its pause is shortened too.
+                let jumped = ContinuousClock.now
+                let jump = readings.count
+                try await d.call("Next")
+                try await read(for: .seconds(20)) { $0.file == 1 && $0.position >= 11_300_000 }
+                let second = ContinuousClock.now - jumped
+                #expect(readings.last?.file == 1 && (readings.last?.position ?? 0) >= 11_300_000 && second < .seconds(7),
+                        "\(second) after Next: \(readings.last.map { "file \($0.file) at \($0.position) µs" } ?? "")")
+                #expect(try await d.status() == "Playing")
+                try await d.call("Pause")
+                try await d.waitForStatus("Paused")
+
+                // Position moved only at the Rate, or with a Seeked (one for each pause, in the file's time).
+                let seeked = d.signals.since(mark).filter { $0.seekedPosition != nil }.map { (time: $0.time, position: $0.seekedPosition ?? -1) }
+                #expect(seeked.filter { $0.position > 10_000_000 }.count >= 2, "the pauses told: \(seeked.map(\.position))")
+                var unannounced: [String] = []
+                for (index, (earlier, later)) in zip(readings, readings.dropFirst()).enumerated() where index + 1 != jump {
+                    let told = seeked.contains { $0.time > earlier.asked && $0.time <= later.answered + .milliseconds(1000) }
+                    guard !told, earlier.file == later.file else { continue }
+                    let most = Int64((later.answered - earlier.asked) / .microseconds(1)) + 150_000
+                    let moved = later.position - earlier.position
+                    if moved < 0 || moved > most { unannounced.append("\(earlier.position) → \(later.position) µs in at most \(most / 1000) ms") }
+                }
+                #expect(unannounced.isEmpty, "moves without a Seeked: \(unannounced)\nSeeked: \(seeked.map(\.position))")
+            }
+
+            // What was written since the jump (the file sink starts the file again): the second file's first tone, its
+            // pause no longer than about the threshold, the start of its second tone.
+            let samples = try PCM.samples(ofWAV: try Data(contentsOf: output))
+            var longest = 0, run = 0
+            for sample in samples {
+                run = abs(Int(sample)) < 64 ? run + 1 : 0
+                longest = max(longest, run)
+            }
+            let loud = samples.count { abs(Int($0)) >= 64 }
+            #expect(Double(longest) / 44_100 < 1, "a pause of \(Double(longest) / 44_100) s was written")
+            #expect(Double(loud) / 44_100 > 1.1, "\(Double(loud) / 44_100) s of tone written")
         }
 
         @Test("the settings read back, bad ones are refused; a 10 s pause plays shortened, positions in the file's time")

@@ -1,0 +1,87 @@
+import DBus
+import Foundation
+import Testing
+import TestSupport
+
+/// Skip silence on a real sound server's stream (a pulsesink keeping 2 s), with a second stream attaching as playback
+/// starts (a recorder on the sink's monitor): the pauses are shortened in time, each is told with a Seeked in the
+/// file's time, and Position moves otherwise only at the Rate.
+@Suite(.serialized) struct SkipSilenceRouteTests {
+    static let second: Int64 = 1_000_000
+
+    /// One reading of Position: asked at `asked`, answered at `answered`, in the file `url`.
+    struct Reading {
+        let asked: ContinuousClock.Instant
+        let answered: ContinuousClock.Instant
+        let position: Int64
+        let url: String
+    }
+
+    /// A book of two mono WAV files, each a second of tone, 10 s of silence and a second of tone.
+    static func book(in folder: TemporaryDirectory) throws -> URL {
+        let book = folder.appending("Pauses")
+        try FileManager.default.createDirectory(at: book, withIntermediateDirectories: true)
+        let rate = AudioFiles.sampleRate
+        let tone = (0..<rate).map { Int16(12_000 * sin(2 * Double.pi * 440 * Double($0) / Double(rate))) }
+        let samples = tone + [Int16](repeating: 0, count: 10 * rate) + tone
+        for part in 1...2 { try AudioFiles.wavData(samples).write(to: book.appendingPathComponent("\(part).wav")) }
+        return book
+    }
+
+    @Test(arguments: SoundServerKind.allCases)
+    func shortenedPausesAreToldWhileARecorderAttaches(_ kind: SoundServerKind) async throws {
+        let folder = try TemporaryDirectory(prefix: "lectern-silence-route")
+        defer { folder.remove() }
+        let source = try Self.book(in: folder)
+        try await withRouteDaemon(kind) { d in
+            func library(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+                try await d.call(member, arguments, interface: "org.lectern.Library1", path: RouteDaemon.lecternPath)
+            }
+            let imported = d.signals.count
+            _ = try await library("Import", [.string(source.path), .string("")])
+            let finished = await d.signals.wait(since: imported, timeout: .seconds(60)) { $0.member == "ImportFinished" }
+            let id = try #require(finished?.message.arguments[1].elements?.first?.int64, "no book imported")
+            _ = try await library("SetBookSettings", [.int64(id), .vardict(["skip_silence": .boolean(true),
+                                                                            "silence_amount": .int32(1)])])
+            _ = try await library("ActivateBook", [.int64(id), .boolean(false)])
+            _ = try await d.waitFor(d.status) { $0 == "Paused" }
+
+            let mark = d.signals.count
+            let recorder = try Subprocess("parec", ["-d", "headphones.monitor"],
+                                          environment: d.server.environment, stdout: .null, stderr: .null)
+            defer { recorder.kill() }
+            let started = ContinuousClock.now
+            try await d.call("Play")
+            var readings: [Reading] = []
+            while ContinuousClock.now < started + .seconds(25) {
+                let asked = ContinuousClock.now
+                let position = try await d.position()
+                let url = try await d.get("Metadata").stringKeyedDictionary?["xesam:url"]?.string ?? ""
+                readings.append(Reading(asked: asked, answered: .now, position: position, url: url))
+                if url.hasSuffix("2.wav"), position >= 11_300_000 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let took = ContinuousClock.now - started
+            try await d.call("Pause")
+            #expect(readings.last.map { $0.url.hasSuffix("2.wav") && $0.position >= 11_300_000 } == true,
+                    "\(kind): the second file's last tone not reached in \(took): \(readings.last.map { "\($0.url) \($0.position)" } ?? "")")
+            // Both 10 s pauses shortened to half a second: 24 s of book in about 5 s, with the server's start.
+            #expect(took < .seconds(12), "\(kind): \(took) to play through the book")
+
+            let seeked = d.signals.all.dropFirst(mark).filter { $0.message.member == "Seeked" }
+                .map { (time: $0.time, position: $0.message.arguments.first?.int64 ?? -1) }
+            #expect(seeked.count { $0.position > 10 * Self.second } >= 2, "\(kind): a Seeked for each pause: \(seeked.map(\.position))")
+            var unannounced: [String] = []
+            for (earlier, later) in zip(readings, readings.dropFirst()) where earlier.url == later.url {
+                let told = seeked.contains { $0.time > earlier.asked && $0.time <= later.answered + .milliseconds(1000) }
+                guard !told else { continue }
+                let most = Int64((later.answered - earlier.asked) / .microseconds(1)) + 150_000
+                let moved = later.position - earlier.position
+                if moved < 0 || moved > most {
+                    unannounced.append("\(earlier.position) → \(later.position) µs in at most \(most / 1000) ms")
+                }
+            }
+            #expect(unannounced.isEmpty, "\(kind): moves without a Seeked: \(unannounced)\nSeeked: \(seeked.map(\.position))")
+        }
+    }
+}
