@@ -26,15 +26,8 @@ trap cleanup EXIT
 # The user's GStreamer registry (warm, as on a desktop, and as the benchmark keeps it): a fresh one is built in the
 # daemon's heap.
 export GST_REGISTRY="${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}"
-mkdir -p "$work"/{runtime,cache,data,config,state}
-chmod 700 "$work/runtime"
-export XDG_RUNTIME_DIR="$work/runtime" HOME="$work" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data" \
-       XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state"
-if [[ ! -f "$audio" ]]; then
-    mkdir -p "$(dirname "$audio")"
-    gst-launch-1.0 -q audiotestsrc wave=sine num-buffers=26000 ! audio/x-raw,rate=44100,channels=1 ! audioconvert \
-        ! vorbisenc ! oggmux ! filesink location="$audio"
-fi
+lectern_home "$work"
+lectern_bench_audio "$audio"
 audio=$(realpath "$audio")
 
 dbus-daemon --session --nofork --address="unix:path=$work/bus" >/dev/null 2>&1 &

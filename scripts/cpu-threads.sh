@@ -26,15 +26,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lectern-cpu.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; sleep 0.3; rm -rf "$work"; }
 trap cleanup EXIT
-mkdir -p "$work"/{runtime,cache,data,config,state,book}
-chmod 700 "$work/runtime"
-export XDG_RUNTIME_DIR="$work/runtime" HOME="$work" XDG_CACHE_HOME="$work/cache" XDG_DATA_HOME="$work/data" \
-       XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state"
-if [[ ! -f "$audio" ]]; then
-    mkdir -p "$(dirname "$audio")"
-    gst-launch-1.0 -q audiotestsrc wave=sine num-buffers=26000 ! audio/x-raw,rate=44100,channels=1 ! audioconvert \
-        ! vorbisenc ! oggmux ! filesink location="$audio"
-fi
+lectern_home "$work"
+mkdir -p "$work/book"
+lectern_bench_audio "$audio"
 cp "$audio" "$work/book/"
 
 pulseaudio -n --daemonize=no --exit-idle-time=-1 --load="module-null-sink sink_name=null" \
