@@ -172,14 +172,17 @@ public struct Importer: Sendable {
                         }
                         groups.append(group)
                     }
-                    // Their covers looked for beside their files: on a thread for file-system work.
-                    let made = await ThreadPool.fileSystem.run { [groups] in
-                        groups.map { group in
-                            (key: group.key, book: book(from: group, mounts: mounts, coverless: coverless, isPartial: !isDirectory,
-                                                        importedFrom: folder.path))
+                    writing.addTask {
+                        // Their covers looked for beside their files, on a thread for file-system work, while the next
+                        // batch is listed and read.
+                        let made = await ThreadPool.fileSystem.run { [groups] in
+                            groups.map { group in
+                                (key: group.key, book: book(from: group, mounts: mounts, coverless: coverless, isPartial: !isDirectory,
+                                                            importedFrom: folder.path))
+                            }
                         }
+                        return try await write(made, into: shelf)
                     }
-                    writing.addTask { try await write(made, into: shelf) }
                     isWriting = true
                     earlierFolders.formUnion(batch.map(\.path))
                 }

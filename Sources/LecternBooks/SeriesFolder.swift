@@ -28,6 +28,8 @@ enum SeriesFolder {
     /// read it (the test checks the two agree), by hand: a regular expression here brings Swift's regex parser and
     /// compiler into the daemon (0.8 MB of resident code).
     static func part(of name: String) -> String? {
+        // Most names begin with neither a digit nor a word for a part: no need to read them further.
+        guard let first = name.first, isDigit(first) || ["b", "v", "p", "#"].contains(first.lowercased()) else { return nil }
         let name = Array(name)
         // A word before the number says it is a part, whatever follows it.
         for word in ["book", "vol", "volume", "part", "#"] {

@@ -15,12 +15,23 @@ public enum NaturalOrder {
         var ca = i.next(), cb = j.next()
         while let x = ca, let y = cb {
             if isDigit(x) && isDigit(y) {
-                var da = "", db = ""
-                while let c = ca, isDigit(c) { da.unicodeScalars.append(c); ca = i.next() }
-                while let c = cb, isDigit(c) { db.unicodeScalars.append(c); cb = j.next() }
-                let ta = trimZeros(da), tb = trimZeros(db)
-                if ta.count != tb.count { return ta.count < tb.count ? -1 : 1 }
-                if ta != tb { return ta < tb ? -1 : 1 }
+                // By value, without making strings: past their leading zeros, the run with more digits is the larger,
+                // else the first digit that differs says which.
+                while let c = ca, c == "0" { ca = i.next() }
+                while let c = cb, c == "0" { cb = j.next() }
+                var first = 0
+                while true {
+                    let da = ca.flatMap { isDigit($0) ? $0 : nil }, db = cb.flatMap { isDigit($0) ? $0 : nil }
+                    guard let da, let db else {
+                        if da != nil { return 1 }
+                        if db != nil { return -1 }
+                        break
+                    }
+                    if first == 0 && da != db { first = da < db ? -1 : 1 }
+                    ca = i.next()
+                    cb = j.next()
+                }
+                if first != 0 { return first }
                 continue
             }
             if x.isASCII && y.isASCII {
@@ -43,8 +54,4 @@ public enum NaturalOrder {
         c.value >= 65 && c.value <= 90 ? c.value + 32 : c.value
     }
     private static func isDigit(_ c: Unicode.Scalar) -> Bool { c.value >= 48 && c.value <= 57 }
-    private static func trimZeros(_ s: String) -> Substring {
-        let trimmed = s.drop { $0 == "0" }
-        return trimmed.isEmpty ? "0" : trimmed
-    }
 }

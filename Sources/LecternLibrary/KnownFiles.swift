@@ -99,6 +99,8 @@ struct KnownFiles {
     /// row that nothing else took is that row's, so that no two rows end with one path.
     func match(_ files: [ImportedBook.File], to rows: [BookFile]) -> [String: BookFile] {
         var matched: [String: BookFile] = [:]
+        // A new book's files are all new.
+        guard !rows.isEmpty else { return matched }
         var used = Set<Int64>()
         func take(_ file: ImportedBook.File, _ row: BookFile) {
             matched[file.path] = row

@@ -508,10 +508,13 @@ enum Schema {
     }
 
     /// The search rows and progress of the books an import wrote (those of bookDeferred but book 0), made in a few
-    /// statements for them all: what v18's trigger leaves to the import.
+    /// statements for them all: what v18's trigger leaves to the import. The progress of a book with no place that is
+    /// not finished (a new book) is 0 whatever its files, and stored so already (a change of its place or of
+    /// `finished` measures it): only the others are measured again.
     static let remakeDeferred: String = {
         let books = "SELECT bookId FROM bookDeferred WHERE bookId <> 0"
-        return remakeOnce(books) + "\n" + measure(books)
+        let placed = "SELECT id FROM book WHERE id IN (\(books)) AND (finished OR positionFileId IS NOT NULL OR positionOffset <> 0)"
+        return remakeOnce(books) + "\n" + measure(placed)
     }()
 
     /// v17's trigger of a new book: its search row, unless an import makes it (a row of book 0 in `bookDeferred`).

@@ -261,4 +261,26 @@ struct ImportBatchTests {
         #expect(try progress() == 0.125)
         #expect(try Self.drift(path) == [0, 0])
     }
+
+    @Test("Books found again with more files keep how far through they are: not started, at their place, finished")
+    func progressOfBooksFoundAgain() throws {
+        let t = try TestLibrary()
+        func book(_ n: Int, files: Int) -> ImportedBook {
+            ImportedBook(sourcePath: "/again/\(n)", albumKey: "", title: "Again \(n)", author: nil, coverPath: nil,
+                         files: (0..<files).map { track("/again/\(n)/\($0).mp3", duration: 4_000_000) })
+        }
+        let ids = try t.library.importBooks((0..<3).map { book($0, files: 1) }, into: nil).outcomes.map(\.id)
+        let placed = try #require(try t.library.files(of: ids[1]).first?.id)
+        _ = try t.library.savePosition(of: ids[1], file: placed, offset: 1_000_000)
+        try t.library.setFinished(ids[2], true)
+
+        #expect(try t.library.importBooks((0..<3).map { book($0, files: 2) }, into: nil).outcomes.map(\.created) == [false, false, false])
+        func titles(_ progress: LibraryQuery.Progress) throws -> [String] {
+            try t.library.search("", LibraryQuery(progress: progress), offset: 0, limit: 10).books.map(\.title)
+        }
+        #expect(try titles(.notStarted) == ["Again 0"])
+        #expect(try titles(.inProgress) == ["Again 1"])
+        #expect(try titles(.finished) == ["Again 2"])
+        #expect(try t.library.read { db in try Double.fetchAll(db, sql: "SELECT progress FROM book ORDER BY id") } == [0, 0.125, 1])
+    }
 }
