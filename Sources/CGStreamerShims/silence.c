@@ -23,14 +23,17 @@
 // gapless handover to the next file) have their base moved back by the running time removed since the last flush that
 // reset time, since upstream counts it. Negative rates pass through.
 //
-// An audio sink that renders ahead into a ring buffer (a pulsesink holds 2 s) takes a segment when it receives it, not
-// when its sound is heard: until then its position query answers the resumed point, up to the removed time ahead of
-// what is heard (measured: 3.8 s, in the middle of a word). So the element keeps the segments it pushed in this
-// stream, and lectern_gst_silence_position answers, while a later one is still ahead of the pipeline's running time,
-// from the one that holds what is heard.
+// An audio sink that renders ahead into a ring buffer (a pulsesink holds 2 s, playsink's queue before it more) takes a
+// segment and a stream's start when it receives them, not when their sound is heard: until then its position query
+// answers the resumed point, up to the removed time ahead of what is heard (measured: 3.8 s, in the middle of a word),
+// and at the gapless handover the next file's start, up to its buffer early. So the element keeps the segments it
+// pushed, in passthrough too, each with the group id of its stream (they share one running-time line: the next file's
+// bases follow the previous file's, moved back by the time removed), from a flush or a reset on, and
+// lectern_gst_silence_heard tells from them, by the pipeline's running time, the file time and the stream heard.
 #include <gst/gst.h>
 #include <gst/audio/audio.h>
 #include <gst/base/gstadapter.h>
+#include <gst/base/gstbasesink.h>
 #include <math.h>
 #include <string.h>
 
@@ -41,10 +44,16 @@
 #define LECTERN_SILENCE_PERIOD (200 * GST_MSECOND)        // file time: a share of each is kept beyond the threshold
 #define LECTERN_SILENCE_THRESHOLD_MIN 0.1
 #define LECTERN_SILENCE_THRESHOLD_MAX 10.0
-#define LECTERN_SILENCE_SEGMENTS 64                       // segments pushed in this stream, kept for positions
+#define LECTERN_SILENCE_SEGMENTS 256                      // segments pushed ahead of what is heard, kept for positions
 
 GST_DEBUG_CATEGORY_STATIC(lectern_silence_debug);
 #define GST_CAT_DEFAULT lectern_silence_debug
+
+// A segment pushed downstream, and the group id of its stream's start (GST_GROUP_ID_INVALID without one).
+typedef struct {
+    GstSegment segment;
+    guint group;
+} LecternSilenceKept;
 
 typedef struct {
     GstElement parent;
@@ -54,13 +63,15 @@ typedef struct {
     double amount;            // 0 to 1; under the object lock
     double level;             // dBFS; under the object lock
     guint64 removed;          // ns of output time dropped since the element was made; under the object lock
-    GstSegment segments[LECTERN_SILENCE_SEGMENTS];  // the segments pushed in this stream, oldest first; object lock
+    LecternSilenceKept segments[LECTERN_SILENCE_SEGMENTS];  // pushed since the last flush, not yet all heard, oldest
+                              // first; under the object lock
     guint segment_count;      // under the object lock
     // The rest: streaming thread only (and state changes, with the streaming thread stopped).
     GstAudioInfo info;        // from the CAPS event; its rate is 0 before one
     GstSegment upstream;      // the last segment from upstream
     GstSegment pushed;        // the last segment pushed downstream
     guint32 seqnum;           // the upstream segment's
+    guint group;              // the group id of the last stream start, GST_GROUP_ID_INVALID without one
     GstClockTime shift;       // running time dropped since the last flush that reset time
     GstClockTime offset;      // timestamp time dropped in the upstream segment: kept buffers go out this much earlier
     GstAdapter *adapter;      // frames not pushed yet: `kept` bytes decided kept, then undecided windows
@@ -138,7 +149,8 @@ static GstClockTime lectern_silence_front_time(LecternSilence *self) {
     return pts + gst_util_uint64_scale_int(distance / frame_size, GST_SECOND, GST_AUDIO_INFO_RATE(&self->info));
 }
 
-// Notes `segment` as pushed downstream (for lectern_gst_silence_position); the oldest goes when there are too many.
+// Notes `segment` as pushed downstream (for lectern_gst_silence_heard), in the current stream; the oldest goes when
+// there are too many (those heard go at each lectern_gst_silence_heard).
 static void lectern_silence_note_segment(LecternSilence *self, const GstSegment *segment) {
     self->pushed = *segment;
     GST_OBJECT_LOCK(self);
@@ -146,11 +158,13 @@ static void lectern_silence_note_segment(LecternSilence *self, const GstSegment 
         memmove(self->segments, self->segments + 1, sizeof self->segments[0] * (LECTERN_SILENCE_SEGMENTS - 1));
         self->segment_count--;
     }
-    self->segments[self->segment_count++] = *segment;
+    self->segments[self->segment_count].segment = *segment;
+    self->segments[self->segment_count].group = self->group;
+    self->segment_count++;
     GST_OBJECT_UNLOCK(self);
 }
 
-// Forgets the segments pushed: a new stream, or a flush.
+// Forgets the segments pushed: a flush, or a reset.
 static void lectern_silence_forget_segments(LecternSilence *self) {
     GST_OBJECT_LOCK(self);
     self->segment_count = 0;
@@ -385,9 +399,10 @@ static gboolean lectern_silence_sink_event(GstPad *pad, GstObject *parent, GstEv
         break;
     }
     case GST_EVENT_STREAM_START:
+        // The segments pushed before stay: the previous stream's sound may still be ahead of what is heard.
         lectern_silence_drain(self);
         lectern_silence_reset_run(self);
-        lectern_silence_forget_segments(self);
+        if (!gst_event_parse_group_id(event, &self->group)) self->group = GST_GROUP_ID_INVALID;
         break;
     case GST_EVENT_EOS:
         lectern_silence_drain(self);
@@ -425,6 +440,7 @@ static void lectern_silence_reset(LecternSilence *self) {
     gst_segment_init(&self->upstream, GST_FORMAT_UNDEFINED);
     gst_segment_init(&self->pushed, GST_FORMAT_UNDEFINED);
     self->seqnum = GST_SEQNUM_INVALID;
+    self->group = GST_GROUP_ID_INVALID;
     self->shift = 0;
     self->offset = 0;
     self->window = 1;
@@ -528,38 +544,103 @@ static GstClockTime lectern_silence_running_time(GstElement *pipeline) {
     return running;
 }
 
-int64_t lectern_gst_silence_position(void *silence, void *pipeline) {
-    LecternSilence *self = (LecternSilence *)silence;
-    GST_OBJECT_LOCK(self);
-    gboolean spliced = self->segment_count >= 2;
-    GST_OBJECT_UNLOCK(self);
-    // One segment in this stream: the sink's answer holds, no need to ask the clock.
-    if (!spliced) return -1;
-    GstClockTime running = lectern_silence_running_time(GST_ELEMENT(pipeline));
-    if (!GST_CLOCK_TIME_IS_VALID(running)) return -1;
-    gint64 position = -1;
-    GST_OBJECT_LOCK(self);
-    // The segment that holds what is heard now: the last one that starts at or before it, when a later one was
-    // pushed already (otherwise the sink's own answer is right).
-    guint count = self->segment_count;
-    if (count >= 2 && self->segments[count - 1].format == GST_FORMAT_TIME) {
-        gint held = -1;
-        for (gint i = (gint)count - 1; i >= 0; i--) {
-            guint64 start = 0;
-            if (gst_segment_to_running_time_full(&self->segments[i], GST_FORMAT_TIME, self->segments[i].start, &start) == 1
-                && start <= running) {
-                held = i;
-                break;
+// Whether every sink in `bin` (and the bins in it) renders by its segments' running time: synced to the clock, with a
+// TIME segment (or none yet). A sink that is not (sync=false, a file sink behind an encoder's BYTES segment) renders
+// what it gets when it gets it, and its own position is the one to believe.
+static gboolean lectern_silence_sinks_follow_segments(GstBin *bin) {
+    gboolean follow = TRUE;
+    gboolean done = FALSE;
+    GstIterator *sinks = gst_bin_iterate_sinks(bin);
+    GValue item = G_VALUE_INIT;
+    while (!done) {
+        switch (gst_iterator_next(sinks, &item)) {
+        case GST_ITERATOR_OK: {
+            GstElement *element = g_value_get_object(&item);
+            if (GST_IS_BIN(element)) {
+                follow = follow && lectern_silence_sinks_follow_segments(GST_BIN(element));
+            } else if (GST_IS_BASE_SINK(element)) {
+                GstBaseSink *sink = GST_BASE_SINK(element);
+                if (!gst_base_sink_get_sync(sink)) follow = FALSE;
+                GstEvent *event = gst_pad_get_sticky_event(GST_BASE_SINK_PAD(sink), GST_EVENT_SEGMENT, 0);
+                if (event != NULL) {
+                    const GstSegment *segment = NULL;
+                    gst_event_parse_segment(event, &segment);
+                    if (segment->format != GST_FORMAT_TIME) follow = FALSE;
+                    gst_event_unref(event);
+                }
             }
+            g_value_reset(&item);
+            done = !follow;
+            break;
         }
-        if (held >= 0 && (guint)held < count - 1) {
-            const GstSegment *segment = &self->segments[held];
-            guint64 at = gst_segment_position_from_running_time(segment, GST_FORMAT_TIME, running);
-            if (GST_CLOCK_TIME_IS_VALID(at)) position = (gint64)gst_segment_to_stream_time(segment, GST_FORMAT_TIME, at);
+        case GST_ITERATOR_RESYNC:
+            gst_iterator_resync(sinks);
+            follow = TRUE;
+            break;
+        default:
+            done = TRUE;
+            break;
         }
     }
+    g_value_unset(&item);
+    gst_iterator_free(sinks);
+    return follow;
+}
+
+// The running time at which `kept` starts, or GST_CLOCK_TIME_NONE.
+static GstClockTime lectern_silence_kept_start(const LecternSilenceKept *kept) {
+    guint64 start = 0;
+    if (kept->segment.format != GST_FORMAT_TIME
+        || gst_segment_to_running_time_full(&kept->segment, GST_FORMAT_TIME, kept->segment.start, &start) != 1) {
+        return GST_CLOCK_TIME_NONE;
+    }
+    return start;
+}
+
+void lectern_gst_silence_heard(void *silence, void *pipeline, LecternHeard *heard) {
+    LecternSilence *self = (LecternSilence *)silence;
+    heard->position = -1;
+    heard->group = GST_GROUP_ID_INVALID;
+    heard->next_stream = -1;
+    GST_OBJECT_LOCK(self);
+    gboolean kept = self->segment_count > 0;
     GST_OBJECT_UNLOCK(self);
-    return position;
+    if (!kept || !lectern_silence_sinks_follow_segments(GST_BIN(pipeline))) return;
+    GstClockTime running = lectern_silence_running_time(GST_ELEMENT(pipeline));
+    if (!GST_CLOCK_TIME_IS_VALID(running)) return;
+    GST_OBJECT_LOCK(self);
+    // The segment that holds what is heard now: the last one that starts at or before it.
+    guint count = self->segment_count;
+    gint held = -1;
+    for (gint i = (gint)count - 1; i >= 0 && held < 0; i--) {
+        GstClockTime start = lectern_silence_kept_start(&self->segments[i]);
+        if (GST_CLOCK_TIME_IS_VALID(start) && start <= running) held = i;
+    }
+    if (held >= 0) {
+        const LecternSilenceKept *kept_held = &self->segments[held];
+        heard->group = kept_held->group;
+        // With a later segment pushed already, the sink answers from that one: the position is this one's, where it
+        // ends at most (the last sound of a file, heard until the next file's start).
+        if ((guint)held < count - 1) {
+            const GstSegment *segment = &kept_held->segment;
+            guint64 at = 0;
+            if (gst_segment_position_from_running_time_full(segment, GST_FORMAT_TIME, running, &at) == 1) {
+                if (GST_CLOCK_TIME_IS_VALID(segment->stop) && at > segment->stop) at = segment->stop;
+                if (at < segment->start) at = segment->start;
+                heard->position = (gint64)gst_segment_to_stream_time(segment, GST_FORMAT_TIME, at);
+            }
+        }
+        for (guint i = (guint)held + 1; i < count; i++) {
+            if (self->segments[i].group == kept_held->group) continue;
+            GstClockTime start = lectern_silence_kept_start(&self->segments[i]);
+            if (GST_CLOCK_TIME_IS_VALID(start)) heard->next_stream = (gint64)(start - running);
+            break;
+        }
+        // Those before it are heard: gone.
+        memmove(self->segments, self->segments + held, sizeof self->segments[0] * (count - (guint)held));
+        self->segment_count = count - (guint)held;
+    }
+    GST_OBJECT_UNLOCK(self);
 }
 
 bool lectern_gst_register_silence(void) {

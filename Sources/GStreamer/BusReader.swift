@@ -93,7 +93,8 @@ final class BusReader: @unchecked Sendable {
         case bits(GST_MESSAGE_ASYNC_DONE):
             return .asyncDone
         case bits(GST_MESSAGE_STREAM_START):
-            return .streamStart
+            var group: guint = 0
+            return .streamStart(group: gst_message_parse_group_id(message, &group) != 0 ? UInt32(group) : nil)
         case bits(GST_MESSAGE_DURATION_CHANGED):
             return .durationChanged(control.duration)
         case bits(GST_MESSAGE_STATE_CHANGED):

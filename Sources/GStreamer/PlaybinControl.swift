@@ -89,19 +89,47 @@ public final class PlaybinControl: @unchecked Sendable {
         return seek(to: position, rate: rate)
     }
 
-    /// Playback position in the current stream (gst_element_query_position), nil if unknown (e.g. not prerolled).
-    /// While a segment the silence skipper pushed is still ahead of what is heard (an audio sink takes it when it
-    /// receives it, up to its buffer early), the skipper's segments tell the position instead (silence.c).
-    public var position: Duration? {
+    /// What is heard now: the position in its file, and which stream it is.
+    public struct Heard: Sendable, Equatable {
+        /// The position in the file heard, nil if unknown (e.g. not prerolled).
+        public var position: Duration?
+        /// The group id of the stream heard (the one ``PlaybinEvent/streamStart(group:)`` names), nil when it cannot be
+        /// told: nothing played since the last flush, or sinks that do not render by the clock (sync=false, behind an
+        /// encoder), whose taking a stream is when it is heard.
+        public var stream: UInt32?
+        /// How much longer (running time) until the next stream, which the sinks took already, is heard; nil when no
+        /// next stream was taken.
+        public var nextStreamIn: Duration?
+
+        public init(position: Duration?, stream: UInt32? = nil, nextStreamIn: Duration? = nil) {
+            self.position = position
+            self.stream = stream
+            self.nextStreamIn = nextStreamIn
+        }
+    }
+
+    /// Playback position in the current stream (gst_element_query_position), nil if unknown (e.g. not prerolled);
+    /// ``heard``'s position.
+    public var position: Duration? { heard.position }
+
+    /// What is heard now. The position is the sink's answer (gst_element_query_position), except while a segment the
+    /// silence skipper passed on is still ahead of what is heard: an audio sink takes a segment when it receives it,
+    /// up to its buffer early (a splice's resumed point, the next file's start), and the segments that went through
+    /// the skipper, on or off, tell the position and the stream by the pipeline's running time instead (silence.c).
+    public var heard: Heard {
         var nanoseconds: gint64 = 0
         guard gst_element_query_position(element, GST_FORMAT_TIME, &nanoseconds) != 0, nanoseconds >= 0 else {
-            return nil
+            return Heard(position: nil)
         }
+        var heard = Heard(position: .nanoseconds(Int64(nanoseconds)))
         if let silence {
-            let heard = lectern_gst_silence_position(UnsafeMutableRawPointer(silence), UnsafeMutableRawPointer(element))
-            if heard >= 0 { return .nanoseconds(heard) }
+            var told = LecternHeard()
+            lectern_gst_silence_heard(UnsafeMutableRawPointer(silence), UnsafeMutableRawPointer(element), &told)
+            if told.position >= 0 { heard.position = .nanoseconds(told.position) }
+            if told.group != 0 { heard.stream = told.group }
+            if told.next_stream >= 0 { heard.nextStreamIn = .nanoseconds(told.next_stream) }
         }
-        return .nanoseconds(Int64(nanoseconds))
+        return heard
     }
 
     /// Listening time the silence skipper removed since the playbin was built (monotonic): its `removed` property,

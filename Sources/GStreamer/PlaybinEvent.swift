@@ -11,7 +11,10 @@ public enum PlaybinEvent: Sendable, Equatable {
     /// An asynchronous state change or a flushing seek completed (the pipeline prerolled).
     case asyncDone
     /// A new stream started in every sink: the first one after a URI is set, or the next one after a gapless switch.
-    case streamStart
+    /// The sinks take it when they receive it: an audio sink that renders ahead (a pulsesink's buffer) before the
+    /// previous stream's last sound is heard (``PlaybinControl/heard`` tells when it is). `group`: the stream's group
+    /// id (playbin's, one per file), nil without one.
+    case streamStart(group: UInt32?)
     /// The last stream ended and no next URI was set.
     case endOfStream
     /// The duration changed (e.g. MP3 without a Xing header); the value queried right then, nil if still unknown.

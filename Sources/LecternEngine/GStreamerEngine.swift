@@ -107,6 +107,8 @@ private final class EngineCore: PipelineHost {
         var inFlight: (ticket: Int, what: String)?
         var tickets = 0
         var shutDown = false
+        /// Whether a check of what is heard is planned (``watchHeard(generation:)``).
+        var watchingHeard = false
     }
 
     let hangLimit: Duration
@@ -135,8 +137,16 @@ private final class EngineCore: PipelineHost {
 
     var abandonedCount: Int { shared.withLock { $0.abandoned.count } }
 
+    /// The position; the player told first (`.advanced`) when what is heard is the next file, and then nil for this
+    /// once: the player hears of the new file before it reads a position in it.
     var position: Duration? {
-        shared.withLock { shared in shared.machine.position(pipeline: Queries(control: shared.control)) }
+        shared.withLock { shared in
+            let queries = Queries(control: shared.control, heard: shared.control?.heard)
+            guard shared.machine.awaitsNextStream else { return shared.machine.position(pipeline: queries) }
+            let effects = shared.machine.heard(queries.heard, pipeline: queries)
+            carryOut(effects, in: &shared)
+            return effects.events.isEmpty ? shared.machine.position(pipeline: queries) : nil
+        }
     }
 
     /// The current playbin's removed silence, read like the position: through its query handle, from any thread
@@ -158,6 +168,40 @@ private final class EngineCore: PipelineHost {
     private func carryOut(_ effects: PlaybinStateMachine.Effects, in shared: inout Shared) {
         shared.worker?.enqueue(effects.calls)
         for event in effects.events { continuation.yield(event) }
+        if shared.machine.awaitsNextStream, !shared.watchingHeard, let control = shared.control {
+            shared.watchingHeard = true
+            watchHeard(after: Self.heardCheckDelay(control.heard, playing: control.state == .playing),
+                       generation: shared.generation)
+        }
+    }
+
+    /// The longest wait between two checks of what is heard while the next stream is due: a pause, or a pulsesink's
+    /// clock that stood, moves the time it is due.
+    private static let heardCheckLimit = Duration.milliseconds(250)
+
+    /// When to look again at what is heard: as the next stream is due (its start's running time, a millisecond after),
+    /// at most ``heardCheckLimit`` from now; paused, in a second.
+    private static func heardCheckDelay(_ heard: PlaybinControl.Heard, playing: Bool) -> Duration {
+        guard playing else { return .seconds(1) }
+        guard let due = heard.nextStreamIn else { return .milliseconds(40) }
+        return min(max(due + .milliseconds(1), .milliseconds(1)), heardCheckLimit)
+    }
+
+    /// While the next stream's start waits to be heard: looks at what is heard after `delay`, and tells the player of
+    /// the next file once it is (the player's own reads of the position may come later: its tick is half a second).
+    private func watchHeard(after delay: Duration, generation: Int) {
+        let (seconds, attoseconds) = delay.components
+        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        DispatchQueue.global().asyncAfter(deadline: deadline) { [weak self] in
+            guard let self else { return }
+            shared.withLock { shared in
+                shared.watchingHeard = false
+                guard generation == shared.generation, !shared.shutDown, shared.machine.awaitsNextStream,
+                      let control = shared.control else { return }
+                let heard = control.heard
+                carryOut(shared.machine.heard(heard, pipeline: Queries(control: control, heard: heard)), in: &shared)
+            }
+        }
     }
 
     func shutDown() {
@@ -254,11 +298,20 @@ private final class EngineCore: PipelineHost {
     }
 }
 
-/// The current playbin's queries, or none while it is being built.
+/// The current playbin's queries, or none while it is being built; what is heard as read once (`heard`), or read at
+/// each use.
 private struct Queries: PipelineQueries {
     let control: PlaybinControl?
-    var position: Duration? { control?.position }
+    private let read: PlaybinControl.Heard?
+
+    init(control: PlaybinControl?, heard: PlaybinControl.Heard? = nil) {
+        self.control = control
+        self.read = heard
+    }
+
+    var position: Duration? { heard.position }
     var duration: Duration? { control?.duration }
+    var heard: PlaybinControl.Heard { read ?? control?.heard ?? PlaybinControl.Heard(position: nil) }
 }
 
 /// Whether the engine's first playbin is built: awaited by the daemon before the first command, waited for by

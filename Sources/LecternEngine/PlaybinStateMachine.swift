@@ -80,6 +80,10 @@ struct PlaybinStateMachine {
     private var wantsPlaying = false
     /// The URL "about-to-finish" took: the next STREAM_START is that stream.
     private var takenNext: URL?
+    /// The next stream, whose STREAM_START came while the stream before it is still heard (an audio sink takes a
+    /// stream's start up to its buffer ahead of its sound), and the group id of the stream heard then: `.advanced` waits
+    /// until another one is heard (``heard(_:pipeline:)``).
+    private var arriving: (url: URL, heard: UInt32)?
     /// The first STREAM_START after a load is the loaded stream's own.
     private var sawStreamStart = false
     private var lastDuration: Duration?
@@ -110,6 +114,7 @@ struct PlaybinStateMachine {
         wantsPlaying = false
         sawStreamStart = false
         takenNext = nil
+        arriving = nil
         failedNext = nil
         lastDuration = nil
         seekTarget = nil
@@ -134,6 +139,7 @@ struct PlaybinStateMachine {
         phase = .idle
         wantsPlaying = false
         takenNext = nil
+        arriving = nil
         failedNext = nil
         return Effects(calls: [.setState(.null)])
     }
@@ -164,14 +170,18 @@ struct PlaybinStateMachine {
     /// Whether the streaming thread has taken the next stream ("about-to-finish") while the current one still plays
     /// from the sink's queue. Playbin then sends a seek to the next stream's decoder: refused while it starts, else
     /// obeyed there, so that playing would go on in the next file. A move in the current stream loads it again.
-    private var handedOver: Bool { takenNext != nil || failedNext != nil }
+    private var handedOver: Bool { takenNext != nil || arriving != nil || failedNext != nil }
+
+    /// Whether the next stream's start reached the sinks while the stream before it is still heard: ``heard(_:pipeline:)``
+    /// tells the player of it once it is heard.
+    var awaitsNextStream: Bool { arriving != nil }
 
     /// The current stream loaded again at `position`, at the rate, playing if it was; the next stream the handover
     /// took goes back in the slot (its load ended the handover).
     private mutating func reload(at position: Duration) -> Effects {
         guard let url = loadedURL else { return Effects() }
         let playing = wantsPlaying
-        let taken = takenNext
+        let taken = arriving?.url ?? takenNext
         var effects = load(url, at: position)
         wantsPlaying = playing
         if nextURL == nil, let taken {
@@ -196,13 +206,43 @@ struct PlaybinStateMachine {
         return Effects(calls: [.setSound(sound)])
     }
 
-    /// The position in the current stream: the start position while loading, a seek's target until it lands.
+    /// The position in the current stream: the start position while loading, a seek's target until it lands; nil
+    /// while the next stream is heard before ``heard(_:pipeline:)`` told the player.
     func position(pipeline: some PipelineQueries) -> Duration? {
         switch phase {
-        case .idle, .failed: nil
-        case .loading, .seekingToStart: startPosition
-        case .ready: seekTarget ?? pipeline.position
+        case .idle, .failed: return nil
+        case .loading, .seekingToStart: return startPosition
+        case .ready:
+            if let seekTarget { return seekTarget }
+            let heard = pipeline.heard
+            if let arriving, heard.stream != arriving.heard { return nil }
+            return heard.position
         }
+    }
+
+    /// What is heard now (`heard`, the pipeline's): once the stream heard is no longer the one heard when the next
+    /// stream's start reached the sinks, the player is told that it plays the next file (`.advanced`). The engine
+    /// calls it as the next stream is due, and at each position read.
+    mutating func heard(_ heard: PlaybinControl.Heard, pipeline: some PipelineQueries) -> Effects {
+        guard phase == .ready, let arriving, heard.stream != arriving.heard else { return Effects() }
+        self.arriving = nil
+        return advance(to: arriving.url, pipeline: pipeline)
+    }
+
+    /// The player plays `url`, the next file, from its start.
+    private mutating func advance(to url: URL, pipeline: some PipelineQueries) -> Effects {
+        var effects = Effects()
+        loadedURL = url
+        effects.events.append(.advanced(url))
+        if rate != 1 {
+            // A new stream starts at rate 1: re-apply the speed from its start.
+            effects.calls.append(move(to: .zero, rate: rate))
+        }
+        if let duration = pipeline.duration {
+            lastDuration = duration
+            effects.events.append(.durationChanged(duration))
+        }
+        return effects
     }
 
     private mutating func move(to position: Duration, rate: Double) -> Call {
@@ -242,6 +282,7 @@ struct PlaybinStateMachine {
         seekTarget = nil
         seekMarkSeen = true
         takenNext = nil
+        arriving = nil
         failedNext = nil
         switch phase {
         case .loading, .seekingToStart:
@@ -291,28 +332,38 @@ struct PlaybinStateMachine {
                 // setNext changed the slot again after the streaming thread took this one.
                 takenNext = URL(string: uri)
             }
-        case .streamStart where active:
+        case .streamStart(let group) where active:
             guard sawStreamStart else {
                 sawStreamStart = true
                 break
             }
+            if let arriving {
+                // A stream after it started before it was heard (a file shorter than the sink's buffer).
+                self.arriving = nil
+                effects = advance(to: arriving.url, pipeline: pipeline)
+            }
             guard let next = takenNext else { break }
             takenNext = nil
-            effects.events.append(.advanced(next))
-            if rate != 1 {
-                // A new stream starts at rate 1: re-apply the speed from its start.
-                effects.calls.append(move(to: .zero, rate: rate))
+            // At the speed, the seek that applies it to the new stream drops the sound before it: it is heard next.
+            if rate == 1, let group, let heard = pipeline.heard.stream, heard != group {
+                arriving = (next, heard)
+                break
             }
-            if let duration = pipeline.duration {
-                lastDuration = duration
-                effects.events.append(.durationChanged(duration))
-            }
+            let advanced = advance(to: next, pipeline: pipeline)
+            effects.calls += advanced.calls
+            effects.events += advanced.events
+        case .durationChanged where arriving != nil:
+            break  // the next stream's: asked again when it is heard
         case .durationChanged(let duration?) where phase == .ready:
             if duration != lastDuration {
                 lastDuration = duration
                 effects.events.append(.durationChanged(duration))
             }
         case .endOfStream where active:
+            if let arriving {
+                self.arriving = nil
+                effects = advance(to: arriving.url, pipeline: pipeline)
+            }
             effects.events.append(.endOfStream)
         case .requestState(.paused) where active:
             // The sound server asked the stream to cork (pulsesink's request): the player decides, and its pause,
@@ -337,6 +388,7 @@ struct PlaybinStateMachine {
             phase = .failed
             wantsPlaying = false
             takenNext = nil
+            arriving = nil
             failedNext = nil
             effects.calls.append(.setState(.null))
             effects.events.append(fromSink ? .outputFailed(message) : .failed(message))
@@ -386,6 +438,12 @@ struct PlaybinStateMachine {
 protocol PipelineQueries {
     var position: Duration? { get }
     var duration: Duration? { get }
+    /// What is heard; by default the position, in a stream that cannot be told.
+    var heard: PlaybinControl.Heard { get }
+}
+
+extension PipelineQueries {
+    var heard: PlaybinControl.Heard { PlaybinControl.Heard(position: position) }
 }
 
 extension PlaybinControl: PipelineQueries {}

@@ -67,7 +67,7 @@ extension PlaybackTests {
                 seen.append(event)
                 if event == .endOfStream || seen.count > 50 { break }
             }
-            #expect(seen.contains(.streamStart))
+            #expect(seen.contains { if case .streamStart(group: _?) = $0 { true } else { false } })
             #expect(seen.contains(.asyncDone))
             #expect(seen.last == .endOfStream)
             #expect(seen.contains(.aboutToFinish(nextURI: nil)))
@@ -83,11 +83,12 @@ extension PlaybackTests {
             let taken = try await log.waitFor("about-to-finish") { if case .aboutToFinish = $0 { true } else { false } }
             #expect(taken.event == .aboutToFinish(nextURI: next))
             #expect(playbin.nextURI == nil, "taking empties the slot")
-            let second = try await log.waitFor(after: taken.index, "second stream-start") { $0 == .streamStart }
+            let second = try await log.waitFor(after: taken.index, "second stream-start") { if case .streamStart = $0 { true } else { false } }
             #expect(isClose(playbin.duration, to: .seconds(2), within: .milliseconds(50)))
             try await log.waitFor(after: second.index, timeout: .seconds(10), "end") { $0 == .endOfStream }
             // Played back to back: 1.5 s + 2 s of audio took about 3.5 s, not a restart from zero.
-            #expect(log.all.filter { $0 == .streamStart }.count == 2)
+            let groups = log.all.compactMap { if case .streamStart(let group) = $0 { group } else { nil } }
+            #expect(groups.count == 2 && Set(groups).count == 2, "a group id for each file: \(groups)")
         }
 
         @Test("a rate seek plays faster and keeps the position")

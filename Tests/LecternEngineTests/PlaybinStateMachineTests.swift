@@ -11,6 +11,9 @@ struct PlaybinStateMachineTests {
     struct Pipeline: PipelineQueries {
         var position: Duration?
         var duration: Duration?
+        /// The group id of the stream heard; nil: cannot be told.
+        var stream: UInt32?
+        var heard: PlaybinControl.Heard { PlaybinControl.Heard(position: position, stream: stream) }
     }
 
     let a = URL(fileURLWithPath: "/books/a.ogg")
@@ -122,9 +125,9 @@ struct PlaybinStateMachineTests {
         let rate = machine.setRate(1.5, pipeline: pipeline)
         #expect(rate.calls == [.seek(.seconds(1), rate: 1.5, purpose: .move(1))])
         _ = machine.setNext(b)
-        _ = machine.handle(.streamStart, pipeline: pipeline)  // the loaded stream's own
+        _ = machine.handle(.streamStart(group: nil), pipeline: pipeline)  // the loaded stream's own
         _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
-        let advanced = machine.handle(.streamStart, pipeline: pipeline)
+        let advanced = machine.handle(.streamStart(group: nil), pipeline: pipeline)
         #expect(advanced.events == [.advanced(b), .durationChanged(.seconds(60))])
         #expect(advanced.calls == [.seek(.zero, rate: 1.5, purpose: .move(2))])
     }
@@ -135,7 +138,7 @@ struct PlaybinStateMachineTests {
         _ = prerolled(&machine, a)
         _ = machine.play()
         _ = machine.setNext(b)
-        _ = machine.handle(.streamStart, pipeline: pipeline)  // the loaded stream's own
+        _ = machine.handle(.streamStart(group: nil), pipeline: pipeline)  // the loaded stream's own
         _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
         // Playbin would send the seek to b's decoder: a is loaded again at the place, and b goes back in the slot.
         let seek = machine.seek(to: .seconds(5))
@@ -148,7 +151,7 @@ struct PlaybinStateMachineTests {
         let ready = machine.handle(.asyncDone, pipeline: pipeline)
         #expect(ready.calls == [.setState(.playing)], "playing, as it was")
         // a plays on to its end and b follows it without a gap, as before.
-        _ = machine.handle(.streamStart, pipeline: pipeline)
+        _ = machine.handle(.streamStart(group: nil), pipeline: pipeline)
         _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
         // A rate change after the handover: a again, at the place, at the new rate.
         let rate = machine.setRate(1.5, pipeline: pipeline)
@@ -158,11 +161,79 @@ struct PlaybinStateMachineTests {
         _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: pipeline)
         #expect(machine.handle(.asyncDone, pipeline: pipeline).calls == [.seek(.seconds(1), rate: 1.5, purpose: .start(load: 3))])
         _ = machine.handle(.asyncDone, pipeline: pipeline)
-        _ = machine.handle(.streamStart, pipeline: pipeline)
+        _ = machine.handle(.streamStart(group: nil), pipeline: pipeline)
         _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
-        let advanced = machine.handle(.streamStart, pipeline: pipeline)
+        let advanced = machine.handle(.streamStart(group: nil), pipeline: pipeline)
         #expect(advanced.events == [.advanced(b), .durationChanged(.seconds(60))])
         #expect(advanced.calls == [.seek(.zero, rate: 1.5, purpose: .move(1))])
+    }
+
+    /// `a` playing, heard in stream 1, near its end; `b` taken by about-to-finish, and its start (stream 2) taken by the
+    /// sink while a's last seconds are still ahead of what is heard. Returns those effects, and the pipeline.
+    func nextStreamTaken(_ machine: inout Machine) -> (Machine.Effects, Pipeline) {
+        _ = prerolled(&machine, a)
+        _ = machine.play()
+        _ = machine.setNext(b)
+        let playing = Pipeline(position: .seconds(58), duration: .seconds(60), stream: 1)
+        _ = machine.handle(.streamStart(group: 1), pipeline: playing)  // the loaded stream's own
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: playing)
+        return (machine.handle(.streamStart(group: 2), pipeline: playing), playing)
+    }
+
+    @Test("the next stream's start taken ahead of what is heard is told once it is heard, moves meanwhile in the current one")
+    func nextStreamToldWhenHeard() {
+        var machine = Machine()
+        let (taken, before) = nextStreamTaken(&machine)
+        var playing = before
+        #expect(taken == Machine.Effects())
+        #expect(machine.awaitsNextStream)
+        #expect(machine.handle(.durationChanged(.seconds(30)), pipeline: playing) == Machine.Effects(), "b's, not a's")
+        #expect(machine.position(pipeline: playing) == .seconds(58))
+        #expect(machine.heard(playing.heard, pipeline: playing) == Machine.Effects())
+        // b heard: the player is told, once; before, a read of the position in it has none.
+        playing = Pipeline(position: .milliseconds(10), duration: .seconds(30), stream: 2)
+        #expect(machine.position(pipeline: playing) == nil)
+        let heard = machine.heard(playing.heard, pipeline: playing)
+        #expect(heard == Machine.Effects(events: [.advanced(b), .durationChanged(.seconds(30))]))
+        #expect(!machine.awaitsNextStream)
+        #expect(machine.position(pipeline: playing) == .milliseconds(10))
+        #expect(machine.heard(playing.heard, pipeline: playing) == Machine.Effects())
+        // b is the current stream: after the next one is taken, a move loads b again, not a.
+        let c = URL(fileURLWithPath: "/books/c.ogg")
+        _ = machine.setNext(c)
+        _ = machine.handle(.aboutToFinish(nextURI: c.absoluteString), pipeline: playing)
+        #expect(machine.seek(to: .seconds(5)).calls == [.load(b, number: 2), .setNext(c)])
+    }
+
+    @Test("the next stream waiting to be heard: a move loads the current one again, the end tells it first")
+    func nextStreamWaitingToBeHeard() {
+        var machine = Machine()
+        let (_, playing) = nextStreamTaken(&machine)
+        #expect(machine.seek(to: .seconds(5)).calls == [.load(a, number: 2), .setNext(b)], "a, at the place; b back in the slot")
+        #expect(!machine.awaitsNextStream)
+
+        _ = machine.loadStarted(2)
+        _ = machine.handle(.stateChanged(old: .null, new: .ready), pipeline: playing)
+        _ = machine.handle(.asyncDone, pipeline: playing)
+        _ = machine.handle(.asyncDone, pipeline: playing)
+        _ = machine.handle(.streamStart(group: 3), pipeline: playing)
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: playing)
+        _ = machine.handle(.streamStart(group: 4), pipeline: Pipeline(position: .seconds(58), duration: .seconds(60), stream: 3))
+        // The end of the last stream before b was heard: b was heard (shorter than the sink's buffer).
+        let end = machine.handle(.endOfStream, pipeline: playing)
+        #expect(end.events == [.advanced(b), .durationChanged(.seconds(60)), .endOfStream])
+    }
+
+    @Test("sinks that cannot tell what is heard (not synced) take the next stream as it starts")
+    func nextStreamWithoutHeard() {
+        var machine = Machine()
+        _ = prerolled(&machine, a)
+        _ = machine.setNext(b)
+        _ = machine.handle(.streamStart(group: 1), pipeline: pipeline)
+        _ = machine.handle(.aboutToFinish(nextURI: b.absoluteString), pipeline: pipeline)
+        let advanced = machine.handle(.streamStart(group: 2), pipeline: pipeline)
+        #expect(advanced.events == [.advanced(b), .durationChanged(.seconds(60))])
+        #expect(!machine.awaitsNextStream)
     }
 
     @Test("the next stream's failure is reported once, and the current stream is not stopped")

@@ -601,6 +601,46 @@ func withRouteDaemon(_ kind: SoundServerKind, audioSink: String = "pulsesink dev
     await d.finish(sourceLocation: sourceLocation)
 }
 
+extension RouteDaemon {
+    /// Imports the book in `folder`, sets its `settings` (SetBookSettings) if any, and makes it the current one, paused.
+    func activateBook(in folder: URL, settings: [String: DBusValue] = [:]) async throws {
+        func library(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+            try await call(member, arguments, interface: "org.lectern.Library1", path: RouteDaemon.lecternPath)
+        }
+        let imported = signals.count
+        _ = try await library("Import", [.string(folder.path), .string("")])
+        let finished = await signals.wait(since: imported, timeout: .seconds(60)) { $0.member == "ImportFinished" }
+        let id = try #require(finished?.message.arguments[1].elements?.first?.int64, "no book imported")
+        if !settings.isEmpty { _ = try await library("SetBookSettings", [.int64(id), .vardict(settings)]) }
+        _ = try await library("ActivateBook", [.int64(id), .boolean(false)])
+        _ = try await waitFor(status) { $0 == "Paused" }
+    }
+}
+
+/// One reading of Position: asked at `asked`, answered at `answered`, in the file `url` (Metadata's xesam:url).
+struct PositionReading {
+    let asked: ContinuousClock.Instant
+    let answered: ContinuousClock.Instant
+    let position: Int64
+    let url: String
+}
+
+/// The moves of Position between two readings of the same file with no Seeked (received at `seeked`) between them or
+/// within a second after: back, or ahead more than the Rate (1) allows in the longest time that can have passed.
+func movesWithoutSeeked(_ readings: [PositionReading], seeked: [ContinuousClock.Instant]) -> [String] {
+    var unannounced: [String] = []
+    for (earlier, later) in zip(readings, readings.dropFirst()) where earlier.url == later.url {
+        let told = seeked.contains { $0 > earlier.asked && $0 <= later.answered + .milliseconds(1000) }
+        guard !told else { continue }
+        let most = Int64((later.answered - earlier.asked) / .microseconds(1)) + 150_000
+        let moved = later.position - earlier.position
+        if moved < 0 || moved > most {
+            unannounced.append("\(earlier.position) → \(later.position) µs in at most \(most / 1000) ms")
+        }
+    }
+    return unannounced
+}
+
 extension Duration {
     var milliseconds: Double {
         let (s, atto) = components

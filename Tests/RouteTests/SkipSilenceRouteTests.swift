@@ -9,13 +9,7 @@ import TestSupport
 @Suite(.serialized) struct SkipSilenceRouteTests {
     static let second: Int64 = 1_000_000
 
-    /// One reading of Position: asked at `asked`, answered at `answered`, in the file `url`.
-    struct Reading {
-        let asked: ContinuousClock.Instant
-        let answered: ContinuousClock.Instant
-        let position: Int64
-        let url: String
-    }
+    typealias Reading = PositionReading
 
     /// A book of two mono WAV files, each a second of tone, 10 s of silence and a second of tone.
     static func book(in folder: TemporaryDirectory) throws -> URL {
@@ -34,17 +28,7 @@ import TestSupport
         defer { folder.remove() }
         let source = try Self.book(in: folder)
         try await withRouteDaemon(kind) { d in
-            func library(_ member: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
-                try await d.call(member, arguments, interface: "org.lectern.Library1", path: RouteDaemon.lecternPath)
-            }
-            let imported = d.signals.count
-            _ = try await library("Import", [.string(source.path), .string("")])
-            let finished = await d.signals.wait(since: imported, timeout: .seconds(60)) { $0.member == "ImportFinished" }
-            let id = try #require(finished?.message.arguments[1].elements?.first?.int64, "no book imported")
-            _ = try await library("SetBookSettings", [.int64(id), .vardict(["skip_silence": .boolean(true),
-                                                                            "silence_amount": .int32(1)])])
-            _ = try await library("ActivateBook", [.int64(id), .boolean(false)])
-            _ = try await d.waitFor(d.status) { $0 == "Paused" }
+            try await d.activateBook(in: source, settings: ["skip_silence": .boolean(true), "silence_amount": .int32(1)])
 
             let mark = d.signals.count
             let recorder = try Subprocess("parec", ["-d", "headphones.monitor"],
@@ -71,16 +55,7 @@ import TestSupport
             let seeked = d.signals.all.dropFirst(mark).filter { $0.message.member == "Seeked" }
                 .map { (time: $0.time, position: $0.message.arguments.first?.int64 ?? -1) }
             #expect(seeked.count { $0.position > 10 * Self.second } >= 2, "\(kind): a Seeked for each pause: \(seeked.map(\.position))")
-            var unannounced: [String] = []
-            for (earlier, later) in zip(readings, readings.dropFirst()) where earlier.url == later.url {
-                let told = seeked.contains { $0.time > earlier.asked && $0.time <= later.answered + .milliseconds(1000) }
-                guard !told else { continue }
-                let most = Int64((later.answered - earlier.asked) / .microseconds(1)) + 150_000
-                let moved = later.position - earlier.position
-                if moved < 0 || moved > most {
-                    unannounced.append("\(earlier.position) → \(later.position) µs in at most \(most / 1000) ms")
-                }
-            }
+            let unannounced = movesWithoutSeeked(readings, seeked: seeked.map(\.time))
             #expect(unannounced.isEmpty, "\(kind): moves without a Seeked: \(unannounced)\nSeeked: \(seeked.map(\.position))")
         }
     }

@@ -105,10 +105,16 @@ bool lectern_gst_register_gain(void);
 // since the element was made. Positions stay in the file's time (segments, not new timestamps). Registers the element
 // in this process (once, after gst_init); false if it could not be.
 bool lectern_gst_register_silence(void);
-// The position, in the file's time, of what `pipeline` (holding the lecternsilence `silence`) plays now, while a
-// segment the skipper pushed is still ahead of it: an audio sink that renders ahead (a pulsesink's buffer) takes a
-// segment when it receives it, and would answer the resumed point early. -1 when the sink's own answer holds.
-int64_t lectern_gst_silence_position(void *silence, void *pipeline);
+// What `pipeline` (holding the lecternsilence `silence`) plays now, told by the segments that went through the skipper
+// (on or off) since the last flush and the pipeline's running time: an audio sink that renders ahead (a pulsesink's
+// buffer) takes a segment, and the next file's start, when it receives them, and would answer early.
+typedef struct {
+    int64_t position;     // ns of the file's time while a later segment was pushed already; -1: the sink's answer holds
+    uint32_t group;       // the group id of the stream heard (playbin's, one per file); 0 when unknown
+    int64_t next_stream;  // ns of running time until the next stream is heard; -1 when none is ahead
+} LecternHeard;
+// All unknown (-1, 0, -1) when the sinks do not render by running time (not synced, or behind an encoder).
+void lectern_gst_silence_heard(void *silence, void *pipeline, LecternHeard *heard);
 
 // The integrated loudness (EBU R128, gated; LUFS) and the sample peak (linear) of the files `uris` decoded one after
 // another as one programme (loudness.c), within `timeout_microseconds` for them all. Returns 0 (`integrated` is
