@@ -50,6 +50,16 @@ let package = Package(
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"],
                 linkerSettings: [.linkedLibrary("gstbase-1.0"), .linkedLibrary("gstaudio-1.0"), .linkedLibrary("ebur128")]),
 
+        // GLib and GObject: headers and libraries for the C layers that need no more of GLib (GStreamer brings them).
+        .systemLibrary(name: "CGLib", pkgConfig: "gobject-2.0"),
+        // GUPnP (with GSSDP and libsoup 3), opened at run time, on a thread of its own that runs its GLib main context:
+        // the C that runs there. Its headers are named by path: pkg-config would link the libraries.
+        .target(name: "CUPnP", dependencies: ["CGLib"],
+                cSettings: [.unsafeFlags(["-I/usr/include/gupnp-1.6", "-I/usr/include/gssdp-1.6",
+                                          "-I/usr/include/libsoup-3.0", "-I/usr/include/libxml2"])]),
+        // UPnP on the network: media renderers found and followed. Knows no books.
+        .target(name: "UPnP", dependencies: ["CUPnP"]),
+
         // Typed D-Bus over libdbus: values, names, connection, exported objects, client calls. Knows no MPRIS.
         .target(name: "DBus", dependencies: ["CDBus", "Threads"]),
         // PulseAudio's sinks, ports and default sink as Swift events, from libpulse's threaded main loop.
@@ -98,12 +108,12 @@ let package = Package(
         // Configuration1) and the desktop's Application, over the player, the books and the other parts.
         .target(name: "LecternServices", dependencies: [
             "DBus", "LecternBooks", "LecternConfiguration", "LecternCore", "LecternLibrary", "LecternMedia",
-            "LecternSoundServer", "LecternSpeech", .product(name: "Logging", package: "swift-log"),
+            "LecternSoundServer", "LecternSpeech", "UPnP", .product(name: "Logging", package: "swift-log"),
         ]),
         // The daemon: its parts made and wired together, the database's lock, signals, start-up and shutdown.
         .target(name: "LecternDaemon", dependencies: [
             "DBus", "LecternBooks", "LecternConfiguration", "LecternCore", "LecternEngine", "LecternLibrary", "LecternMedia",
-            "LecternServices", "LecternSoundServer", "LecternSpeech", "Threads", .product(name: "Logging", package: "swift-log"),
+            "LecternServices", "LecternSoundServer", "LecternSpeech", "Threads", "UPnP", .product(name: "Logging", package: "swift-log"),
         ]),
         // The version string both executables print.
         .target(name: "LecternVersion"),

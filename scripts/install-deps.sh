@@ -11,13 +11,15 @@
 set -euo pipefail
 
 # libebur128-dev: the loudness meter (EBU R128) the media reader runs (libebur128-1, its library, is in run_pkgs).
+# libgupnp-1.6-dev, libgssdp-1.6-dev, libsoup-3.0-dev: the home network's headers (GUPnP is opened at run time, when
+# the network is on: libgupnp-1.6-0, in run_pkgs).
 build_pkgs=(libdbus-1-dev libsqlite3-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libpulse-dev
-            libebur128-dev pkg-config)
+            libebur128-dev pkg-config libgupnp-1.6-dev libgssdp-1.6-dev libsoup-3.0-dev)
 # dbus-daemon (dbus-daemon, dbus-run-session) and dbus-bin (dbus-send) are separate packages since bookworm;
 # on older releases they are part of `dbus` (see optional_pkgs).
 # espeak-ng: spoken prompts (lecternd runs it per prompt; without it prompts are reported unheard, nothing else changes).
 run_pkgs=(dbus dbus-daemon dbus-bin libebur128-1 gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-libav
-          gstreamer1.0-tools gstreamer1.0-plugins-base-apps espeak-ng)
+          gstreamer1.0-tools gstreamer1.0-plugins-base-apps espeak-ng libgupnp-1.6-0)
 # sqlite3: schema checks; python3: integrity_check from tests; systemd: busctl; e2fsprogs: chattr (read-only file tests);
 # strace: the reliability suite checks which files the daemon opens; gdb: a daemon that does not come up in time has
 # its threads' stacks in the failure's message. The route suite runs against PulseAudio and against PipeWire
@@ -25,10 +27,11 @@ run_pkgs=(dbus dbus-daemon dbus-bin libebur128-1 gstreamer1.0-plugins-base gstre
 # desktop-file-utils: the installed desktop entry is validated; libglib2.0-bin: gapplication activates it.
 # gnome-shell, gnome-settings-daemon: the desktop suite runs the real GNOME Shell headless (its media card) and
 # gsd-media-keys (the media keys); without recommends (installed as all of these are) they need no X server and
-# no display manager, about 20 s to install.
+# no display manager, about 20 s to install. rygel, rygel-playbin: a UPnP media renderer for the home network's tests,
+# which run it in a network namespace of their own (iproute2: ip netns).
 test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 python3-mutagen systemd e2fsprogs strace gdb
            pipewire pipewire-pulse wireplumber pipewire-bin desktop-file-utils libglib2.0-bin
-           gnome-shell gnome-settings-daemon)
+           gnome-shell gnome-settings-daemon rygel rygel-playbin iproute2)
 # scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus
 # control module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for
 # the CPU-into-a-sound-server row.

@@ -254,6 +254,15 @@ public struct LecternClient: Sendable {
     public func reload() async throws -> Reloaded { try await call(API.configuration.reloaded) }
     public func libraryFolders() async throws -> [String] { try await get(API.configuration.libraryFolders) }
 
+    // MARK: - org.lectern.Cast1
+
+    /// Whether lecternd is on the home network, and why not ("" while it is).
+    public func network() async throws -> (on: Bool, problem: String) {
+        (try await get(API.cast.network), try await get(API.cast.problem))
+    }
+    /// The home network's renderers, by name.
+    public func renderers() async throws -> [CastRenderer] { try await get(API.cast.renderers) }
+
     // MARK: - org.lectern.Prompts1
 
     /// Has lecternd speak `what` ("status", "time-left", "chapter"); the text spoken.

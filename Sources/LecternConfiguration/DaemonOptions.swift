@@ -29,6 +29,10 @@ public struct DaemonOptions: Sendable {
     public var unplugBookmark: Bool
     /// Whether a book of a series played to its end is followed by the next one not finished.
     public var seriesContinue = false
+    /// Whether lecternd joins the home network (UPnP: the renderers to cast to), and on which interface ("": every
+    /// interface).
+    public var network = false
+    public var networkInterface = ""
     /// Whether spoken prompts are on (docs/decisions/spoken-prompts.md), and their voice.
     public var prompts = false
     public var promptVoice = SpeechVoice()

@@ -24,6 +24,8 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     case promptVoice = "prompt-voice"
     case logLevel = "log-level"
     case loudnessTarget = "loudness-target"
+    case network
+    case networkInterface = "network-interface"
 
     /// lecternd's flag: `--library-folder` is given once per folder.
     public var flag: String { self == .libraryFolders ? "--library-folder" : "--" + rawValue }
@@ -38,7 +40,8 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
         case .outputPolicy: return OutputPolicyMode.allCases.map(\.rawValue).joined(separator: ", ")
         case .resumeWindow: return "a whole number of seconds from 0 to \(DaemonOptions.longestResumeWindow) (a day)"
         case .interruptions: return InterruptionMode.allCases.map(\.rawValue).joined(separator: ", ")
-        case .unplugBookmark, .seriesContinue: return "true or false"
+        case .unplugBookmark, .seriesContinue, .network: return "true or false"
+        case .networkInterface: return "a network interface's name (e.g. eth0, wlan0, enp3s0), or \"\" for every interface"
         case .skipStep: return "a whole number of seconds from 1 to 600"
         case .smartRewind: return "off, or MIN-MAX in whole seconds with MIN <= MAX <= 600, e.g. 3-30"
         case .rewindAfter: return "a whole number of seconds from 0 to 3600"
@@ -58,7 +61,7 @@ public enum Setting: String, CaseIterable, Sendable, Comparable {
     /// lecternd next starts (a new output, library or cache needs a new pipeline or a reopened database).
     public var appliesAtOnce: Bool {
         switch self {
-        case .audioSink, .database, .cacheDirectory: return false
+        case .audioSink, .database, .cacheDirectory, .network, .networkInterface: return false
         default: return true
         }
     }

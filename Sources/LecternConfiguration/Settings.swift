@@ -117,6 +117,10 @@ public struct Settings: Sendable {
         let continues = try reading.value(.seriesContinue) { $0.bool(forKey: $1) }
         options.seriesContinue = continues?.value ?? defaults.seriesContinue
         note(.seriesContinue, String(options.seriesContinue), continues?.source)
+        let network = try reading.value(.network) { $0.bool(forKey: $1) }
+        options.network = network?.value ?? defaults.network
+        note(.network, String(options.network), network?.source)
+        options.networkInterface = try word(.networkInterface, reading, allowing: "-._@:", default: defaults.networkInterface)
 
         options.skipStep = .seconds(try seconds(.skipStep, reading, in: 1...600, default: defaults.skipStep))
         let standard = defaults.listening.smartRewind

@@ -12,6 +12,7 @@ import LecternSoundServer
 import LecternSpeech
 import Logging
 import Threads
+import UPnP
 
 /// `lecternd`: wires the bus, the engine, the player and the MPRIS face together, and runs until
 /// SIGTERM/SIGINT, a client's Quit, or the bus going away. Then it saves the position first and stops within
@@ -168,7 +169,7 @@ public enum Daemon {
         let lecternInterfaces: [Interface] = service.interfaces(LibraryRules(library: library, writer: writer, session: session,
                                                                              meter: meter))
             + [listening.makeInterface(player: player), OutputService.makeInterface(outputWatcher), configuration.makeInterface(),
-               prompts.makeInterface(prompter: prompter)]
+               prompts.makeInterface(prompter: prompter), CastService.makeInterface()]
         let lecternObject = try connection.export(objectPath, interfaces: lecternInterfaces)
         let availability = (try? await library.reading { try $0.availability() }) ?? LibraryAvailability(offlineBooks: 0, missingFiles: 0)
         lecternObject.update(LibraryService.libraryInterface, [
@@ -181,6 +182,10 @@ public enum Daemon {
         listening.publish(on: lecternObject, player: player)
         await OutputService.publish(outputWatcher, on: lecternObject)
         await prompts.publish(on: lecternObject, prompter: prompter)
+        // The home network (UPnP), when asked for: the renderers to cast to, followed as they come and go.
+        let (renderers, networkProblem) = joinNetwork(options, logger: logger)
+        defer { renderers?.stop() }
+        CastService.publish(renderers, problem: networkProblem, on: lecternObject)
         await configuration.publish(on: lecternObject) { settings, changed in
             let options = settings.options
             logLevel.value = settings.logLevel
@@ -293,5 +298,19 @@ private func openLibrary(_ path: String, logger: Logger) -> (Library, String) {
         logger.error("cannot open the library database; nothing will be remembered", metadata: ["path": "\(path)", "error": "\(error)"])
         guard let memory = try? Library() else { preconditionFailure("SQLite cannot open an in-memory database") }
         return (memory, "unavailable: \(error)")
+    }
+}
+
+/// The home network (UPnP) as `options` ask for it: its renderer browser, or none and why (off, or GUPnP missing).
+private func joinNetwork(_ options: DaemonOptions, logger: Logger) -> (RendererBrowser?, String) {
+    guard options.network else { return (nil, "the network is off (lecternd's network setting)") }
+    let interface = options.networkInterface.isEmpty ? nil : options.networkInterface
+    do {
+        let browser = try RendererBrowser(interface: interface)
+        logger.info("on the home network", metadata: ["interface": "\(interface ?? "every interface")"])
+        return (browser, "")
+    } catch {
+        logger.error("cannot join the home network", metadata: ["error": "\(error)"])
+        return (nil, "cannot join the home network: \(error)")
     }
 }

@@ -27,7 +27,7 @@ struct Lectern: AsyncParsableCommand {
                       Say.self, PromptsCommand.self,
                       Import.self, ShelfCommand.self, BookCommand.self, SeriesCommand.self, BookmarkCommand.self, Find.self, ConfigCommand.self,
                       Activate.self,
-                      Undo.self, HistoryCommand.self, Stats.self])
+                      Undo.self, HistoryCommand.self, Stats.self, CastCommand.self])
 
     /// As ArgumentParser's, with a status of our own for each kind of ``CLIError`` and ``ClientError``.
     static func main() async {

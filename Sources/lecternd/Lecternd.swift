@@ -63,6 +63,12 @@ struct Lecternd: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "When a book of a series is played to its end, play the next one of the series not finished (default: no).")
     var seriesContinue: Bool?
 
+    @Flag(inversion: .prefixedNo, help: "Join the home network (UPnP): find the renderers (network speakers, receivers, TVs) to cast to (default: no).")
+    var network: Bool?
+
+    @Option(help: "The network interface the home network is on, e.g. eth0 or wlan0 (default: every interface).")
+    var networkInterface: String?
+
     @Flag(inversion: .prefixedNo, help: "Speak prompts (a new book or chapter, the state after a media key, a bookmark added, the sleep timer's last minute, a failed file) with espeak-ng (default: no).")
     var prompts: Bool?
 
@@ -108,7 +114,8 @@ struct Lecternd: ParsableCommand {
         let texts: [(Setting, String?)] = [(.audioSink, audioSink), (.database, database), (.cacheDirectory, cacheDirectory),
                                            (.outputPolicy, outputPolicy), (.interruptions, interruptions), (.smartRewind, smartRewind),
                                            (.titleTemplate, titleTemplate), (.promptLanguage, promptLanguage),
-                                           (.promptVoice, promptVoice), (.logLevel, logLevel)]
+                                           (.promptVoice, promptVoice), (.logLevel, logLevel),
+                                           (.networkInterface, networkInterface)]
         for case let (setting, text?) in texts { flags[setting] = .text(text) }
         let numbers: [(Setting, Int?)] = [(.resumeWindow, resumeWindow), (.skipStep, skipStep), (.rewindAfter, rewindAfter),
                                           (.sleepFade, sleepFade), (.loudnessTarget, loudnessTarget)]
@@ -116,6 +123,7 @@ struct Lecternd: ParsableCommand {
         if let unplugBookmark { flags[.unplugBookmark] = .on(unplugBookmark) }
         if let seriesContinue { flags[.seriesContinue] = .on(seriesContinue) }
         if let prompts { flags[.prompts] = .on(prompts) }
+        if let network { flags[.network] = .on(network) }
         if !libraryFolders.isEmpty { flags[.libraryFolders] = .texts(libraryFolders) }
         return flags
     }

@@ -143,7 +143,7 @@ extension Integration.Desktop {
 
         /// The other interfaces of /org/lectern/Lectern1, each documented in a file of its own.
         @Test(arguments: ["org.lectern.Player1.xml", "org.lectern.Output1.xml", "org.lectern.Configuration1.xml",
-                          "org.lectern.History1.xml", "org.lectern.Prompts1.xml"])
+                          "org.lectern.History1.xml", "org.lectern.Prompts1.xml", "org.lectern.Cast1.xml"])
         func theRunningDaemonMatchesTheDocument(_ file: String) async throws {
             let url = Self.documentURL.deletingLastPathComponent().appendingPathComponent(file)
             let document = try IntrospectedAPI(xml: try String(contentsOf: url, encoding: .utf8))

@@ -57,7 +57,7 @@ extension Integration.Desktop {
                                                    ["--print-config", "--config", file.path, "--skip-step", "45"], env: environment)
             #expect(printed.status == 0, "\(printed)")
             let rows = printed.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            #expect(rows.count == 19, "\(printed.stdout)")
+            #expect(rows.count == 21, "\(printed.stdout)")
             #expect(rows.contains(["skip-step", "45", "--skip-step"]), "\(printed.stdout)")
             #expect(rows.contains(["output-policy", "pause-only", "LECTERN_OUTPUT_POLICY"]))
             #expect(rows.contains(["interruptions", "ignore", "LECTERN_INTERRUPTIONS"]))
@@ -117,7 +117,8 @@ extension Integration.Desktop {
                 #expect(json["log-level"] == ["value": "info", "source": "default"])
                 #expect(json["loudness-target"] == ["value": "-18", "source": "default"])
                 #expect(json["interruptions"] == ["value": "ignore", "source": file.path])
-                #expect(json.count == 19, "\(json.keys.sorted())")
+                #expect(json["network"] == ["value": "false", "source": "default"])
+                #expect(json.count == 21, "\(json.keys.sorted())")
                 let table = try await d.lectern("config")
                 #expect(table.stdout.split(separator: "\n").contains { $0.split(separator: " ") == ["skip-step", "30", Substring(file.path)] },
                         "\(table.stdout)")

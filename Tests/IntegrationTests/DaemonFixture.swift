@@ -268,11 +268,12 @@ final class DaemonFixture: Sendable {
 
     /// Starts everything with a daemon. With `installation`, the daemon is the installed lecternd and the bus activates
     /// from the installed activation files, in the fixture's environment.
-    /// `daemonEnvironment`: variables set (or replaced) for lecternd only.
-    static func with(daemonArguments: [String] = [], daemonEnvironment: [String: String] = [:], installation: Installation? = nil,
-                     _ body: (DaemonFixture) async throws -> Void) async throws {
+    /// `daemonEnvironment`: variables set (or replaced) for lecternd only; `daemonPrefix`: what runs it, before its path
+    /// (``NetworkNamespace/prefix``: lecternd in a network namespace).
+    static func with(daemonArguments: [String] = [], daemonEnvironment: [String: String] = [:], daemonPrefix: [String] = [],
+                     installation: Installation? = nil, _ body: (DaemonFixture) async throws -> Void) async throws {
         let fixture = try await DaemonFixture(daemonArguments: daemonArguments, daemonEnvironment: daemonEnvironment,
-                                              installation: installation)
+                                              daemonPrefix: daemonPrefix, installation: installation)
         do {
             try await body(fixture)
         } catch {
@@ -282,7 +283,8 @@ final class DaemonFixture: Sendable {
         await fixture.finish()
     }
 
-    private init(daemonArguments extra: [String], daemonEnvironment: [String: String], installation: Installation?) async throws {
+    private init(daemonArguments extra: [String], daemonEnvironment: [String: String], daemonPrefix: [String],
+                 installation: Installation?) async throws {
         media = try await MediaLibrary.shared()
         bus = try PrivateBus(serviceDirectories: installation.map { [$0.servicesDirectory] } ?? [])
         lecterndPath = installation?.lecternd ?? builtExecutable("lecternd").path
@@ -308,7 +310,8 @@ final class DaemonFixture: Sendable {
         // A fake sink that keeps time, unless the test names its own.
         let sink = extra.contains("--audio-sink") ? [] : ["--audio-sink", "fakesink sync=true"]
         daemonArguments = sink + ["--cache-directory", cacheDirectory.path] + extra
-        daemon = try Subprocess(lecterndPath, daemonArguments, environment: env.merging(daemonEnvironment) { $1 },
+        let command = daemonPrefix + [lecterndPath] + daemonArguments
+        daemon = try Subprocess(command[0], Array(command.dropFirst()), environment: env.merging(daemonEnvironment) { $1 },
                                 stdout: .appendingToFile(daemonLog),
                                 stderr: .appendingToFile(daemonLog))
         let deadline = ContinuousClock.now + .seconds(10)

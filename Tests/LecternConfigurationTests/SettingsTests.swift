@@ -79,6 +79,8 @@ import Testing
             title-template: "{chapter} · {book}"
             log-level: debug
             loudness-target: -23
+            network: true
+            network-interface: eth0
             """)
         let settings = try await load(file)
         let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
@@ -101,6 +103,8 @@ import Testing
         #expect(settings.options.titleTemplate == TitleTemplate("{chapter} · {book}"))
         #expect(settings.logLevel == .debug)
         #expect(settings.options.loudnessTarget == -23)
+        #expect(settings.options.network)
+        #expect(settings.options.networkInterface == "eth0")
         #expect(Setting.allCases.allSatisfy { settings.entries[$0]?.source == .file(file.path) },
                 "\(settings.entries.filter { $0.value.source != .file(file.path) })")
     }

@@ -11,6 +11,7 @@ public struct APIInterface: Sendable, Hashable, CustomStringConvertible {
     public static let history = APIInterface(name: "org.lectern.History1", path: lecternPath)
     public static let configuration = APIInterface(name: "org.lectern.Configuration1", path: lecternPath)
     public static let prompts = APIInterface(name: "org.lectern.Prompts1", path: lecternPath)
+    public static let cast = APIInterface(name: "org.lectern.Cast1", path: lecternPath)
     /// MPRIS's player, on the same bus name (its owner serves both).
     public static let mprisPlayer = APIInterface(name: "org.mpris.MediaPlayer2.Player", path: "/org/mpris/MediaPlayer2")
 
