@@ -27,11 +27,13 @@ run_pkgs=(dbus dbus-daemon dbus-bin libebur128-1 gstreamer1.0-plugins-base gstre
 # desktop-file-utils: the installed desktop entry is validated; libglib2.0-bin: gapplication activates it.
 # gnome-shell, gnome-settings-daemon: the desktop suite runs the real GNOME Shell headless (its media card) and
 # gsd-media-keys (the media keys); without recommends (installed as all of these are) they need no X server and
-# no display manager, about 20 s to install. rygel, rygel-playbin: a UPnP media renderer for the home network's tests,
-# which run it in a network namespace of their own (iproute2: ip netns).
+# no display manager, about 20 s to install.
+# The home network's suites run their UPnP peers in a network namespace they make (iproute2: `ip netns`): rygel (its
+# MPRIS plugin renders to Lectern; rygel-playbin, its playbin renderer, is a renderer to cast to) and a GUPnP control
+# point (python3-gi, gir1.2-gupnp-1.6, gir1.2-gssdp-1.6).
 test_pkgs=(playerctl pulseaudio pulseaudio-utils ffmpeg sqlite3 python3 python3-mutagen systemd e2fsprogs strace gdb
            pipewire pipewire-pulse wireplumber pipewire-bin desktop-file-utils libglib2.0-bin
-           gnome-shell gnome-settings-daemon rygel rygel-playbin iproute2)
+           gnome-shell gnome-settings-daemon rygel rygel-playbin python3-gi gir1.2-gupnp-1.6 gir1.2-gssdp-1.6 iproute2)
 # scripts/bench.sh's reference players: mpv and its MPRIS plugin; VLC's launcher and its base plugins (the D-Bus
 # control module, the Ogg demuxer, the Vorbis decoder, the afile output are all in vlc-plugin-base); PulseAudio for
 # the CPU-into-a-sound-server row.

@@ -58,7 +58,7 @@ final class BusReader: @unchecked Sendable {
         let wanted: [GstMessageType] = [
             GST_MESSAGE_EOS, GST_MESSAGE_ERROR, GST_MESSAGE_WARNING, GST_MESSAGE_STATE_CHANGED,
             GST_MESSAGE_ASYNC_DONE, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_APPLICATION,
-            GST_MESSAGE_REQUEST_STATE,
+            GST_MESSAGE_REQUEST_STATE, GST_MESSAGE_TAG,
         ]
         let mask = GstMessageType(rawValue: wanted.reduce(0) { $0 | $1.rawValue })
         while true {
@@ -115,6 +115,21 @@ final class BusReader: @unchecked Sendable {
             var state = GST_STATE_VOID_PENDING
             gst_message_parse_request_state(message, &state)
             return .requestState(PipelineState(state))
+        case bits(GST_MESSAGE_TAG):
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            guard let list else { return nil }
+            defer { gst_tag_list_unref(list) }
+            func strings(_ tag: String) -> [String] {
+                (0..<gst_tag_list_get_tag_size(list, tag)).compactMap { index in
+                    var value: UnsafePointer<gchar>?
+                    guard gst_tag_list_peek_string_index(list, tag, index, &value) != 0, let value else { return nil }
+                    return String(cString: value)
+                }
+            }
+            let (title, artists, album) = (strings("title").first, strings("artist"), strings("album").first)
+            guard title != nil || !artists.isEmpty || album != nil else { return nil }
+            return .tags(title: title, artists: artists, album: album)
         case bits(GST_MESSAGE_WARNING):
             let (text, debug) = parse(message, with: gst_message_parse_warning)
             return .warning(message: text, debug: debug)

@@ -148,6 +148,17 @@ public final class PlaybinControl: @unchecked Sendable {
         return .nanoseconds(Int64(nanoseconds))
     }
 
+    /// Whether the current stream can be moved in by time (a seeking query): a file can; a stream over HTTP when its
+    /// server allows ranges and its length is known.
+    public var seekable: Bool {
+        guard let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
+        defer { gst_query_unref(query) }
+        guard gst_element_query(element, query) != 0 else { return false }
+        var seekable: gboolean = 0
+        gst_query_parse_seeking(query, nil, &seekable, nil, nil)
+        return seekable != 0
+    }
+
     /// A new stream starts at rate 1 (GStreamer's fresh segment); called by the bus thread on STREAM_START.
     func streamStarted() {
         rateState.withLock { $0 = 1 }

@@ -36,4 +36,7 @@ public enum PlaybinEvent: Sendable, Equatable {
     /// PAUSED when the sound server asks its stream to cork (another sound wants the output: a call) and PLAYING
     /// when it may uncork; nothing changes unless the application acts on it.
     case requestState(PipelineState)
+    /// Tags the stream told as it plays (GST_MESSAGE_TAG): its title, artists and album, each nil or empty when this
+    /// message has none.
+    case tags(title: String?, artists: [String], album: String?)
 }

@@ -6,7 +6,8 @@ import Logging
 import Threads
 
 /// What a client opens (MPRIS OpenUri, the desktop's Open, `lectern open`) plays as a book of the library, so that
-/// everything a book has (its place, bookmarks, settings, history, undo) works on it.
+/// everything a book has (its place, bookmarks, settings, history, undo) works on it. An http or https stream is not a
+/// book: it plays as a transient item, the current book paused at its place (``BookSession/playStreams(_:)``).
 ///
 /// - A folder is imported as `lectern book import` imports it: a book it holds already is found again (moved or
 ///   renamed too, by its files' fingerprints), a new one is added. The book of its first files plays (the books'
@@ -42,8 +43,17 @@ public struct BookOpener: Sendable {
     /// Makes each of `uris` (file:// URIs or absolute paths) a book, or finds the book it is, and plays the first one's
     /// (nil when the library could not be written: the files play as they are). Throws an ``OpenError`` a client can
     /// read when one of them cannot be opened: nothing plays then (the books of those before it are in the library).
+    /// http and https URIs are streams: they play as a transient queue, never a book (``BookSession/playStreams(_:)``).
     @discardableResult
     public func open(_ uris: [String]) async throws -> Int64? {
+        let streams = try uris.compactMap(MediaOpener.streamURL(from:))
+        if !streams.isEmpty {
+            guard streams.count == uris.count else {
+                throw OpenError(.invalid, "Open streams or files, not both at once")
+            }
+            await session.playStreams(streams.map(MediaOpener.streamItem))
+            return nil
+        }
         var targets: [(url: URL, isDirectory: Bool)] = []
         for uri in uris { targets.append(try await MediaOpener.check(uri)) }
         guard !targets.isEmpty else { throw OpenError(.invalid, "Nothing to open: give a file or a folder") }

@@ -41,6 +41,9 @@ public actor BookSession {
     }
 
     private(set) var book: Book?
+    /// The book paused at its place for a stream (``playStreams(_:)``): current in the library still, and what an undo
+    /// returns to; nil once a book is activated.
+    private(set) var setAside: Book?
     /// The current book's files in the queue, by id (each of the player's items carries its file's id).
     private var files: [Int64: BookFile] = [:]
     /// Keeps what the player does with the current book.
@@ -142,6 +145,7 @@ public actor BookSession {
     func activate(_ bookId: Int64, play: Bool, undoable: Bool = true, opened: Int64? = nil) async throws {
         activationsUnderway += 1
         defer { activationsUnderway -= 1 }
+        setAside = nil
         recorder.savePosition(book: book, files: files)
         recorder.recordHeardSoFar(book: book)
         let left = undoable ? currentPlace().flatMap { $0.book.id == bookId ? nil : $0 } : nil
@@ -242,10 +246,12 @@ public actor BookSession {
     /// Returns to the newest place on the current book's undo stack, and takes it off: a place in this book (playing
     /// or paused as now), or the book left for this one, at the place it was left. An undo is not itself undone: a
     /// second undo goes further back.
+    /// While a stream plays, the book set aside for it is the current one: an undo returns to the place it was left
+    /// at (``playStreams(_:)``).
     public func undo() async throws -> UndoEntry {
-        guard let current = book else { throw LibraryError.notFound("no book is current: there is nothing to undo") }
+        guard let current = book ?? setAside else { throw LibraryError.notFound("no book is current: there is nothing to undo") }
         let entry = try recorder.undo.pop(current)
-        if entry.placeBookId == current.id {
+        if entry.placeBookId == current.id, book != nil {
             try await jump(toFile: entry.fileId, offset: entry.offset, as: nil)
         } else {
             try library.savePosition(of: entry.placeBookId, file: entry.fileId, offset: entry.offset)
@@ -354,8 +360,35 @@ public actor BookSession {
         recorder.closed = true
     }
 
+    /// Plays `streams` (http or https items: ``MediaOpener/streamItem(_:)``) as a transient queue: not a book of the
+    /// library. The current book is paused at its place first, and that place is an undo step (kind `book`: the book
+    /// left); the book stays current in the library (a restart resumes it), and activating it again (Play of its
+    /// playlist, `lectern play`) or an undo returns to it. The streams play with the book's settings left behind: at
+    /// the volume up to 1 (a renderer's 100 %), at speed 1, without the book's gain, compressor or skips.
+    /// Playing or stopped (MPRIS: "if the playback is stopped, starts playing"), the stream plays; paused, it is
+    /// loaded paused, as a renderer's SetAVTransportURI leaves it for the control point's Play.
+    public func playStreams(_ streams: [MediaItem]) async {
+        guard !streams.isEmpty else { return }
+        activations += 1  // an activation still reading its files gives way
+        recorder.savePosition(book: book, files: files)
+        recorder.recordHeardSoFar(book: book)
+        if let place = currentPlace(), let id = place.book.id, let file = place.file.id {
+            recorder.undo.push(on: id, placeBook: id, file: file, offset: place.offset, kind: .book)
+        }
+        if let book {
+            logger.info("a stream plays: the book is paused at its place", metadata: ["book": "\(book.id ?? 0)"])
+            setAside = book
+        }
+        book = nil
+        files = [:]
+        playWhenFound = false
+        let state = player.view.state
+        await player.open(streams, play: state.status != .paused, settings: PlaybackSettings(volume: min(state.volume, 1)))
+    }
+
     /// Forgets the current book (e.g. a client opened files that are not a book).
     public func detach() {
+        setAside = nil
         recorder.savePosition(book: book, files: files)
         guard book != nil else { return }
         book = nil

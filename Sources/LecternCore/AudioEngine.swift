@@ -69,4 +69,10 @@ public enum EngineEvent: Sendable, Equatable {
     case interruptionBegan
     /// The sound server said the stream may play again (an uncork request: the call ended).
     case interruptionEnded
+    /// Whether the stream loaded from the URL (a stream, not a file) can be moved in: its server allows ranges and
+    /// the pipeline answers a seeking query with yes. Follows its `.ready`.
+    case seekability(URL, seekable: Bool)
+    /// The stream loaded from the URL (a stream, not a file) told its tags as it plays: a title, artists, an album
+    /// (nil or empty: not told).
+    case tags(URL, title: String?, artists: [String], album: String?)
 }

@@ -49,6 +49,9 @@ public struct MediaItem: Sendable, Equatable, Identifiable {
 
     /// The title to show: the tag, else the file name without its extension.
     public var displayTitle: String { title ?? url.deletingPathExtension().lastPathComponent }
+
+    /// A stream (http, https), not a file: the engine tells whether it can be moved in, and its tags as it plays.
+    public var isStream: Bool { !url.isFileURL }
 }
 
 /// A chapter's title and where it starts in its file.

@@ -25,6 +25,21 @@ extension Player {
         case .durationChanged(let duration):
             setCurrentDuration(duration)
             publish()
+        case .seekability(let url, let seekable):
+            guard let current = state.current, current.url == url, current.isStream else { return }
+            state.canSeek = seekable && current.duration != nil
+            publish()
+        case .tags(let url, let title, let artists, let album):
+            // A stream's own tags (a file's come from the library or the media reader).
+            guard let index = state.currentIndex, state.queue[index].url == url, state.queue[index].isStream else { return }
+            var item = state.queue[index]
+            if let title, !title.isEmpty { item.title = title }
+            if !artists.isEmpty { item.artists = artists }
+            if let album, !album.isEmpty { item.album = album }
+            guard item != state.queue[index] else { return }
+            state.queue[index] = item
+            refreshChapters()
+            publish()
         case .advanced(let url):
             // The next one told, else one told before and changed since (the engine had taken it already): the
             // engine plays it, and the player follows.

@@ -5,6 +5,7 @@ import Foundation
 extension Player {
     /// Moves by `offset` from the current position in play order, crossing files.
     func move(by offset: Duration) {
+        guard state.canSeek else { return }
         var target = position + offset
         var at = order.position
         while target < .zero {
@@ -57,6 +58,8 @@ extension Player {
         state.currentChapter = state.chapterIndex(atFilePosition: position)
         playsOutro = isInOutro(position)
         state.lastError = nil
+        // A stream can be moved in once the engine says so (``EngineEvent/seekability(_:seekable:)``).
+        state.canSeek = !state.queue[order[target]].isStream
         engineLoad = .loading(since: now(), retried: false)
         corkRequested = false  // a new stream: the server asks it again if the other sound still plays
         offeredNext = []
@@ -71,6 +74,7 @@ extension Player {
 
     /// Seeks in the current file; clients see the new chapter (if it changed), then Seeked.
     func seekWithinItem(to target: Duration) {
+        guard state.canSeek else { return }  // a stream whose server allows no ranges, or of unknown length
         setClock(at: target)
         if state.status == .playing { holdClock() }
         state.currentChapter = state.chapterIndex(atFilePosition: target)

@@ -149,6 +149,9 @@ public struct PlayerState: Sendable, Equatable {
     public var canGoPrevious = false
     /// The parts of every file not played (``PlaybackSettings/skip``).
     public var skip = SkipParts()
+    /// Whether the current item can be moved in: a file can; a stream once its server allows ranges and its length is
+    /// known (``EngineEvent/seekability(_:seekable:)``), not before.
+    public var canSeek = true
 
     public static let minimumRate = 0.5
     public static let maximumRate = 3.0

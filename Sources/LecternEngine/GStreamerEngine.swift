@@ -312,6 +312,7 @@ private struct Queries: PipelineQueries {
     var position: Duration? { heard.position }
     var duration: Duration? { control?.duration }
     var heard: PlaybinControl.Heard { read ?? control?.heard ?? PlaybinControl.Heard(position: nil) }
+    var seekable: Bool { control?.seekable ?? false }
 }
 
 /// Whether the engine's first playbin is built: awaited by the daemon before the first command, waited for by

@@ -359,6 +359,11 @@ struct PlaybinStateMachine {
                 lastDuration = duration
                 effects.events.append(.durationChanged(duration))
             }
+        case .tags(let title, let artists, let album) where active:
+            // A stream's own tags; a file's come from the library and the media reader.
+            if let url = loadedURL, !url.isFileURL {
+                effects.events.append(.tags(url, title: title, artists: artists, album: album))
+            }
         case .endOfStream where active:
             if let arriving {
                 self.arriving = nil
@@ -427,7 +432,10 @@ struct PlaybinStateMachine {
         let duration = pipeline.duration
         lastDuration = duration
         var effects = Effects()
-        if let url = loadedURL { effects.events.append(.ready(url, duration: duration)) }
+        if let url = loadedURL {
+            effects.events.append(.ready(url, duration: duration))
+            if !url.isFileURL { effects.events.append(.seekability(url, seekable: pipeline.seekable)) }
+        }
         if wantsPlaying { effects.calls.append(.setState(.playing)) }
         return effects
     }
@@ -440,6 +448,8 @@ protocol PipelineQueries {
     var duration: Duration? { get }
     /// What is heard; by default the position, in a stream that cannot be told.
     var heard: PlaybinControl.Heard { get }
+    /// Whether the stream can be moved in (asked of streams, not files).
+    var seekable: Bool { get }
 }
 
 extension PipelineQueries {

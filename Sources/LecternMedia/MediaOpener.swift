@@ -8,13 +8,17 @@ import Glibc
 #endif
 import Threads
 
-/// Turns what a client asks to open (a file, a folder, a file:// URI) into queue items: checks it,
+/// Turns what a client asks to open (a file, a folder, a file:// URI; an http or https stream) into queue items: checks it,
 /// lists a folder's audio files in natural order, reads tags with a ``MediaReader`` (GStreamer's discoverer, in a
 /// child process, never on the D-Bus thread, the player actor or the cooperative pool) and caches embedded covers
 /// as files. The stats, the folder's walk, the LRC files, chapters and covers are read and written on
 /// ``ThreadPool/fileSystem``: never on the cooperative pool either.
 public final class MediaOpener: Sendable {
-    public let supportedSchemes = ["file"]
+    /// What OpenUri takes: files, and streams over HTTP (GStreamer's souphttpsrc, with ranges when the server allows
+    /// them). Rygel's MPRIS bridge offers `http-get` to control points for "http".
+    public let supportedSchemes = ["file", "http", "https"]
+    /// The audio types GStreamer decodes with the plugins lecternd needs (base, good, libav): MP3, AAC/M4B (libav),
+    /// Ogg Vorbis and Opus, FLAC, WAV, Matroska/WebM audio. Rygel offers each as `http-get:*:TYPE:*`.
     public let supportedMimeTypes = [
         "audio/mpeg", "audio/mp4", "audio/x-m4b", "audio/aac", "audio/ogg", "audio/x-vorbis+ogg", "audio/opus",
         "audio/flac", "audio/x-flac", "audio/x-wav", "audio/wav", "audio/x-matroska", "audio/webm",
@@ -140,6 +144,29 @@ public final class MediaOpener: Sendable {
         }
     }
 
+    /// The http or https URL `uri` names, checked (a host, no credentials, not too long); nil when `uri` is not an
+    /// http or https URI (a path or a file:// URI goes to ``check(_:)``). Throws an ``OpenError`` for one that cannot be
+    /// played.
+    public static func streamURL(from uri: String) throws -> URL? {
+        let lowered = uri.prefix(8).lowercased()
+        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else { return nil }
+        guard uri.utf8.count <= 8192, !uri.utf8.contains(0) else { throw OpenError(.invalid, "The URI is too long (\(uri.utf8.count) bytes)") }
+        guard let url = URL(string: uri), let host = url.host, !host.isEmpty else {
+            throw OpenError(.invalid, "Not an http or https URI: \(uri)")
+        }
+        guard url.user == nil, url.password == nil else {
+            throw OpenError(.notSupported, "Lectern plays streams without credentials in the URI")
+        }
+        return url
+    }
+
+    /// A stream as a queue item: not a file of the library, titled by its name in the URL (its own tags replace it
+    /// when it plays), its length known once GStreamer has it.
+    public static func streamItem(_ url: URL) -> MediaItem {
+        let name = url.deletingPathExtension().lastPathComponent.removingPercentEncoding ?? ""
+        return MediaItem(id: 0, url: url, title: name.isEmpty || name == "/" ? url.host : name)
+    }
+
     public static func fileURL(from uri: String) throws -> URL {
         // First, in O(1): no path is longer than PATH_MAX (4096), even percent-encoded, and going through megabytes
         // (the NUL check, URL parsing) takes seconds during which no other call is answered.
@@ -150,7 +177,7 @@ public final class MediaOpener: Sendable {
             throw OpenError(.invalid, "Not a URI or an absolute path: \(uri)")
         }
         guard scheme == "file" else {
-            throw OpenError(.notSupported, "Lectern opens file:// URIs only, not \(scheme):")
+            throw OpenError(.notSupported, "Lectern opens file://, http:// and https:// URIs only, not \(scheme):")
         }
         guard url.host == nil || url.host == "" || url.host == "localhost" else {
             throw OpenError(.notSupported, "Lectern opens local files only, not files on \(url.host ?? "")")

@@ -3,7 +3,7 @@
 /// `notSupported`: NotSupported, `failed`: Failed).
 ///
 /// ```swift
-/// throw OpenError(.notSupported, "Lectern opens file:// URIs only, not http:")
+/// throw OpenError(.notSupported, "Lectern opens file://, http:// and https:// URIs only, not ftp:")
 /// ```
 public struct OpenError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {

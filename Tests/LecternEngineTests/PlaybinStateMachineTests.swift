@@ -14,6 +14,7 @@ struct PlaybinStateMachineTests {
         /// The group id of the stream heard; nil: cannot be told.
         var stream: UInt32?
         var heard: PlaybinControl.Heard { PlaybinControl.Heard(position: position, stream: stream) }
+        var seekable = true
     }
 
     let a = URL(fileURLWithPath: "/books/a.ogg")

@@ -298,7 +298,7 @@ public final class MPRISService: PlayerObserver {
             "CanGoPrevious": .boolean(state.canGoPrevious),
             "CanPlay": .boolean(hasTrack || resumable.withLock { $0 }),
             "CanPause": .boolean(hasTrack),
-            "CanSeek": .boolean(hasTrack),
+            "CanSeek": .boolean(hasTrack && state.canSeek),
             "CanControl": .boolean(true),
         ]
     }

@@ -6,10 +6,12 @@ import LecternClient
 // activate, what the desktop entry runs. Through MPRIS (and Library1's ActivateBook for `play BOOK`).
 
 struct Open: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Play a file, a folder of audio files, or a file:// URI.",
-        discussion: examples("lectern open ~/Audiobooks/Dune", "lectern open part1.mp3", "lectern open file:///music/song.ogg"))
+    static let configuration = CommandConfiguration(
+        abstract: "Play a file, a folder of audio files, a file:// URI, or an http(s) stream (not a book: the book waits).",
+        discussion: examples("lectern open ~/Audiobooks/Dune", "lectern open part1.mp3", "lectern open file:///music/song.ogg",
+                             "lectern open http://radio.example/live.ogg"))
     @OptionGroup var bus: BusOptions
-    @Argument(help: "A path or file:// URI.") var target: String
+    @Argument(help: "A path, a file:// URI, or an http:// or https:// URL.") var target: String
 
     func run() async throws {
         try await bus.connect().openURI(Parse.uri(target))
