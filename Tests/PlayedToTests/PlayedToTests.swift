@@ -6,7 +6,7 @@ import TestSupport
 /// Being played to (issue 36): Rygel's MPRIS plugin makes lecternd a UPnP MediaRenderer named by its Identity, and a
 /// UPnP control point (GUPnP) drives it with a stream from an HTTP server. Every peer is real, and runs in a network
 /// namespace the test makes (``PlayedToRig``): nothing UPnP runs in the machine's own.
-@Suite(.serialized, .enabled(if: peersAvailable, "needs root (network namespaces), iproute2, rygel and gir1.2-gupnp-1.6"))
+@Suite(.serialized)
 struct PlayedToTests {
     /// A book paused at its place; a control point pushes a stream, plays, pauses, seeks and sets the volume; the
     /// MPRIS state matches what it reads; an undo returns to the book, where it was.

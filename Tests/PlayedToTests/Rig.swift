@@ -12,48 +12,6 @@ struct RigError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// iproute2's `ip`, which makes and removes network namespaces and runs programs in them.
-let ipTool = Subprocess.findExecutable("ip") ?? "/usr/sbin/ip"
-
-/// Whether the real peers can run here: root (a network namespace needs CAP_SYS_ADMIN), iproute2, Debian's rygel, and
-/// GUPnP 1.6's introspection data for the control point (scripts/install-deps.sh installs the packages).
-let peersAvailable: Bool = {
-    let typelibs = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib"))?
-        .map { "/usr/lib/\($0)/girepository-1.0/GUPnP-1.6.typelib" } ?? []
-    return getuid() == 0 && FileManager.default.isExecutableFile(atPath: ipTool)
-        && FileManager.default.isExecutableFile(atPath: "/usr/bin/rygel")
-        && typelibs.contains { FileManager.default.fileExists(atPath: $0) }
-}()
-
-/// A network namespace of the test's own, with its loopback up: every UPnP peer (Rygel, the control point, the HTTP
-/// server) and lecternd run in it, so SSDP's multicast and every connection stay on its loopback. `remove()` kills what
-/// still runs in it (only the test's own processes are there) and deletes it.
-final class NetworkNamespace: Sendable {
-    let name: String
-    private static let count = Atomic<Int>(0)
-
-    init() throws {
-        name = "lectern-\(getpid())-\(Self.count.add(1, ordering: .relaxed).newValue)"
-        for arguments in [["netns", "add", name], ["-n", name, "link", "set", "lo", "up"]] {
-            let result = try Subprocess.run(ipTool, arguments, timeout: .seconds(10))
-            guard result.status == 0 else {
-                if arguments[1] == "set" { remove() }
-                throw RigError("ip \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
-            }
-        }
-    }
-
-    /// `command` run in the namespace: `ip netns exec NAME COMMAND...` (ip execs it: the process is the command).
-    func exec(_ command: [String]) -> (String, [String]) { (ipTool, ["netns", "exec", name] + command) }
-
-    func remove() {
-        if let pids = try? Subprocess.run(ipTool, ["netns", "pids", name], timeout: .seconds(10)).stdout {
-            for pid in pids.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
-        }
-        _ = try? Subprocess.run(ipTool, ["netns", "delete", name], timeout: .seconds(10))
-    }
-}
-
 /// One UPnP action for the control point: `in` its arguments, `out` the results to read.
 struct UPnPAction: Encodable {
     let service: String

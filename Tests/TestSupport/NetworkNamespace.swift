@@ -29,6 +29,9 @@ public final class NetworkNamespace: Sendable {
     /// process is the command's).
     public var prefix: [String] { [ipTool, "netns", "exec", name] }
 
+    /// `command` run in the namespace: the executable and the arguments to start (``prefix``, then the command).
+    public func exec(_ command: [String]) -> (String, [String]) { (ipTool, Array(prefix.dropFirst()) + command) }
+
     public func remove() {
         if let pids = try? Subprocess.run(ipTool, ["netns", "pids", name], timeout: .seconds(10)).stdout {
             for pid in pids.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }

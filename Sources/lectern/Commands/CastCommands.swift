@@ -6,6 +6,7 @@ import LecternClient
 struct CastCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "cast",
         abstract: "The renderers on the home network (lecternd with network: true).",
+        discussion: examples("lectern cast list", "lectern cast list --json"),
         subcommands: [CastList.self])
 }
 
