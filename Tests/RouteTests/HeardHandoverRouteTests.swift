@@ -45,10 +45,9 @@ import TestSupport
             var readings: [Reading] = []
             let end: Int64 = skipSilence ? 11_300_000 : 1_500_000  // in the second file: its last tone, or 1.5 s in
             while ContinuousClock.now < started + .seconds(25) {
-                let asked = ContinuousClock.now
-                let position = try await d.position()
-                let url = try await d.get("Metadata").stringKeyedDictionary?["xesam:url"]?.string ?? ""
-                readings.append(Reading(asked: asked, answered: .now, position: position, url: url))
+                guard let reading = try await d.positionReading() else { continue }
+                readings.append(reading)
+                let (url, position) = (reading.url, reading.position)
                 if url.hasSuffix("2.wav"), position >= end { break }
                 try await Task.sleep(for: .milliseconds(20))
             }

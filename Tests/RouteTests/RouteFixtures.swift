@@ -546,6 +546,18 @@ final class RouteDaemon: Sendable {
 
     func status() async throws -> String { try await get("PlaybackStatus").string ?? "?" }
     func position() async throws -> Int64 { try await get("Position").int64 ?? -1 }
+    func currentURL() async throws -> String { try await get("Metadata").stringKeyedDictionary?["xesam:url"]?.string ?? "" }
+
+    /// Position and the file it is in, read together: nil when the file changed between the two reads (the position
+    /// could be the other file's: a file's end read with the next one's URL).
+    func positionReading() async throws -> PositionReading? {
+        let asked = ContinuousClock.now
+        let before = try await currentURL()
+        let position = try await position()
+        let url = try await currentURL()
+        guard url == before else { return nil }
+        return PositionReading(asked: asked, answered: .now, position: position, url: url)
+    }
     func currentOutput() async throws -> String { try await get("CurrentOutput", interface: Self.output).string ?? "?" }
     /// (kind, output, port, action, unix µs)
     func lastRouteEvent() async throws -> [DBusValue] { try await get("LastRouteEvent", interface: Self.output).fields ?? [] }

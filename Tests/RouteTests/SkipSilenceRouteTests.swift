@@ -38,10 +38,9 @@ import TestSupport
             try await d.call("Play")
             var readings: [Reading] = []
             while ContinuousClock.now < started + .seconds(25) {
-                let asked = ContinuousClock.now
-                let position = try await d.position()
-                let url = try await d.get("Metadata").stringKeyedDictionary?["xesam:url"]?.string ?? ""
-                readings.append(Reading(asked: asked, answered: .now, position: position, url: url))
+                guard let reading = try await d.positionReading() else { continue }
+                readings.append(reading)
+                let (url, position) = (reading.url, reading.position)
                 if url.hasSuffix("2.wav"), position >= 11_300_000 { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
