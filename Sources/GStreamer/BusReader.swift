@@ -66,9 +66,6 @@ final class BusReader: @unchecked Sendable {
             defer { gst_message_unref(message) }
             if isQuit(message) { break }
             guard let event = convert(message) else { continue }
-            if case .streamStart = event {
-                control.streamStarted()
-            }
             handler?(event, control)
             continuation.yield(event)
         }

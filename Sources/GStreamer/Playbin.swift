@@ -31,7 +31,8 @@ public enum PipelineError: Error, Equatable, Sendable {
 /// reports a guess (measured: 2.5 s or 30.1 s for the same 30.2 s file, run to run). Files are not affected. The
 /// audio filter is `scaletempo`, so rate changes keep the pitch, then a gain stage with a limiter (``gain``), then the silence skipper
 /// (``skipSilence``). Consecutive files follow without a gap where GStreamer 1.22 alone would leave one (FFmpeg-written
-/// MP3s) or lose sound (the last packet of MP4 audio): see gapless.c.
+/// MP3s) or lose sound (the last packet of MP4 audio): see gapless.c; the next file plays at the speed from its start,
+/// without a seek that would flush the end of the one before still to be heard (speed.c).
 /// A `pulsesink` (named, or the one `autoaudiosink` picks) keeps ``soundServerBuffer`` of sound, not GStreamer's
 /// 200 ms: the sound server and the streaming thread wake a few times a second instead of a hundred; its stream
 /// carries the properties given to `init`, by which the sound server's policies and volume controls know it.
@@ -103,6 +104,9 @@ public final class Playbin {
         var failure: PipelineError?
         if filter == nil {
             failure = .missingElement("scaletempo")
+        } else if !lectern_gst_keep_speed_across_streams(UnsafeMutableRawPointer(element)) {
+            // Each next file is given the speed as it enters playsink (speed.c).
+            failure = .missingElement("playsink")
         } else if let audioSink {
             var error: UnsafeMutablePointer<GError>?
             sink = gst_parse_bin_from_description(audioSink, 1, &error).map { upcast($0, to: GstElement.self) }
@@ -215,7 +219,8 @@ public final class Playbin {
         control.setRate(rate)
     }
 
-    /// The rate of the last rate seek; 1 again when a new stream starts.
+    /// The speed: the rate of the last rate seek, which the streams that follow without a flush (the gapless
+    /// handover) are given from their start; 1 again once set to `.ready` or `.null` (a stream loaded starts at 1).
     public var rate: Double { control.rate }
 
     /// Position in the current stream, nil when unknown.

@@ -19,7 +19,8 @@ public final class PlaybinControl: @unchecked Sendable {
     let element: UnsafeMutablePointer<GstElement>
     /// The playbin's silence skipper (lecternsilence), whose segments tell positions while the sink is ahead.
     private let silence: UnsafeMutablePointer<GstElement>?
-    /// The rate of the last seek; GStreamer keeps it per segment, we keep it so plain seeks preserve it.
+    /// The rate of the last seek, the speed: GStreamer keeps it per segment, we keep it so plain seeks preserve it
+    /// and the playbin gives it to each next stream (speed.c).
     private let rateState = Mutex<Double>(1)
 
     init(element: UnsafeMutablePointer<GstElement>, silence: UnsafeMutablePointer<GstElement>? = nil) {
@@ -35,9 +36,14 @@ public final class PlaybinControl: @unchecked Sendable {
     }
 
     /// Asks for a state (gst_element_set_state). Going to `.null` is synchronous and waits for streaming threads.
+    /// `.null` and `.ready` drop the stream, and its speed: the stream loaded next starts at rate 1.
     @discardableResult
     public func setState(_ state: PipelineState) -> StateChangeResult {
-        StateChangeResult(gst_element_set_state(element, state.gstState))
+        if state == .null || state == .ready {
+            rateState.withLock { $0 = 1 }
+            lectern_gst_set_speed(UnsafeMutableRawPointer(element), 1)
+        }
+        return StateChangeResult(gst_element_set_state(element, state.gstState))
     }
 
     /// The current state, or the pending one if a change is in progress (gst_element_get_state, no waiting).
@@ -48,7 +54,8 @@ public final class PlaybinControl: @unchecked Sendable {
         return PipelineState(pending == GST_STATE_VOID_PENDING ? current : pending)
     }
 
-    /// The rate set by the last ``seek(to:rate:)``; 1 after a new stream starts.
+    /// The rate set by the last ``seek(to:rate:)``, which a ``Playbin`` gives each stream that follows without a
+    /// flush (the next file the gapless handover took) from its start; 1 again once set to `.ready` or `.null`.
     public var rate: Double {
         rateState.withLock { $0 }
     }
@@ -72,6 +79,7 @@ public final class PlaybinControl: @unchecked Sendable {
         ) != 0
         if accepted {
             rateState.withLock { $0 = rate }
+            lectern_gst_set_speed(UnsafeMutableRawPointer(element), rate)
         }
         return accepted
     }
@@ -157,10 +165,5 @@ public final class PlaybinControl: @unchecked Sendable {
         var seekable: gboolean = 0
         gst_query_parse_seeking(query, nil, &seekable, nil, nil)
         return seekable != 0
-    }
-
-    /// A new stream starts at rate 1 (GStreamer's fresh segment); called by the bus thread on STREAM_START.
-    func streamStarted() {
-        rateState.withLock { $0 = 1 }
     }
 }

@@ -71,7 +71,8 @@ struct PlaybinStateMachine {
     private(set) var phase = Phase.idle
     /// Where the loaded stream should start; the latest `seek` before `.ready` overrides it.
     private(set) var startPosition = Duration.zero
-    /// The rate the player asked for; a new stream starts at 1, so it is applied again after load and advance.
+    /// The rate the player asked for; a loaded stream starts at 1, so the seek to the start position applies it. The
+    /// playbin gives it to the next stream of the gapless handover itself, without a seek (speed.c).
     private(set) var rate = 1.0
     /// The last sound and next URL the player set, for a playbin built to replace a hung one.
     private(set) var sound = Sound()
@@ -234,10 +235,6 @@ struct PlaybinStateMachine {
         var effects = Effects()
         loadedURL = url
         effects.events.append(.advanced(url))
-        if rate != 1 {
-            // A new stream starts at rate 1: re-apply the speed from its start.
-            effects.calls.append(move(to: .zero, rate: rate))
-        }
         if let duration = pipeline.duration {
             lastDuration = duration
             effects.events.append(.durationChanged(duration))
@@ -344,8 +341,7 @@ struct PlaybinStateMachine {
             }
             guard let next = takenNext else { break }
             takenNext = nil
-            // At the speed, the seek that applies it to the new stream drops the sound before it: it is heard next.
-            if rate == 1, let group, let heard = pipeline.heard.stream, heard != group {
+            if let group, let heard = pipeline.heard.stream, heard != group {
                 arriving = (next, heard)
                 break
             }

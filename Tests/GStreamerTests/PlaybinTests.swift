@@ -24,6 +24,15 @@ extension PlaybackTests {
             return (playbin, log)
         }
 
+        /// How many times the wall clock's pace the position advances, over a second of playing.
+        func pace(of playbin: Playbin) async throws -> Double {
+            let start = ContinuousClock.now
+            let from = try #require(playbin.position)
+            try await Task.sleep(for: .seconds(1))
+            let to = try #require(playbin.position)
+            return (to - from).seconds / (ContinuousClock.now - start).seconds
+        }
+
         @Test("prerolls, plays, and the position advances")
         func plays() async throws {
             let (playbin, log) = try makePlaybin(.ogg10s)
@@ -104,12 +113,39 @@ extension PlaybackTests {
             #expect(isClose(playbin.position, to: .seconds(2), within: .milliseconds(50)))
             playbin.setState(.playing)
             try await log.waitFor("PLAYING") { $0 == .stateChanged(old: .paused, new: .playing) }
-            let start = ContinuousClock.now
-            let from = try #require(playbin.position)
-            try await Task.sleep(for: .seconds(1))
-            let to = try #require(playbin.position)
-            let ratio = (to - from).seconds / (ContinuousClock.now - start).seconds
+            let ratio = try await pace(of: playbin)
             #expect(ratio > 1.5 && ratio < 2.5, "media advanced \(ratio)× wall time")
+        }
+
+        @Test("the next stream of the gapless slot plays at the speed of the last rate seek from its start")
+        func rateAcrossTheHandover() async throws {
+            let (playbin, log) = try makePlaybin(.wav1500ms)
+            playbin.nextURI = files.url(.ogg10s).absoluteString
+            playbin.setState(.paused)
+            try await log.waitFor("preroll") { $0 == .asyncDone }
+            let mark = log.count
+            #expect(playbin.seek(to: .zero, rate: 2))
+            try await log.waitFor(after: mark, "seek's async-done") { $0 == .asyncDone }
+            playbin.setState(.playing)
+            let taken = try await log.waitFor("about-to-finish") { if case .aboutToFinish = $0 { true } else { false } }
+            try await log.waitFor(after: taken.index, "second stream-start") { if case .streamStart = $0 { true } else { false } }
+            #expect(playbin.rate == 2)
+            // In the second stream (its duration is the 10 s file's), the position advances at twice the wall time.
+            let duration = try await poll(timeout: .seconds(5), every: .milliseconds(20), { playbin.duration }) { ($0 ?? .zero) > .seconds(5) }
+            #expect((duration ?? .zero) > .seconds(5), "the second stream's duration: \(String(describing: duration))")
+            try await Task.sleep(for: .milliseconds(200))
+            let ratio = try await pace(of: playbin)
+            #expect(ratio > 1.5 && ratio < 2.5, "the next stream advanced \(ratio)× wall time")
+
+            // A stream loaded afresh starts at rate 1.
+            playbin.setState(.null)
+            #expect(playbin.rate == 1)
+            playbin.uri = files.url(.ogg10s).absoluteString
+            let loaded = log.count
+            playbin.setState(.playing)
+            try await log.waitFor(after: loaded, "PLAYING") { $0 == .stateChanged(old: .paused, new: .playing) }
+            let loadedRatio = try await pace(of: playbin)
+            #expect(loadedRatio > 0.7 && loadedRatio < 1.3, "a loaded stream advanced \(loadedRatio)× wall time")
         }
 
         @Test("a missing file is an error event")

@@ -33,11 +33,27 @@ import TestSupport
 
     @Test(arguments: SoundServerKind.allCases, [true, false])
     func theNextFileAndShortenedPausesShowWhenHeard(_ kind: SoundServerKind, skipSilence: Bool) async throws {
+        try await Self.playAndCheck(kind, skipSilence: skipSilence, rate: 1)
+    }
+
+    /// At another speed the next file is played at it from its start, without a seek that would flush the end of the
+    /// one before: shown when heard, and Position moves at the Rate throughout.
+    @Test(arguments: SoundServerKind.allCases, [true, false])
+    func theNextFileAndShortenedPausesShowWhenHeardAtSpeed(_ kind: SoundServerKind, skipSilence: Bool) async throws {
+        try await Self.playAndCheck(kind, skipSilence: skipSilence, rate: 1.5)
+    }
+
+    /// Plays the book from the start at `rate` into the second file, reading Position and Metadata, and checks them.
+    static func playAndCheck(_ kind: SoundServerKind, skipSilence: Bool, rate: Double) async throws {
         let folder = try TemporaryDirectory(prefix: "lectern-heard-route")
         defer { folder.remove() }
         let source = try Self.book(in: folder, pauses: skipSilence)
         try await withRouteDaemon(kind) { d in
             try await d.activateBook(in: source, settings: skipSilence ? ["skip_silence": .boolean(true), "silence_amount": .int32(1)] : [:])
+            if rate != 1 {
+                try await d.set("Rate", .double(rate), interface: RouteDaemon.player)
+                _ = try await d.waitFor({ try await d.get("Rate").double ?? 0 }) { $0 == rate }
+            }
 
             let mark = d.signals.count
             let started = ContinuousClock.now
@@ -54,15 +70,17 @@ import TestSupport
             try await d.call("Pause")
             let seeked = d.signals.all.dropFirst(mark).filter { $0.message.member == "Seeked" }
                 .map { Signal(time: $0.time, position: $0.message.arguments.first?.int64 ?? -1) }
-            Self.check(readings, seeked, started: started, end: end, skipSilence: skipSilence, label: "\(kind), skip silence \(skipSilence ? "on" : "off")")
+            Self.check(readings, seeked, started: started, end: end, skipSilence: skipSilence, rate: rate,
+                       label: "\(kind), skip silence \(skipSilence ? "on" : "off"), rate \(rate)")
         }
     }
 
-    /// The readings and Seeked signals from Play (at `started`) until the reading in the second file at `end` µs.
+    /// The readings and Seeked signals from Play (at `started`) until the reading in the second file at `end` µs, played
+    /// at `rate`.
     static func check(_ readings: [Reading], _ seeked: [Signal], started: ContinuousClock.Instant, end: Int64,
-                      skipSilence: Bool, label: String) {
+                      skipSilence: Bool, rate: Double = 1, label: String) {
         // How long the first file is heard: 1 s of tone, the pause shortened to the threshold (0.5 s), 1 s of tone.
-        let firstHeard: Duration = skipSilence ? .seconds(2.5) : .seconds(4)
+        let firstHeard: Duration = (skipSilence ? .seconds(2.5) : .seconds(4)) / rate
         let firstLength: Int64 = skipSilence ? 12 * Self.second : 4 * Self.second
         let trace = readings.map { "\(($0.asked - started).milliseconds.rounded()) ms: \($0.url.suffix(5)) \($0.position / 1000)" }
         #expect(readings.last.map { $0.url.hasSuffix("2.wav") && $0.position >= end } == true,
@@ -81,14 +99,14 @@ import TestSupport
         if let second {
             let known = readings.filter { $0.url.hasSuffix("1.wav") }.map { (time: $0.asked, position: $0.position) }
                 + seeked.filter { $0.time < second.asked && $0.position >= Self.second }.map { (time: $0.time, position: $0.position) }
-            let firstEnd = known.map { $0.position + Int64((second.answered - $0.time) / .microseconds(1)) }.max() ?? -1
+            let firstEnd = known.map { $0.position + Int64((second.answered - $0.time).milliseconds * 1000 * rate) }.max() ?? -1
             #expect(firstEnd >= firstLength - 600_000, "\(label): the second file shown at \(firstEnd) µs of the first at most\n\(trace)")
         }
 
         if skipSilence {
-            // The first pause's jump is told once heard: after the first second of tone and the threshold.
+            // The first pause's jump is told once heard: after the first second of tone and the threshold (file time).
             let jump = seeked.first { $0.position > 5 * Self.second && $0.position < 12 * Self.second }
-            #expect(jump.map { $0.time - started >= .milliseconds(1200) } == true,
+            #expect(jump.map { $0.time - started >= .milliseconds(1200) / rate } == true,
                     "\(label): the first pause's Seeked \(seekedTrace)")
         }
 
@@ -108,7 +126,7 @@ import TestSupport
         #expect(standing.isEmpty, "\(label): Position stood \(standing)\n\(trace)")
 
         // Within a file, Position moves only at the Rate, or with a Seeked.
-        let unannounced = movesWithoutSeeked(readings, seeked: seeked.map(\.time))
+        let unannounced = movesWithoutSeeked(readings, seeked: seeked.map(\.time), rate: rate)
         #expect(unannounced.isEmpty, "\(label): moves without a Seeked: \(unannounced)\nSeeked: \(seekedTrace)")
     }
 }

@@ -638,13 +638,13 @@ struct PositionReading {
 }
 
 /// The moves of Position between two readings of the same file with no Seeked (received at `seeked`) between them or
-/// within a second after: back, or ahead more than the Rate (1) allows in the longest time that can have passed.
-func movesWithoutSeeked(_ readings: [PositionReading], seeked: [ContinuousClock.Instant]) -> [String] {
+/// within a second after: back, or ahead more than the Rate (`rate`) allows in the longest time that can have passed.
+func movesWithoutSeeked(_ readings: [PositionReading], seeked: [ContinuousClock.Instant], rate: Double = 1) -> [String] {
     var unannounced: [String] = []
     for (earlier, later) in zip(readings, readings.dropFirst()) where earlier.url == later.url {
         let told = seeked.contains { $0 > earlier.asked && $0 <= later.answered + .milliseconds(1000) }
         guard !told else { continue }
-        let most = Int64((later.answered - earlier.asked) / .microseconds(1)) + 150_000
+        let most = Int64((later.answered - earlier.asked).milliseconds * 1000 * rate) + 150_000
         let moved = later.position - earlier.position
         if moved < 0 || moved > most {
             unannounced.append("\(earlier.position) → \(later.position) µs in at most \(most / 1000) ms")

@@ -76,6 +76,14 @@ void lectern_gst_configure_sound_server_sinks(void *bin, int64_t buffer_microsec
                                               const char *const *property_names, const char *const *property_values,
                                               size_t property_count);
 
+// The speed across the gapless handover (speed.c): each stream that starts in `playbin` without a flush (the next
+// file about-to-finish took) gets the speed in its segments as it enters playsink, as a flushing seek would give it,
+// so that it is played at the speed from its start and nothing before it is flushed. Call once, on a new playbin;
+// false when it has no playsink. lectern_gst_set_speed sets the speed (1 at first), for streams started from then on:
+// the rate of each rate seek, and 1 when a new stream is loaded (the first stream of a load keeps its own segment).
+bool lectern_gst_keep_speed_across_streams(void *playbin);
+void lectern_gst_set_speed(void *playbin, double rate);
+
 // Gapless fixes (gapless.c), connected to `bin`'s "deep-element-added" (a playbin, or any bin that will hold the
 // decoding elements): MP3s written by FFmpeg get the encoder delay and padding trimmed that FFmpeg records in the LAME
 // tag under its own version string ("Lavc"/"Lavf"), which mpegaudioparse 1.22 ignores; MP4 sound tracks whose edit
