@@ -62,9 +62,8 @@ extension DaemonFixture {
     }
 }
 
-/// Rygel 0.42 as a media renderer (its playbin plugin) named `name`, alone in `namespace`: its configuration is the
-/// test's own (`$XDG_CONFIG_HOME/rygel.conf`, read before /etc/rygel.conf, whose other plugins it turns off), on the
-/// namespace's loopback.
+/// Rygel 0.42 as a media renderer (its playbin plugin) named `name`, alone in `namespace`, on its loopback
+/// (``rygelConfiguration(enabling:title:)``).
 final class RygelRenderer: Sendable {
     private let process: Subprocess
     private let logFile: URL
@@ -72,32 +71,8 @@ final class RygelRenderer: Sendable {
     init(named name: String, in namespace: NetworkNamespace, directory: URL, environment: [String: String]) throws {
         let config = directory.appendingPathComponent("config")
         try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
-        try """
-            [general]
-            interface=lo
-            port=0
-            ipv6=false
-            enable-transcoding=false
-            upnp-enabled=true
-            [Playbin]
-            enabled=true
-            title=\(name)
-            [MPRIS]
-            enabled=false
-            [MediaExport]
-            enabled=false
-            [Tracker]
-            enabled=false
-            [Tracker3]
-            enabled=false
-            [LMS]
-            enabled=false
-            [External]
-            enabled=false
-            [GstLaunch]
-            enabled=false
-
-            """.write(to: config.appendingPathComponent("rygel.conf"), atomically: true, encoding: .utf8)
+        try rygelConfiguration(enabling: "Playbin", title: name)
+            .write(to: config.appendingPathComponent("rygel.conf"), atomically: true, encoding: .utf8)
         var env = environment
         env["XDG_CONFIG_HOME"] = config.path
         env["HOME"] = directory.path

@@ -96,7 +96,7 @@ final class PlayedToRig: Sendable {
         env["GST_REGISTRY"] = try await GStreamerRegistry.path()
         environment = env
         // Rygel's configuration: only the MPRIS plugin, announced on the loopback.
-        try Self.rygelConfiguration.write(to: directory.appending("config/rygel.conf"), atomically: true, encoding: .utf8)
+        try rygelConfiguration(enabling: "MPRIS").write(to: directory.appending("config/rygel.conf"), atomically: true, encoding: .utf8)
 
         let media = directory.appending("media")
         book = directory.appending("book/chapter.ogg")
@@ -143,34 +143,6 @@ final class PlayedToRig: Sendable {
         rygel = try Subprocess(ip, rygelArguments, environment: env, stdout: .file(directory.appending("rygel.log")),
                                stderr: .appendingToFile(directory.appending("rygel.log")))
     }
-
-    /// Rygel's configuration, read from `$XDG_CONFIG_HOME/rygel.conf` before /etc/rygel.conf (whose plugins it turns
-    /// off): the MPRIS plugin only, announced on the loopback, no transcoding.
-    static let rygelConfiguration = """
-        [general]
-        interface=lo
-        port=0
-        ipv6=false
-        enable-transcoding=false
-        upnp-enabled=true
-        [MPRIS]
-        enabled=true
-        [Playbin]
-        enabled=false
-        [MediaExport]
-        enabled=false
-        [Tracker]
-        enabled=false
-        [Tracker3]
-        enabled=false
-        [LMS]
-        enabled=false
-        [External]
-        enabled=false
-        [GstLaunch]
-        enabled=false
-
-        """
 
     var daemonLog: String { (try? String(contentsOf: directory.appending("lecternd.log"), encoding: .utf8)) ?? "" }
 

@@ -2,7 +2,7 @@
 # Where lecternd's resident memory is, and which modules' code a start and 5 s of playing leave resident. A
 # measurement for docs/benchmarks.md ("Where the resident memory is"), not a test.
 #
-#   scripts/code-pages.sh            LECTERND=PATH (default .build-bench/release/lecternd, made by scripts/bench.sh)
+#   scripts/resident-memory.sh            LECTERND=PATH (default .build-bench/release/lecternd, made by scripts/bench.sh)
 #                                    AUDIO=FILE.ogg (default the bench's long.ogg, made when missing)
 #
 # The kernel maps a binary's code around each page first executed, not page by page: a 64 KB window ("fault-around"),
@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib/common.sh"
 lecternd=$(realpath "${LECTERND:-.build-bench/release/lecternd}")
 audio=${AUDIO:-.build-bench/bench-audio/long.ogg}
 for tool in python3 dbus-daemon gdbus gst-launch-1.0 readelf nm "$lecternd"; do
-    command -v "$tool" >/dev/null || { echo "code-pages: $tool not found" >&2; exit 2; }
+    command -v "$tool" >/dev/null || { echo "resident-memory: $tool not found" >&2; exit 2; }
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lectern-pages.XXXXXX")
@@ -42,7 +42,7 @@ pids+=($!)
 mpris=(--session -d org.mpris.MediaPlayer2.lectern -o /org/mpris/MediaPlayer2)
 for _ in $(seq 100); do gdbus call "${mpris[@]}" -m org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1 && break; sleep 0.1; done
 pid=${pids[1]}
-[[ -d "/proc/$pid" ]] || { echo "code-pages: lecternd did not start" >&2; cat "$work/lecternd.log" >&2; exit 1; }
+[[ -d "/proc/$pid" ]] || { echo "resident-memory: lecternd did not start" >&2; cat "$work/lecternd.log" >&2; exit 1; }
 sleep 2
 idle=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 gdbus call "${mpris[@]}" -m org.mpris.MediaPlayer2.Player.OpenUri "file://$audio" >/dev/null
